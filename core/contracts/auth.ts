@@ -1,0 +1,44 @@
+/**
+ * Auth strategy contract. Core asks every registered strategy, in registration order, whether a
+ * request's credentials are good; the first one that recognises them wins. A route is public only
+ * when it declares `config: { public: true }`; every other route, and every unknown path, needs a
+ * principal, whatever the spelling of the path.
+ *
+ * @module
+ */
+import type { FastifyRequest } from 'fastify';
+
+/** Who made the request. */
+export interface Principal {
+  /** Stable id of the credential, e.g. `master`. Never the secret itself. */
+  id: string;
+  /** What the credential may do; `*` is everything. */
+  scopes: readonly string[];
+}
+
+/** The outcome of one strategy for one request. */
+export type AuthResult =
+  /** The credentials are good. */
+  | { kind: 'ok'; principal: Principal }
+  /** The request carries no credential this strategy understands. */
+  | { kind: 'absent' }
+  /** A credential this strategy owns, but wrong; `reason` goes to the client (never the key). */
+  | { kind: 'invalid'; reason: string };
+
+export interface AuthStrategy {
+  readonly name: string;
+  authenticate(request: FastifyRequest): Promise<AuthResult> | AuthResult;
+}
+
+/**
+ * Key storage behind the master-key strategy. Only digests are kept; more keys (scoped,
+ * revocable) can come later behind the same interface.
+ */
+export interface KeyStore {
+  /** Checks a presented secret in constant time. */
+  verify(secret: string): Principal | null;
+  /** Replaces the master key; returns the new secret once. */
+  rotateMaster(): Promise<{ key: string; hint: string }>;
+  /** Where the master key lives on disk (shown in the boot banner). */
+  readonly masterKeyPath: string;
+}

@@ -1,0 +1,143 @@
+/**
+ * The inference backend contract. A backend turns a {@link ResolvedModel} into a
+ * {@link LoadedModel} that can generate, chat or embed. The llama.cpp backend
+ * (`plugins/backend-llama-cpp`) and the transformers.js backend (`plugins/backend-transformers`)
+ * implement it; the scheduler (`plugins/engine`) owns their lifecycle. Third-party backends
+ * register the same way:
+ *
+ * ```ts
+ * export default definePlugin({
+ *   name: 'backend-mine',
+ *   async setup(app, ctx) { ctx.hooks.backends.register(myBackend) },
+ * })
+ * ```
+ *
+ * @module
+ */
+import type { ModelCapability, ModelFormat, ResolvedModel } from './model-store.js';
+
+/** Sampling and length options, with Ollama's names. Unknown keys are ignored upstream. */
+export interface SamplingOptions {
+  temperature?: number;
+  top_k?: number;
+  top_p?: number;
+  min_p?: number;
+  seed?: number;
+  num_predict?: number;
+  num_ctx?: number;
+  stop?: string[];
+  repeat_penalty?: number;
+  repeat_last_n?: number;
+  presence_penalty?: number;
+  frequency_penalty?: number;
+}
+
+/** A tool the model may call (OpenAI/Ollama function shape). */
+export interface ToolDefinition {
+  type: 'function';
+  function: { name: string; description?: string; parameters?: Record<string, unknown> };
+}
+
+export interface ToolCall {
+  id?: string;
+  function: { name: string; arguments: Record<string, unknown> };
+}
+
+export interface ChatMessage {
+  role: 'system' | 'user' | 'assistant' | 'tool';
+  content: string;
+  tool_calls?: ToolCall[];
+  /** For `tool` messages: the name of the tool that produced the content. */
+  tool_name?: string;
+}
+
+/** Structured-output constraint: `'json'` (any JSON) or a JSON schema object. */
+export type OutputFormat = 'json' | Record<string, unknown>;
+
+export interface GenerateParams {
+  /** Text to continue. With `raw` false the backend applies the chat template around it. */
+  prompt: string;
+  system?: string;
+  /** Text after the insertion point (fill-in-the-middle), where the model supports it. */
+  suffix?: string;
+  raw: boolean;
+  format?: OutputFormat;
+  options: SamplingOptions;
+}
+
+export interface ChatParams {
+  messages: ChatMessage[];
+  tools?: ToolDefinition[];
+  format?: OutputFormat;
+  options: SamplingOptions;
+}
+
+/** One event of a generation stream. The last one is always `done`. */
+export type GenerationEvent =
+  | { type: 'token'; text: string }
+  | { type: 'tool_calls'; calls: ToolCall[] }
+  | {
+      type: 'done';
+      reason: 'stop' | 'length';
+      promptTokens: number;
+      completionTokens: number;
+      /** Nanoseconds spent on the prompt and on decoding. */
+      promptEvalNs: number;
+      evalNs: number;
+    };
+
+export interface EmbedParams {
+  inputs: string[];
+  /** Cut inputs longer than the context (true) or fail with a 400 (false). Defaults to true. */
+  truncate: boolean;
+  /** Keep only the first N dimensions (then re-normalise). */
+  dimensions?: number;
+}
+
+export interface EmbedResult {
+  /** L2-normalised vectors, one per input, in input order. */
+  embeddings: number[][];
+  promptTokens: number;
+}
+
+export interface LoadOptions {
+  /** Context length per sequence (tokens); the backend may clamp it to the model's. */
+  contextLength?: number;
+  /** Concurrent sequences (slots) to provision. */
+  parallel: number;
+  /** CPU threads for this model (see docs/engine.md for the default). */
+  threads: number;
+  /** Fired when the model dies on its own (runner crash); the scheduler forgets it. */
+  onExit?: (error: Error) => void;
+}
+
+export interface LoadedModel {
+  readonly capabilities: readonly ModelCapability[];
+  /** Context length per sequence, as loaded. */
+  readonly contextLength: number;
+  /** Bytes of memory held (RAM + VRAM) and of that VRAM. */
+  readonly sizeBytes: number;
+  readonly vramBytes: number;
+  generate(params: GenerateParams, signal: AbortSignal): AsyncIterable<GenerationEvent>;
+  chat(params: ChatParams, signal: AbortSignal): AsyncIterable<GenerationEvent>;
+  embed(params: EmbedParams, signal: AbortSignal): Promise<EmbedResult>;
+  /** Frees everything; safe to call twice. */
+  unload(): Promise<void>;
+}
+
+export interface MemoryEstimate {
+  /** Bytes the model will hold once loaded with the given options (weights + caches). */
+  totalBytes: number;
+  vramBytes: number;
+}
+
+export interface InferenceBackend {
+  /** Unique name, e.g. `llama-cpp`. */
+  readonly name: string;
+  /** The model formats this backend runs (a model's `format` picks the backend). */
+  readonly formats: readonly ModelFormat[];
+  estimateMemory(model: ResolvedModel, options: LoadOptions): Promise<MemoryEstimate>;
+  load(model: ResolvedModel, options: LoadOptions): Promise<LoadedModel>;
+  /** Releases process-wide resources at shutdown. */
+  close?(): Promise<void>;
+}

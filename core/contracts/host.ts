@@ -1,0 +1,62 @@
+/**
+ * Host provider contracts: the parts of the appliance that touch the machine (GPUs, the service
+ * manager, the network). Each is a plugin behind one of these interfaces, chosen by the config or
+ * detected (`plugins/host-*`). Host calls never block the event loop and never throw into a
+ * request: a probe that fails yields a degraded answer.
+ *
+ * @module
+ */
+
+export interface GpuDevice {
+  name: string;
+  vram_total_mb: number;
+  vram_used_mb: number;
+  temp_c: number | null;
+}
+
+export interface GpuReport {
+  /** `nvidia`, `amd`, or `none`. */
+  vendor: string;
+  devices: GpuDevice[];
+}
+
+export interface GpuProvider {
+  /** `nvidia`, `amd`, `none`, ... */
+  readonly vendor: string;
+  /** True when this provider's tool or sysfs files are present on the machine. */
+  detect(): Promise<boolean>;
+  /** One reading; rejects on a probe failure (the sampler turns that into a degraded answer). */
+  probe(signal: AbortSignal): Promise<GpuReport>;
+}
+
+/** systemd's ActiveState vocabulary. */
+export type ServiceActiveState = 'active' | 'inactive' | 'failed' | 'activating' | 'deactivating';
+
+export interface ServiceStatus {
+  name: string;
+  description: string;
+  state: ServiceActiveState;
+  sub_state: string;
+  /** ISO-8601 time of the last state change, or null. */
+  since: string | null;
+  main_pid: number | null;
+  enabled: boolean;
+}
+
+export type ServiceAction = 'start' | 'stop' | 'restart';
+
+/** A log line as `/system/logs` returns it. */
+export interface LogLine {
+  timestamp: string;
+  /** syslog priority 0 (emerg) .. 7 (debug). */
+  priority: number;
+  message: string;
+}
+
+/** Runs the six services: the embedded supervisor, or systemd. */
+export interface ServiceManager {
+  readonly kind: 'embedded' | 'systemd' | (string & {});
+  list(): Promise<ServiceStatus[]>;
+  act(name: string, action: ServiceAction): Promise<void>;
+  logs(name: string, lines: number): Promise<LogLine[]>;
+}

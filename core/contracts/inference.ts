@@ -1,0 +1,93 @@
+/**
+ * The native inference service: the one inference path. The engine plugin (`plugins/engine`)
+ * provides it; the Ollama routes (`/api/generate`, `/api/chat`, `/api/embed`) call it directly and
+ * the OpenAI routes (`/v1/...`) translate their requests into these shapes and its events back
+ * into OpenAI chunks. Nobody else talks to a backend.
+ *
+ * @module
+ */
+import type {
+  ChatMessage,
+  GenerationEvent,
+  OutputFormat,
+  SamplingOptions,
+  ToolDefinition,
+} from './backend.js';
+
+/** `keep_alive` as clients send it: seconds, a Go duration string (`5m`, `1h30m`) or negative. */
+export type KeepAlive = number | string;
+
+export interface InferenceGenerateRequest {
+  model: string;
+  prompt: string;
+  system?: string;
+  template?: string;
+  suffix?: string;
+  raw?: boolean;
+  format?: OutputFormat;
+  options?: SamplingOptions;
+  keep_alive?: KeepAlive;
+}
+
+export interface InferenceChatRequest {
+  model: string;
+  messages: ChatMessage[];
+  tools?: ToolDefinition[];
+  format?: OutputFormat;
+  options?: SamplingOptions;
+  keep_alive?: KeepAlive;
+}
+
+export interface InferenceEmbedRequest {
+  model: string;
+  input: string[];
+  truncate?: boolean;
+  dimensions?: number;
+  options?: SamplingOptions;
+  keep_alive?: KeepAlive;
+}
+
+/**
+ * A running generation. The promise that returns it settles only once the model is loaded and a
+ * slot is held, so errors before the first token (unknown model, queue full) are thrown, not
+ * streamed. `events` ends with one `done` event, or throws (the route writes an error frame).
+ */
+export interface GenerationStream {
+  /** The model name as resolved by the store (what responses echo in `model`). */
+  model: string;
+  /** Nanoseconds spent loading the model for this request (0 when it was loaded). */
+  loadNs: number;
+  events: AsyncIterable<GenerationEvent>;
+}
+
+export interface EmbedResponse {
+  model: string;
+  embeddings: number[][];
+  promptTokens: number;
+  loadNs: number;
+  totalNs: number;
+}
+
+/** A loaded model as `/api/ps` lists it. */
+export interface LoadedModelInfo {
+  name: string;
+  model: string;
+  digest: string;
+  size: number;
+  size_vram: number;
+  expires_at: string;
+  context_length: number;
+}
+
+export interface InferenceService {
+  generate(request: InferenceGenerateRequest, signal: AbortSignal): Promise<GenerationStream>;
+  chat(request: InferenceChatRequest, signal: AbortSignal): Promise<GenerationStream>;
+  embed(request: InferenceEmbedRequest, signal: AbortSignal): Promise<EmbedResponse>;
+  /** Loads a model without generating (empty prompt); resolves when it is ready. */
+  load(model: string, keepAlive?: KeepAlive): Promise<{ model: string; loadNs: number }>;
+  /** Unloads a model now (keep_alive 0, `lia stop`); a no-op when it is not loaded. */
+  unload(model: string): Promise<void>;
+  /** Unloads everything (svc-inference stop, shutdown). */
+  unloadAll(): Promise<void>;
+  ps(): LoadedModelInfo[];
+}

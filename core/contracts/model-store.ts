@@ -1,0 +1,70 @@
+/**
+ * The model store contract: what the inference engine and the APIs may ask of the plugin that
+ * owns the models on disk (`plugins/model-store`). The engine never reads manifests itself.
+ *
+ * @module
+ */
+
+/** What a model can do, in Ollama's vocabulary (`/api/show` → `capabilities`). */
+export type ModelCapability = 'completion' | 'chat' | 'embedding' | 'tools' | 'insert' | 'vision';
+
+/** The on-disk format of a model's weights; decides which inference backend runs it. */
+export type ModelFormat = 'gguf' | 'onnx' | (string & {});
+
+/** The `details` object of `/api/tags` and `/api/show`. */
+export interface ModelDetails {
+  parent_model: string;
+  format: ModelFormat;
+  family: string;
+  families: string[] | null;
+  parameter_size: string;
+  quantization_level: string;
+}
+
+/** One chat message stored in a model (Modelfile `MESSAGE`). */
+export interface StoredMessage {
+  role: string;
+  content: string;
+}
+
+/** A model resolved from the store, ready for a backend to load. */
+export interface ResolvedModel {
+  /** Canonical short name as clients show it, e.g. `stories:latest` or `host/ns/model:tag`. */
+  name: string;
+  /** Hex SHA-256 of the manifest (no prefix); changes whenever the model changes. */
+  digest: string;
+  format: ModelFormat;
+  /**
+   * Where the weights are: for `gguf` the blob file; for `onnx` a directory laid out as the
+   * Hugging Face ONNX layout (config.json, tokenizer.json, onnx/model*.onnx).
+   */
+  modelPath: string;
+  /** Bytes of all weight layers (the figure the scheduler budgets memory with). */
+  sizeBytes: number;
+  /** Template layer (Go template text as Ollama stores it), if the model has one. */
+  template?: string;
+  /** System prompt layer, if any. */
+  system?: string;
+  /** Default options from the params layer (Ollama option names, e.g. `temperature`, `stop`). */
+  parameters: Record<string, unknown>;
+  /** Pre-seeded conversation (Modelfile `MESSAGE`). */
+  messages: StoredMessage[];
+  capabilities: ModelCapability[];
+  details: ModelDetails;
+}
+
+/** A callback the store runs before it deletes a model, so a runner can unload it first. */
+export type BeforeDeleteHook = (model: { name: string; digest: string }) => Promise<void>;
+
+export interface ModelStore {
+  /**
+   * Resolves a client-supplied name (`model`, `model:tag`, `ns/model`, `host/ns/model:tag`).
+   * Throws `Errors.modelNotFound` (404) for an unknown model and `Errors.badRequest` (400) for
+   * an invalid name.
+   */
+  resolve(name: string): Promise<ResolvedModel>;
+  /** Every model in the store, newest first. */
+  list(): Promise<ResolvedModel[]>;
+  /** Registers a hook that runs before a model is deleted (the engine unloads it there). */
+  onBeforeDelete(hook: BeforeDeleteHook): void;
+}
