@@ -38,9 +38,11 @@ export interface ToolDefinition {
   function: { name: string; description?: string; parameters?: Record<string, unknown> };
 }
 
+/** A tool call the model made; returned to the client, never executed. */
 export interface ToolCall {
   id?: string;
-  function: { name: string; arguments: Record<string, unknown> };
+  /** `index` is the call's position among the calls of one turn (Ollama sends it). */
+  function: { index?: number; name: string; arguments: Record<string, unknown> };
 }
 
 export interface ChatMessage {
@@ -61,6 +63,11 @@ export interface GenerateParams {
   /** Text after the insertion point (fill-in-the-middle), where the model supports it. */
   suffix?: string;
   raw: boolean;
+  /**
+   * A prompt template (Ollama Go-template text, e.g. the request's `template` field) used instead
+   * of the model's own chat template. Ignored when `raw` is true.
+   */
+  template?: string;
   format?: OutputFormat;
   options: SamplingOptions;
 }
@@ -92,10 +99,15 @@ export interface EmbedParams {
   truncate: boolean;
   /** Keep only the first N dimensions (then re-normalise). */
   dimensions?: number;
+  /**
+   * L2-normalise the vectors (Ollama `/api/embed`, OpenAI). The legacy `/api/embeddings` asks for
+   * raw vectors with `false`. Defaults to true.
+   */
+  normalize?: boolean;
 }
 
 export interface EmbedResult {
-  /** L2-normalised vectors, one per input, in input order. */
+  /** Vectors, one per input, in input order; L2-normalised unless `normalize` was false. */
   embeddings: number[][];
   promptTokens: number;
 }
@@ -109,6 +121,8 @@ export interface LoadOptions {
   threads: number;
   /** Fired when the model dies on its own (runner crash); the scheduler forgets it. */
   onExit?: (error: Error) => void;
+  /** Prompt-evaluation batch size in tokens. Defaults to the backend's own (512 for llama.cpp). */
+  batchSize?: number;
 }
 
 export interface LoadedModel {

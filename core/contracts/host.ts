@@ -8,16 +8,22 @@
  */
 
 export interface GpuDevice {
+  /** The tool's device index (nvidia-smi `index`, rocm-smi `cardN`), when it has one. */
+  index?: number;
   name: string;
   vram_total_mb: number;
   vram_used_mb: number;
   temp_c: number | null;
+  /** GPU busy percentage, or null when the board does not report it. */
+  utilization_percent?: number | null;
 }
 
 export interface GpuReport {
   /** `nvidia`, `amd`, or `none`. */
   vendor: string;
   devices: GpuDevice[];
+  /** Which tool or file the figures came from (`nvidia-smi`, `rocm-smi`, `amd-smi`, `sysfs`). */
+  source?: string;
 }
 
 export interface GpuProvider {
@@ -56,6 +62,11 @@ export interface LogLine {
 /** Runs the six services: the embedded supervisor, or systemd. */
 export interface ServiceManager {
   readonly kind: 'embedded' | 'systemd' | (string & {});
+  /**
+   * True when `act` only queues the job and returns before it completes (systemd's `--no-block`):
+   * the API then answers 202 instead of 200. Defaults to false.
+   */
+  readonly queuesActions?: boolean;
   list(): Promise<ServiceStatus[]>;
   act(name: string, action: ServiceAction): Promise<void>;
   logs(name: string, lines: number): Promise<LogLine[]>;

@@ -1,0 +1,104 @@
+/**
+ * The CLI's HTTPS client for a running appliance. It trusts the appliance's CA (never skips
+ * verification) and sends the master key as a Bearer token.
+ *
+ * Where things come from, first match wins:
+ * - URL: `--url`, `LIA_URL`, else `https://localhost:<LIA_PORT or 8443>`;
+ * - key: `LIA_API_KEY`, else the key file `<data dir>/keys/master.key`;
+ * - CA: `LIA_CA_CERT` (a PEM file), else `<data dir>/pki/root.crt`.
+ *
+ * @module
+ */
+import { readFile } from 'node:fs/promises';
+import { Agent, fetch, type Response } from 'undici';
+import { CliError } from './types.js';
+
+export interface ApiClientOptions {
+  url: string;
+  key: string | null;
+  ca: string;
+}
+
+export interface ApiClient {
+  readonly url: string;
+  /** Sends a request; JSON bodies are encoded. Resolves with the raw response. */
+  request(method: string, path: string, body?: unknown, init?: { signal?: AbortSignal; headers?: Record<string, string> }): Promise<Response>;
+  /** Sends a request and returns the JSON body; a non-2xx answer becomes a CliError with the server's message. */
+  json<T>(method: string, path: string, body?: unknown): Promise<T>;
+  /** Sends a request and yields each NDJSON line as an object; an `{"error"}` line throws. */
+  stream<T>(method: string, path: string, body?: unknown, signal?: AbortSignal): AsyncGenerator<T>;
+}
+
+/** Turns an error response into a CliError carrying the server's message. */
+export async function responseError(res: Response): Promise<CliError> {
+  const text = await res.text();
+  let message = text;
+  try {
+    const body = JSON.parse(text) as { error?: string | { message?: string } };
+    message = typeof body.error === 'string' ? body.error : (body.error?.message ?? text);
+  } catch {
+    // not JSON: keep the text
+  }
+  return new CliError(`${res.status} ${message || res.statusText}`);
+}
+
+export function createApiClient(options: ApiClientOptions): ApiClient {
+  const dispatcher = new Agent({ connect: { ca: options.ca }, bodyTimeout: 0, headersTimeout: 0 });
+  const base = options.url.replace(/\/+$/, '');
+  const request: ApiClient['request'] = async (method, path, body, init = {}) => {
+    const headers: Record<string, string> = { ...init.headers };
+    if (options.key) headers['authorization'] = `Bearer ${options.key}`;
+    if (body !== undefined) headers['content-type'] ??= 'application/json';
+    try {
+      return await fetch(base + path, {
+        method,
+        headers,
+        body: body === undefined ? undefined : typeof body === 'string' || body instanceof Uint8Array ? body : JSON.stringify(body),
+        dispatcher,
+        signal: init.signal,
+      });
+    } catch (err) {
+      const cause = (err as { cause?: { code?: string; message?: string } }).cause;
+      throw new CliError(`cannot reach ${base}: ${cause?.code ?? cause?.message ?? (err as Error).message}`);
+    }
+  };
+  return {
+    url: base,
+    request,
+    async json<T>(method: string, path: string, body?: unknown): Promise<T> {
+      const res = await request(method, path, body);
+      if (!res.ok) throw await responseError(res);
+      const text = await res.text();
+      return (text ? JSON.parse(text) : {}) as T;
+    },
+    async *stream<T>(method: string, path: string, body?: unknown, signal?: AbortSignal): AsyncGenerator<T> {
+      const res = await request(method, path, body, { signal });
+      if (!res.ok || !res.body) throw await responseError(res);
+      const decoder = new TextDecoder();
+      let buffer = '';
+      for await (const chunk of res.body) {
+        buffer += decoder.decode(chunk as Uint8Array, { stream: true });
+        let nl: number;
+        while ((nl = buffer.indexOf('\n')) >= 0) {
+          const line = buffer.slice(0, nl).trim();
+          buffer = buffer.slice(nl + 1);
+          if (!line) continue;
+          const obj = JSON.parse(line) as T & { error?: string };
+          if (typeof obj.error === 'string') throw new CliError(obj.error);
+          yield obj as Awaited<T>;
+        }
+      }
+    },
+  };
+}
+
+/** Builds the client from flags and the environment, reading the key and CA files. */
+export async function clientFromEnv(env: NodeJS.ProcessEnv, dataDir: string, url?: string): Promise<ApiClient> {
+  const target = url ?? env['LIA_URL'] ?? `https://localhost:${env['LIA_PORT'] ?? '8443'}`;
+  const caFile = env['LIA_CA_CERT'] ?? `${dataDir}/pki/root.crt`;
+  const ca = await readFile(caFile, 'utf8').catch(() => {
+    throw new CliError(`cannot read the CA certificate ${caFile}: download it with "curl -k ${target}/system/ca-cert -o ca.crt" and set LIA_CA_CERT=ca.crt`);
+  });
+  const key = env['LIA_API_KEY'] ?? (await readFile(`${dataDir}/keys/master.key`, 'utf8').then((k) => k.trim()).catch(() => null));
+  return createApiClient({ url: target, key, ca });
+}

@@ -1,0 +1,101 @@
+/**
+ * The configuration schema and the table of settings that drives `lia serve --help`, the startup
+ * log and `docs/configuration.md`. Every setting has a name, an environment variable, a default
+ * and a description, in one place.
+ *
+ * @module
+ */
+import os from 'node:os';
+import path from 'node:path';
+import { Type, type Static } from '@sinclair/typebox';
+
+/** One plugin entry: `true`/`false`, or an object with `enabled`, `module` and `options`. */
+export const PluginEntrySchema = Type.Union([
+  Type.Boolean(),
+  Type.Object(
+    {
+      /** Defaults to `true`. */
+      enabled: Type.Optional(Type.Boolean()),
+      /**
+       * Where a third-party plugin lives: an npm package name or a path (relative to the config
+       * file). Built-in plugins need none.
+       */
+      module: Type.Optional(Type.String({ minLength: 1 })),
+      /** The plugin's own options, validated against the schema the plugin declares. */
+      options: Type.Optional(Type.Record(Type.String(), Type.Unknown())),
+    },
+    { additionalProperties: false },
+  ),
+]);
+export type PluginEntry = Static<typeof PluginEntrySchema>;
+
+export const ConfigSchema = Type.Object(
+  {
+    host: Type.String({ minLength: 1 }),
+    port: Type.Integer({ minimum: 0, maximum: 65535 }),
+    dataDir: Type.String({ minLength: 1 }),
+    logLevel: Type.Union(
+      ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].map((l) => Type.Literal(l)),
+    ),
+    bodyLimit: Type.Integer({ minimum: 1024 }),
+    plugins: Type.Record(Type.String({ pattern: '^[a-z0-9@][a-z0-9._/@-]*$' }), PluginEntrySchema),
+  },
+  { additionalProperties: false },
+);
+
+/** The validated, frozen configuration every part of the appliance reads. */
+export type Config = Readonly<Static<typeof ConfigSchema>> & {
+  /** The file the configuration came from, or null when only defaults and env were used. */
+  readonly source: string | null;
+};
+
+export interface SettingDoc {
+  key: keyof Static<typeof ConfigSchema>;
+  env: string;
+  flag?: string;
+  default: unknown;
+  description: string;
+}
+
+/** Default data directory: `$XDG_DATA_HOME/lia`, else `~/.local/share/lia`. */
+function defaultDataDir(): string {
+  const xdg = process.env['XDG_DATA_HOME'];
+  return path.join(xdg && path.isAbsolute(xdg) ? xdg : path.join(os.homedir(), '.local', 'share'), 'lia');
+}
+
+/** The core settings. Plugins document their own options (see docs/configuration.md). */
+export const SETTINGS: readonly SettingDoc[] = [
+  {
+    key: 'host',
+    env: 'LIA_HOST',
+    flag: '--host',
+    default: '0.0.0.0',
+    description: 'Address the HTTPS server binds to. `0.0.0.0` answers on every IPv4 interface, `::` on every interface.',
+  },
+  {
+    key: 'port',
+    env: 'LIA_PORT',
+    flag: '--port',
+    default: 8443,
+    description: 'HTTPS port. 0 picks a free port (tests).',
+  },
+  {
+    key: 'dataDir',
+    env: 'LIA_DATA_DIR',
+    flag: '--data-dir',
+    default: defaultDataDir(),
+    description: 'Where the CA, the keys, the models and the logs live. Created 0700 on first start.',
+  },
+  {
+    key: 'logLevel',
+    env: 'LIA_LOG_LEVEL',
+    default: 'info',
+    description: 'fatal, error, warn, info, debug, trace or silent.',
+  },
+  {
+    key: 'bodyLimit',
+    env: 'LIA_BODY_LIMIT',
+    default: 8 * 1024 * 1024,
+    description: 'Largest JSON request body in bytes; larger ones get 413. Blob uploads have their own limit.',
+  },
+];

@@ -1,0 +1,123 @@
+/**
+ * Builds the Fastify app: the HTTPS server (credentials applied later by {@link applyTls}), the
+ * logger, the error registry, the auth gate, 404/405, the public `/health`, and every enabled
+ * plugin. It does not listen: tests `inject()` into it, `core/main.ts` starts it.
+ *
+ * @module
+ */
+import https from 'node:https';
+import Fastify, { LogController, type FastifyInstance } from 'fastify';
+import type { Config } from '../config/schema.js';
+import type { TlsCredentials } from '../contracts/tls.js';
+import { Errors } from '../errors.js';
+import { LogHub, REDACT_PATHS } from '../logging.js';
+import { createHooks, type Hooks } from '../plugin/hooks.js';
+import { loadPlugins, registerPlugins, type LoadedPlugin } from '../plugin/host.js';
+import { VERSION } from '../version.js';
+import { installAuthGate } from './auth-hook.js';
+import { errorHandler } from './error-handler.js';
+import { installRouting, RouteTable } from './routing.js';
+import { TLS_POLICY } from './tls-policy.js';
+
+export interface BuiltApp {
+  app: FastifyInstance;
+  hooks: Hooks;
+  routes: RouteTable;
+  plugins: LoadedPlugin[];
+}
+
+export interface BuildOptions {
+  /** Plugins to register instead of loading the config's (tests). */
+  plugins?: LoadedPlugin[];
+  /** Where log lines go besides the service buffers. Defaults to stdout; null for nowhere. */
+  logDestination?: NodeJS.WritableStream | null;
+  /** Where operator-facing console text (banner, rotation notice) goes. Defaults to stdout. */
+  console?: (text: string) => void;
+}
+
+/** Parses any body as JSON, as Ollama does (curl's `-d` sends form encoding by default). */
+function parseJsonBody(_req: unknown, body: string, done: (err: Error | null, value?: unknown) => void): void {
+  if (body.length === 0) return done(null, undefined);
+  try {
+    done(null, JSON.parse(body));
+  } catch (err) {
+    done(Errors.invalidJson(`the body is not valid JSON: ${(err as Error).message}`));
+  }
+}
+
+export async function buildApp(config: Config, options: BuildOptions = {}): Promise<BuiltApp> {
+  const logs = new LogHub();
+  const destination = options.logDestination === undefined ? process.stdout : options.logDestination;
+  const app = Fastify({
+    serverFactory: (handler) => https.createServer({ ...TLS_POLICY }, handler),
+    logger: {
+      level: config.logLevel,
+      redact: { paths: REDACT_PATHS, censor: '[redacted]' },
+      stream: logs.stream(destination),
+    },
+    bodyLimit: config.bodyLimit,
+    routerOptions: { ignoreTrailingSlash: true, ignoreDuplicateSlashes: true },
+    return503OnClosing: true,
+    forceCloseConnections: 'idle',
+    keepAliveTimeout: 72_000,
+    requestTimeout: 0,
+    logController: new LogController({ disableRequestLogging: config.logLevel !== 'debug' && config.logLevel !== 'trace' }),
+  }) as unknown as FastifyInstance;
+
+  const hooks = createHooks(logs, options.console ?? ((text) => process.stdout.write(text)));
+  const routes = new RouteTable();
+  app.setErrorHandler(errorHandler);
+  app.removeAllContentTypeParsers();
+  app.addContentTypeParser('*', { parseAs: 'string' }, parseJsonBody);
+  installRouting(app, routes);
+  installAuthGate(app, hooks);
+
+  installProxyRole(app, hooks);
+
+  app.get('/health', { config: { public: true } }, async (_request, reply) => {
+    const services = hooks.services.list();
+    const down = services.filter((s) => s.implemented && s.required && s.state !== 'active');
+    const body = {
+      status: down.length === 0 ? 'ok' : 'degraded',
+      version: VERSION,
+      services: Object.fromEntries(services.map((s) => [s.name, s.implemented ? s.state : 'inactive'])),
+    };
+    return reply.code(down.length === 0 ? 200 : 503).header('Cache-Control', 'no-store').send(body);
+  });
+
+  // Ollama's CLI and clients probe `/` as a heartbeat; a browser is sent to the web UI.
+  app.get('/', { config: { public: true } }, async (request, reply) => {
+    if (String(request.headers.accept ?? '').includes('text/html') && routes.list().some((r) => r.url === '/ui/')) return reply.redirect('/ui/');
+    return reply.type('text/plain; charset=utf-8').send('Ollama is running');
+  });
+
+  const plugins = options.plugins ?? (await loadPlugins(config));
+  await registerPlugins(app, plugins, config, hooks);
+  return { app, hooks, routes, plugins };
+}
+
+/**
+ * `svc-proxy` in the embedded default is the HTTPS front door itself. Stopping it makes every
+ * request but `/health` answer 503 (the management API refuses that without `force`, since it
+ * locks the operator out); starting it opens the door again.
+ */
+function installProxyRole(app: FastifyInstance, hooks: Hooks): void {
+  let open = false;
+  hooks.services.implement('svc-proxy', {
+    description: 'LIA HTTPS front end (TLS termination and routing)',
+    async start() {
+      open = true;
+    },
+    async stop() {
+      open = false;
+    },
+  });
+  app.addHook('onRequest', async (request) => {
+    if (!open && request.routeOptions.url !== '/health') throw Errors.unavailable('svc-proxy is stopped: the appliance is not accepting requests');
+  });
+}
+
+/** Applies credentials with the whole TLS policy (see tls-policy.ts for why both). */
+export function applyTls(app: FastifyInstance, credentials: TlsCredentials): void {
+  (app.server as https.Server).setSecureContext({ ...TLS_POLICY, key: credentials.key, cert: credentials.cert });
+}

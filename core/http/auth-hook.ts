@@ -1,0 +1,42 @@
+/**
+ * The authentication gate. It runs on every request, matched or not, before body parsing. A
+ * request passes without credentials only when the route it matched declares
+ * `config: { public: true }`; the decision rests on the route, not on the spelling of the path,
+ * so `//`, `/./`, `..`, `%2F`, case or a trailing slash cannot reach a protected handler
+ * unauthenticated. Unknown paths need a key too (default deny), so they cannot be probed.
+ *
+ * @module
+ */
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { Principal } from '../contracts/auth.js';
+import { Errors } from '../errors.js';
+import type { Hooks } from '../plugin/hooks.js';
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** Who made the request; null on public routes. */
+    principal: Principal | null;
+  }
+  interface FastifyContextConfig {
+    /** The route needs no API key (`/health`, `/system/ca-cert`, the web UI). Defaults to false. */
+    public?: boolean;
+  }
+}
+
+export async function authenticate(request: FastifyRequest, hooks: Hooks): Promise<Principal> {
+  for (const strategy of hooks.auth.list()) {
+    const result = await strategy.authenticate(request);
+    if (result.kind === 'ok') return result.principal;
+    if (result.kind === 'invalid') throw Errors.unauthorized(result.reason);
+  }
+  if (hooks.auth.list().length === 0) throw Errors.unauthorized('no authentication strategy is enabled; this route is closed');
+  throw Errors.unauthorized('missing API key: send the header "Authorization: Bearer <key>"');
+}
+
+export function installAuthGate(app: FastifyInstance, hooks: Hooks): void {
+  app.decorateRequest('principal', null);
+  app.addHook('onRequest', async (request) => {
+    if (request.routeOptions.config?.public === true && request.is404 !== true) return;
+    request.principal = await authenticate(request, hooks);
+  });
+}

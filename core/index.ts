@@ -1,0 +1,26 @@
+/**
+ * The public surface of LIA's core for plugin authors: the plugin contract, the hook interfaces,
+ * the error registry and the streaming helpers. Plugins import from here, never from deeper
+ * paths of core.
+ *
+ * @module
+ */
+export { definePlugin, type LiaPlugin, type PluginContext } from './plugin/define.js';
+export { Slot, Registry, BackendRegistry, type Hooks } from './plugin/hooks.js';
+export { AppError, Errors, defineError, isAppError, type ErrorFactory, type OpenAIErrorType } from './errors.js';
+export { startNdjson, clientGone, type StreamWriter } from './streaming/ndjson.js';
+export { startSse } from './streaming/sse.js';
+export { toAppError, errorBody } from './http/error-handler.js';
+export { normalizePath, surfaceOf, type Surface } from './http/surface.js';
+export { SERVICE_NAMES, isServiceName, ServiceRegistry, type ServiceName, type ServiceRole, type ServiceState } from './services/registry.js';
+export { LogHub } from './logging.js';
+export { writeFileAtomic } from './fs/write-atomic.js';
+export { VERSION } from './version.js';
+export type { Config } from './config/schema.js';
+export type * from './contracts/auth.js';
+export type * from './contracts/backend.js';
+export type * from './contracts/host.js';
+export type * from './contracts/inference.js';
+export type * from './contracts/model-store.js';
+export type * from './contracts/network.js';
+export type * from './contracts/tls.js';

@@ -1,0 +1,55 @@
+/**
+ * Starts the appliance in its embedded default: every enabled plugin in this process, the
+ * services started in order, TLS applied, HTTPS listening, the boot banner printed. Returns a
+ * handle whose `close()` stops accepting, stops the services and closes the server.
+ *
+ * @module
+ */
+import { mkdir } from 'node:fs/promises';
+import type { Config } from './config/schema.js';
+import { applyTls, buildApp, type BuildOptions, type BuiltApp } from './http/app.js';
+import { bootBanner } from './banner.js';
+
+export interface Appliance extends BuiltApp {
+  /** The port actually bound (differs from config.port when that is 0). */
+  port: number;
+  close(): Promise<void>;
+}
+
+export async function startAppliance(config: Config, options: BuildOptions = {}): Promise<Appliance> {
+  await mkdir(config.dataDir, { recursive: true, mode: 0o700 });
+  const built = await buildApp(config, options);
+  const { app, hooks } = built;
+  try {
+    await app.ready();
+    await hooks.services.startAll();
+    applyTls(app, hooks.tls.get().current());
+    hooks.tls.get().onChange((credentials) => {
+      applyTls(app, credentials);
+      app.log.info({ svc: 'svc-certs' }, 'TLS certificate swapped in without restart');
+    });
+    await app.listen({ host: config.host, port: config.port });
+  } catch (err) {
+    await hooks.services.stopAll();
+    await app.close();
+    throw err;
+  }
+  const address = app.server.address();
+  const port = typeof address === 'object' && address ? address.port : config.port;
+  hooks.console(bootBanner(built, config, port));
+
+  let closing: Promise<void> | null = null;
+  return {
+    ...built,
+    port,
+    close() {
+      closing ??= (async () => {
+        const errors = await hooks.services.stopAll();
+        await app.close();
+        for (const b of hooks.backends.list()) await b.close?.();
+        for (const err of errors) app.log.error({ err }, 'service failed to stop');
+      })();
+      return closing;
+    },
+  };
+}

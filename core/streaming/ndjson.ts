@@ -1,0 +1,57 @@
+/**
+ * NDJSON streaming (Ollama's stream format): one JSON object per line, flushed as it is written.
+ * A client that goes away aborts `signal`; a failure after the first line is written as a last
+ * `{"error": "..."}` line (the status is already 200 by then).
+ *
+ * @module
+ */
+import type { FastifyReply } from 'fastify';
+import { toAppError } from '../http/error-handler.js';
+
+export interface StreamWriter<T> {
+  write(obj: T): boolean;
+  end(): void;
+  /** Writes the error as a last line and ends the stream. */
+  fail(err: unknown): void;
+  readonly closed: boolean;
+}
+
+/**
+ * Takes over the reply and returns a writer. The caller must have checked everything that can
+ * fail with a status before calling this: from here on the status is 200.
+ */
+export function startNdjson<T>(reply: FastifyReply, contentType = 'application/x-ndjson'): StreamWriter<T> {
+  reply.hijack();
+  const res = reply.raw;
+  res.writeHead(200, { 'Content-Type': contentType, 'Cache-Control': 'no-store', 'X-Accel-Buffering': 'no' });
+  res.flushHeaders();
+  let closed = false;
+  res.on('close', () => (closed = true));
+  return {
+    write(obj) {
+      if (closed || res.writableEnded) return false;
+      return res.write(JSON.stringify(obj) + '\n');
+    },
+    end() {
+      if (!res.writableEnded) res.end();
+    },
+    fail(err) {
+      const e = toAppError(err);
+      if (e.statusCode >= 500) reply.log.error({ err }, 'stream failed');
+      if (!res.writableEnded && !closed) res.end(JSON.stringify({ error: e.message }) + '\n');
+    },
+    get closed() {
+      return closed;
+    },
+  };
+}
+
+/** An AbortSignal that fires when the client disconnects before the response is finished. */
+export function clientGone(reply: FastifyReply): AbortSignal {
+  const ctl = new AbortController();
+  const res = reply.raw;
+  res.on('close', () => {
+    if (!res.writableFinished) ctl.abort(new Error('client disconnected'));
+  });
+  return ctl.signal;
+}

@@ -1,0 +1,11 @@
+/**
+ * The appliance's version, read once from package.json (`/health`, `/system/status`, `lia --version`).
+ *
+ * @module
+ */
+import { readFileSync } from 'node:fs';
+
+const pkg = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string };
+
+/** The package version, e.g. `0.1.0`. */
+export const VERSION: string = pkg.version;

@@ -1,0 +1,81 @@
+/**
+ * The `auth-api-key` plugin: the master API key. It registers the Bearer strategy that core's
+ * auth gate asks on every non-public route, provides the key store, and serves
+ * `POST /system/api-keys/rotate`.
+ *
+ * A key is never logged: core redacts `Authorization`, and this plugin logs only the hint.
+ *
+ * @module
+ */
+import { Type } from '@sinclair/typebox';
+import type { FastifyRequest } from 'fastify';
+import { definePlugin, Errors, type AuthResult } from '../../core/index.js';
+import { FailureLimiter } from './failure-limiter.js';
+import { checkShape } from './key-format.js';
+import { FileKeyStore } from './key-store.js';
+
+const Options = Type.Object(
+  {
+    /** Wrong keys one client address may present in a burst before 429. Defaults to 10. */
+    failureBurst: Type.Integer({ minimum: 1, default: 10 }),
+    /** Seconds to earn back one failure. Defaults to 6. */
+    failureRefillSeconds: Type.Number({ exclusiveMinimum: 0, default: 6 }),
+  },
+  { additionalProperties: false },
+);
+
+/** The token of `Authorization: Bearer <token>`, or null. The scheme is case-insensitive. */
+function bearerToken(request: FastifyRequest): string | null {
+  const header = request.headers.authorization;
+  if (typeof header !== 'string') return null;
+  const m = /^\s*bearer\s+(\S+)\s*$/i.exec(header);
+  return m ? (m[1] as string) : null;
+}
+
+export default definePlugin({
+  name: 'auth-api-key',
+  description: 'Master API key: Bearer auth, failure rate limiting, /system/api-keys/rotate',
+  options: Options,
+  async setup(app, ctx) {
+    const store = await FileKeyStore.open(ctx.config.dataDir);
+    const limiter = new FailureLimiter({ burst: ctx.options.failureBurst, refillSeconds: ctx.options.failureRefillSeconds });
+    ctx.hooks.keys.provide(store, ctx.name);
+
+    ctx.hooks.auth.register({
+      name: 'bearer-api-key',
+      authenticate(request): AuthResult {
+        const header = request.headers.authorization;
+        if (header === undefined) return { kind: 'absent' };
+        const wait = limiter.retryAfter(request.ip);
+        if (wait > 0) {
+          throw Errors.tooManyRequests(`too many failed API keys from this address; retry in ${wait} s`, { headers: { 'Retry-After': String(wait) } });
+        }
+        const token = bearerToken(request);
+        if (token === null) {
+          limiter.fail(request.ip);
+          return { kind: 'invalid', reason: 'malformed Authorization header: expected "Bearer <key>"' };
+        }
+        const principal = store.verify(token);
+        if (principal) return { kind: 'ok', principal };
+        limiter.fail(request.ip);
+        const shape = checkShape(token);
+        if (shape === 'checksum') return { kind: 'invalid', reason: 'the API key has a typo: its checksum does not match' };
+        if (shape === 'not-lia') return { kind: 'invalid', reason: 'invalid API key: LIA keys look like lia_<43 characters>_<6 characters>' };
+        return { kind: 'invalid', reason: 'invalid API key' };
+      },
+    });
+
+    app.post('/system/api-keys/rotate', async (request, reply) => {
+      if (!request.principal?.scopes.includes('*')) throw Errors.forbidden('only the master key may rotate the master key');
+      const { key, hint } = await store.rotateMaster();
+      ctx.log.warn({ hint }, 'master API key rotated; the previous key no longer works');
+      ctx.hooks.console(`\n  Master key rotated (new key ends in …${hint}); "lia key show" prints it. Old integrations fail until they use it.\n\n`);
+      return reply.header('Cache-Control', 'no-store').header('Pragma', 'no-cache').send({
+        key,
+        hint,
+        key_file: store.masterKeyPath,
+        rotated_at: new Date().toISOString(),
+      });
+    });
+  },
+});

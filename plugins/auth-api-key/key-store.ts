@@ -1,0 +1,61 @@
+/**
+ * The master-key store. The key file (`<data dir>/keys/master.key`, 0600 in a 0700 directory)
+ * holds the key so that `lia key show` on the appliance can print it; in memory only its SHA-256
+ * is kept, compared in constant time. Rotation writes the new key atomically and swaps the
+ * digest in one assignment, so the old key fails from the next request on.
+ *
+ * More keys (scoped, revocable) can be added behind the same `KeyStore` interface later.
+ *
+ * @module
+ */
+import { timingSafeEqual } from 'node:crypto';
+import { mkdir, readFile } from 'node:fs/promises';
+import path from 'node:path';
+import { writeFileAtomic, type KeyStore, type Principal } from '../../core/index.js';
+import { checkShape, digestOf, generateKey, hintOf } from './key-format.js';
+
+const MASTER: Principal = Object.freeze({ id: 'master', scopes: Object.freeze(['*']) });
+
+export class FileKeyStore implements KeyStore {
+  readonly masterKeyPath: string;
+  /** The key, when this boot created it (the banner prints it once). */
+  firstBootKey: string | null = null;
+  #digest: Buffer = Buffer.alloc(32);
+
+  private constructor(file: string) {
+    this.masterKeyPath = file;
+  }
+
+  /** Opens the store, creating the key on first boot. */
+  static async open(dataDir: string): Promise<FileKeyStore> {
+    const file = path.join(dataDir, 'keys', 'master.key');
+    await mkdir(path.dirname(file), { recursive: true, mode: 0o700 });
+    const store = new FileKeyStore(file);
+    let key: string | null = null;
+    try {
+      key = (await readFile(file, 'utf8')).trim();
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw new Error(`reading ${file}: ${(err as Error).message}`, { cause: err });
+    }
+    if (key !== null && checkShape(key) !== 'ok') throw new Error(`${file} does not hold a valid LIA key; remove it to create a new one`);
+    if (key === null) {
+      key = generateKey();
+      await writeFileAtomic(file, key + '\n', 0o600);
+      store.firstBootKey = key;
+    }
+    store.#digest = digestOf(key);
+    return store;
+  }
+
+  verify(secret: string): Principal | null {
+    return timingSafeEqual(digestOf(secret), this.#digest) ? MASTER : null;
+  }
+
+  async rotateMaster(): Promise<{ key: string; hint: string }> {
+    const key = generateKey();
+    await writeFileAtomic(this.masterKeyPath, key + '\n', 0o600);
+    this.#digest = digestOf(key);
+    this.firstBootKey = null;
+    return { key, hint: hintOf(key) };
+  }
+}

@@ -1,0 +1,143 @@
+/**
+ * Pure X.509 generation for the local CA: an ECDSA P-256 root with Name Constraints, and TLS
+ * leaves it signs. No storage, no logging, no clock of its own (callers pass `now`): the
+ * textbook layering of Caddy's `certificates.go`.
+ *
+ * @module
+ */
+import 'reflect-metadata';
+import { webcrypto, createPrivateKey, X509Certificate } from 'node:crypto';
+import * as x509 from '@peculiar/x509';
+import * as asn from '@peculiar/asn1-x509';
+import { AsnConvert } from '@peculiar/asn1-schema';
+
+const ALG = { name: 'ECDSA', namedCurve: 'P-256', hash: 'SHA-256' } as const;
+
+/** DNS names the root may vouch for. */
+export const PERMITTED_DNS = ['local', 'localhost', 'home.arpa', 'internal', 'lan'] as const;
+/** Address ranges the root may vouch for: private, loopback, link-local, CGNAT, ULA. */
+export const PERMITTED_IP = [
+  '10.0.0.0/8',
+  '172.16.0.0/12',
+  '192.168.0.0/16',
+  '169.254.0.0/16',
+  '127.0.0.0/8',
+  '100.64.0.0/10',
+  'fc00::/7',
+  'fe80::/10',
+  '::1/128',
+] as const;
+
+/** Clock skew allowance: certificates are valid from a few minutes before issuance. */
+const BACKDATE_MS = 5 * 60_000;
+const DAY_MS = 86_400_000;
+
+export interface KeyPairPem {
+  certPem: string;
+  keyPem: string;
+}
+
+async function exportKeyPem(key: webcrypto.CryptoKey): Promise<string> {
+  const der = Buffer.from(await webcrypto.subtle.exportKey('pkcs8', key));
+  return createPrivateKey({ key: der, format: 'der', type: 'pkcs8' }).export({ format: 'pem', type: 'pkcs8' }).toString();
+}
+
+async function importKeyPem(pem: string): Promise<webcrypto.CryptoKey> {
+  const der = createPrivateKey(pem).export({ format: 'der', type: 'pkcs8' });
+  return webcrypto.subtle.importKey('pkcs8', der, { name: 'ECDSA', namedCurve: 'P-256' }, false, ['sign']);
+}
+
+function serial(): string {
+  const bytes = webcrypto.getRandomValues(new Uint8Array(16));
+  bytes[0] = (bytes[0] ?? 0) & 0x7f; // positive
+  return Buffer.from(bytes).toString('hex');
+}
+
+function nameConstraints(extraDns: readonly string[]): x509.Extension {
+  const subtree = (base: ConstructorParameters<typeof asn.GeneralName>[0]) => new asn.GeneralSubtree({ base: new asn.GeneralName(base) });
+  const value = new asn.NameConstraints({
+    permittedSubtrees: new asn.GeneralSubtrees([
+      ...[...PERMITTED_DNS, ...extraDns].map((d) => subtree({ dNSName: d })),
+      ...PERMITTED_IP.map((c) => subtree({ iPAddress: c })),
+    ]),
+  });
+  return new x509.Extension(asn.id_ce_nameConstraints, true, AsnConvert.serialize(value));
+}
+
+/**
+ * A self-signed root, valid `years` (10 by default), constrained to local names and private
+ * ranges. `extraDns` adds permitted names (the bare host name at creation, which no public
+ * certificate can carry since it has no dot).
+ */
+export async function generateRoot(commonName: string, now: Date, extraDns: readonly string[] = [], years = 10): Promise<KeyPairPem> {
+  const keys = (await webcrypto.subtle.generateKey(ALG, true, ['sign', 'verify'])) as webcrypto.CryptoKeyPair;
+  const notBefore = new Date(now.getTime() - BACKDATE_MS);
+  const notAfter = new Date(now.getTime());
+  notAfter.setUTCFullYear(notAfter.getUTCFullYear() + years);
+  const cert = await x509.X509CertificateGenerator.createSelfSigned({
+    serialNumber: serial(),
+    name: `CN=${commonName}, O=LIA`,
+    notBefore,
+    notAfter,
+    keys: keys as unknown as CryptoKeyPair,
+    signingAlgorithm: ALG,
+    extensions: [
+      new x509.BasicConstraintsExtension(true, 0, true),
+      new x509.KeyUsagesExtension(x509.KeyUsageFlags.keyCertSign | x509.KeyUsageFlags.cRLSign, true),
+      await x509.SubjectKeyIdentifierExtension.create(keys.publicKey as unknown as CryptoKey),
+      nameConstraints(extraDns),
+    ],
+  });
+  return { certPem: cert.toString('pem'), keyPem: await exportKeyPem(keys.privateKey) };
+}
+
+export interface LeafRequest {
+  dnsNames: string[];
+  ipAddresses: string[];
+  /** Days of validity. Defaults to 397 (the most Apple accepts). */
+  days?: number;
+}
+
+/** A TLS server leaf for the given names, signed by the root. */
+export async function issueLeaf(root: KeyPairPem, request: LeafRequest, now: Date): Promise<KeyPairPem> {
+  const rootCert = new x509.X509Certificate(root.certPem);
+  const signingKey = await importKeyPem(root.keyPem);
+  const keys = (await webcrypto.subtle.generateKey(ALG, true, ['sign', 'verify'])) as webcrypto.CryptoKeyPair;
+  const days = Math.min(request.days ?? 397, 397);
+  const cn = request.dnsNames[0] ?? request.ipAddresses[0] ?? 'localhost';
+  const cert = await x509.X509CertificateGenerator.create({
+    serialNumber: serial(),
+    subject: `CN=${cn}`,
+    issuer: rootCert.subject,
+    notBefore: new Date(now.getTime() - BACKDATE_MS),
+    notAfter: new Date(now.getTime() + days * DAY_MS),
+    publicKey: keys.publicKey as unknown as CryptoKey,
+    signingKey: signingKey as unknown as CryptoKey,
+    signingAlgorithm: ALG,
+    extensions: [
+      new x509.BasicConstraintsExtension(false, undefined, true),
+      new x509.KeyUsagesExtension(x509.KeyUsageFlags.digitalSignature, true),
+      new x509.ExtendedKeyUsageExtension([x509.ExtendedKeyUsage.serverAuth]),
+      new x509.SubjectAlternativeNameExtension([
+        ...request.dnsNames.map((value) => ({ type: 'dns' as const, value })),
+        ...request.ipAddresses.map((value) => ({ type: 'ip' as const, value })),
+      ]),
+      await x509.SubjectKeyIdentifierExtension.create(keys.publicKey as unknown as CryptoKey),
+      await x509.AuthorityKeyIdentifierExtension.create(rootCert),
+    ],
+  });
+  return { certPem: cert.toString('pem'), keyPem: await exportKeyPem(keys.privateKey) };
+}
+
+/** `openssl x509 -noout -fingerprint -sha256` form: upper-case colon-separated hex. */
+export function fingerprint(certPem: string): string {
+  return new X509Certificate(certPem).fingerprint256;
+}
+
+/** The DNS names a root's Name Constraints permit (empty when it has none). */
+export function permittedDnsOf(certPem: string): string[] {
+  const ext = new x509.X509Certificate(certPem).getExtension(asn.id_ce_nameConstraints);
+  if (!ext) return [];
+  const nc = AsnConvert.parse(ext.value, asn.NameConstraints);
+  return (nc.permittedSubtrees ?? []).map((s) => s.base.dNSName).filter((d): d is string => typeof d === 'string');
+}

@@ -1,0 +1,115 @@
+/**
+ * The `pki-local-ca` plugin (service `svc-certs`): the appliance's own certificate authority.
+ * On first boot it creates an ECDSA P-256 root (10 years, Name Constraints limited to local names
+ * and private ranges) and a TLS leaf (at most 397 days) for every name the appliance answers on;
+ * afterwards it renews the leaf at 2/3 of its life or when the host name or an interface address
+ * changes, and hands core the new credentials to swap in without a restart. It also serves the
+ * public `GET /system/ca-cert`.
+ *
+ * @module
+ */
+import os from 'node:os';
+import { Type } from '@sinclair/typebox';
+import { definePlugin, type TlsCredentials, type TlsProvider } from '../../core/index.js';
+import { fingerprint } from './certificates.js';
+import { caFiles, loadOrCreateRoot, loadOrIssueLeaf } from './ca.js';
+
+const Options = Type.Object(
+  {
+    /** Validity of a leaf in days (at most 397). Defaults to 397. */
+    leafDays: Type.Integer({ minimum: 1, maximum: 397, default: 397 }),
+    /** Fraction of a leaf's life after which it is renewed. Defaults to 2/3. */
+    renewAfterRatio: Type.Number({ exclusiveMinimum: 0, maximum: 1, default: 2 / 3 }),
+    /** How often the leaf is re-checked, in seconds. Defaults to 3600. */
+    checkIntervalSeconds: Type.Integer({ minimum: 1, default: 3600 }),
+  },
+  { additionalProperties: false },
+);
+
+export default definePlugin({
+  name: 'pki-local-ca',
+  description: 'Local CA: root with Name Constraints, TLS leaf renewal, hot swap, /system/ca-cert',
+  service: 'svc-certs',
+  options: Options,
+  async setup(app, ctx) {
+    const files = caFiles(ctx.config.dataDir);
+    const hostname = (): string => ctx.hooks.network.maybe()?.hostname() ?? os.hostname();
+    let rootPem: string | null = null;
+    let rootFp = '';
+    let credentials: TlsCredentials | null = null;
+    let timer: NodeJS.Timeout | null = null;
+    const listeners: ((c: TlsCredentials) => void)[] = [];
+    let running: Promise<boolean> = Promise.resolve(false);
+
+    /** Loads or creates everything; returns true when a new leaf was issued. Serialised. */
+    const check = (reason: string): Promise<boolean> => {
+      running = running.catch(() => false).then(async () => {
+        const now = new Date();
+        const { root, created } = await loadOrCreateRoot(files, hostname(), now);
+        if (created) ctx.log.info({ fingerprint: fingerprint(root.certPem) }, 'created the local root CA');
+        rootPem = root.certPem;
+        rootFp = fingerprint(root.certPem);
+        const { leaf, issued } = await loadOrIssueLeaf(files, root, hostname(), now, {
+          days: ctx.options.leafDays,
+          renewAfterRatio: ctx.options.renewAfterRatio,
+        });
+        const first = credentials === null;
+        credentials = { key: leaf.keyPem, cert: leaf.certPem };
+        if (issued) ctx.log.info({ reason: issued, trigger: reason }, 'issued a new TLS certificate');
+        if (issued && !first) for (const l of listeners) l(credentials);
+        return issued !== null;
+      });
+      return running;
+    };
+
+    const provider: TlsProvider = {
+      current() {
+        if (!credentials) throw new Error('svc-certs has not started: no TLS credentials yet');
+        return credentials;
+      },
+      onChange(listener) {
+        listeners.push(listener);
+      },
+      rootCertificatePem() {
+        if (!rootPem) throw new Error('svc-certs has not started: no root CA yet');
+        return rootPem;
+      },
+      rootFingerprint() {
+        return rootFp;
+      },
+      refresh: (reason) => check(reason),
+    };
+    ctx.hooks.tls.provide(provider, ctx.name);
+
+    ctx.hooks.services.implement('svc-certs', {
+      description: 'LIA certificates: local CA and TLS leaf renewal',
+      async start() {
+        await check('start');
+        timer = setInterval(() => {
+          check('timer').catch((err: unknown) => ctx.log.error({ err }, 'certificate check failed'));
+        }, ctx.options.checkIntervalSeconds * 1000);
+        timer.unref();
+      },
+      async stop() {
+        if (timer) clearInterval(timer);
+        timer = null;
+      },
+    });
+
+    app.addHook('onReady', async () => {
+      ctx.hooks.network.maybe()?.onChange((reason) => {
+        check(`network: ${reason}`).catch((err: unknown) => ctx.log.error({ err }, 'certificate re-issue failed'));
+      });
+    });
+
+    app.get('/system/ca-cert', { config: { public: true } }, async (_request, reply) => {
+      const pem = rootPem ?? (await check('download').then(() => provider.rootCertificatePem()));
+      return reply
+        .header('Content-Type', 'application/x-pem-file')
+        .header('Content-Disposition', 'attachment; filename="lia-root-ca.crt"')
+        .header('X-Certificate-Fingerprint-SHA256', rootFp)
+        .header('Cache-Control', 'no-cache')
+        .send(pem);
+    });
+  },
+});

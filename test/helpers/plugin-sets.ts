@@ -1,0 +1,18 @@
+/**
+ * Plugin selections for tests that exercise one area without loading the others.
+ *
+ * @module
+ */
+import type { PluginEntry } from '../../core/config/schema.js';
+
+/** Only the runtime: PKI, API key, web UI. Everything else disabled. */
+export const RUNTIME_ONLY: Record<string, PluginEntry> = {
+  'host-network': false,
+  'host-gpu': false,
+  'host-services': false,
+  'model-store': false,
+  'backend-llama-cpp': false,
+  'backend-transformers': false,
+  engine: false,
+  'api-openai': false,
+};
