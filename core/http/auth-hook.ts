@@ -30,6 +30,9 @@ export async function authenticate(request: FastifyRequest, hooks: Hooks): Promi
     if (result.kind === 'invalid') throw Errors.unauthorized(result.reason);
   }
   if (hooks.auth.list().length === 0) throw Errors.unauthorized('no authentication strategy is enabled; this route is closed');
+  if (request.headers.authorization !== undefined) {
+    throw Errors.unauthorized('unsupported Authorization header: expected "Bearer <key>"');
+  }
   throw Errors.unauthorized('missing API key: send the header "Authorization: Bearer <key>"');
 }
 

@@ -44,16 +44,11 @@ export default definePlugin({
     ctx.hooks.auth.register({
       name: 'bearer-api-key',
       authenticate(request): AuthResult {
-        const header = request.headers.authorization;
-        if (header === undefined) return { kind: 'absent' };
+        const token = bearerToken(request);
+        if (token === null) return { kind: 'absent' };
         const wait = limiter.retryAfter(request.ip);
         if (wait > 0) {
           throw Errors.tooManyRequests(`too many failed API keys from this address; retry in ${wait} s`, { headers: { 'Retry-After': String(wait) } });
-        }
-        const token = bearerToken(request);
-        if (token === null) {
-          limiter.fail(request.ip);
-          return { kind: 'invalid', reason: 'malformed Authorization header: expected "Bearer <key>"' };
         }
         const principal = store.verify(token);
         if (principal) return { kind: 'ok', principal };
