@@ -1,8 +1,17 @@
 #!/usr/bin/env node
-// The `lia` command. The appliance runs from its TypeScript sources through tsx's loader, so
-// there is no build step between a checkout and a running appliance.
-import { register } from 'tsx/esm/api';
+// The `lia` command. It runs the JavaScript that `npm run build` (run by `npm ci` through
+// `prepare`) transpiles into dist/: no TypeScript loader in the serving process keeps its memory
+// down. From a checkout without dist/, or with LIA_FROM_SOURCE=1, it runs the TypeScript sources
+// through tsx instead.
+import { existsSync } from 'node:fs';
 
-register();
-const { main } = await import('../core/cli/main.ts');
+const dist = new URL('../dist/core/cli/main.js', import.meta.url);
+let main;
+if (process.env.LIA_FROM_SOURCE !== '1' && existsSync(dist)) {
+  ({ main } = await import(dist.href));
+} else {
+  const { register } = await import('tsx/esm/api');
+  register();
+  ({ main } = await import('../core/cli/main.ts'));
+}
 process.exitCode = await main(process.argv.slice(2));

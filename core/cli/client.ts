@@ -49,13 +49,16 @@ export function createApiClient(options: ApiClientOptions): ApiClient {
     const headers: Record<string, string> = { ...init.headers };
     if (options.key) headers['authorization'] = `Bearer ${options.key}`;
     if (body !== undefined) headers['content-type'] ??= 'application/json';
+    // A stream (a file being uploaded as a blob) is sent as it is read, never buffered.
+    const streaming = typeof body === 'object' && body !== null && !(body instanceof Uint8Array) && Symbol.asyncIterator in body;
     try {
       return await fetch(base + path, {
         method,
         headers,
-        body: body === undefined ? undefined : typeof body === 'string' || body instanceof Uint8Array ? body : JSON.stringify(body),
+        body: body === undefined ? undefined : typeof body === 'string' || body instanceof Uint8Array || streaming ? (body as string) : JSON.stringify(body),
         dispatcher,
         signal: init.signal,
+        ...(streaming ? { duplex: 'half' as const } : {}),
       });
     } catch (err) {
       const cause = (err as { cause?: { code?: string; message?: string } }).cause;

@@ -8,9 +8,9 @@
  */
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { cosmiconfig, defaultLoaders } from 'cosmiconfig';
 import { Value } from '@sinclair/typebox/value';
+import { projectPath } from '../paths.js';
 import { ConfigSchema, SETTINGS, type Config } from './schema.js';
 
 /** A configuration that cannot be used. The CLI prints the message and exits with code 2. */
@@ -35,7 +35,7 @@ export const SEARCH_PLACES = [
   'lia.config.mjs',
 ];
 
-export const DEFAULTS_FILE = fileURLToPath(new URL('../../config/lia.default.yaml', import.meta.url));
+export const DEFAULTS_FILE = projectPath('config', 'lia.default.yaml');
 
 export interface LoadConfigOptions {
   /** Explicit config file (`--config`, `LIA_CONFIG`). */

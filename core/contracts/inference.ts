@@ -41,8 +41,11 @@ export interface InferenceChatRequest {
 export interface InferenceEmbedRequest {
   model: string;
   input: string[];
+  /** Cut inputs longer than the context (true) or fail with a 400 (false). Defaults to true. */
   truncate?: boolean;
   dimensions?: number;
+  /** L2-normalise the vectors; the legacy `/api/embeddings` sends false. Defaults to true. */
+  normalize?: boolean;
   options?: SamplingOptions;
   keep_alive?: KeepAlive;
 }

@@ -24,6 +24,10 @@ export interface MdnsState {
   responder: string;
   /** The `.local` name actually in use (avahi may add `-2` on a conflict). */
   hostname: string | null;
+  /** `probing`, `announced`, `stopped` or `error` (with `error` set). Defaults to absent for providers that do not track it. */
+  state?: string;
+  /** Why mDNS is not working, when `state` is `error`. */
+  error?: string | null;
   services: { type: string; name: string; port: number }[];
 }
 

@@ -7,14 +7,14 @@
  * @module
  */
 import { readFile } from 'node:fs/promises';
-import { definePlugin, Errors } from '../../core/index.js';
+import { definePlugin, Errors, projectPath } from '../../core/index.js';
 
 export default definePlugin({
   name: 'webui',
   description: 'Web UI at /ui/: chat, models, health, CA download',
   service: 'svc-webui',
   async setup(app, ctx) {
-    const page = await readFile(new URL('./page.html', import.meta.url), 'utf8');
+    const page = await readFile(projectPath('plugins', 'webui', 'page.html'), 'utf8');
     let serving = false;
     ctx.hooks.services.implement('svc-webui', {
       description: 'LIA web UI',

@@ -1,0 +1,117 @@
+/**
+ * Benchmark for the runtime (issue 2): requests per second over TLS keep-alive for `GET /health`
+ * and for an authenticated cheap route (`GET /api/version` with the Bearer key), against nginx
+ * from Debian serving a static 200 over TLS with the same certificate and cipher policy, in the
+ * same run, with the same load generator (wrk). Also the appliance's idle RSS after start.
+ *
+ * Usage: node --import tsx bench/http/run.ts [--duration 10] [--connections 32]
+ * Needs: nginx and wrk (apt-get install nginx wrk).
+ *
+ * @module
+ */
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { mkdtemp, readFile, writeFile } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { parseArgs, promisify } from 'node:util';
+
+const run = promisify(execFile);
+const ROOT = path.resolve(import.meta.dirname, '..', '..');
+const { values } = parseArgs({ options: { duration: { type: 'string', default: '10' }, connections: { type: 'string', default: '32' } } });
+
+async function freePort(): Promise<number> {
+  const net = await import('node:net');
+  return new Promise((resolve) => {
+    const s = net.createServer().listen(0, '127.0.0.1', () => {
+      const port = (s.address() as { port: number }).port;
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+async function startAppliance(dataDir: string, port: number): Promise<ChildProcess> {
+  const child = spawn(process.execPath, [path.join(ROOT, 'bin', 'lia.js'), 'serve', '--host', '127.0.0.1', '--port', String(port), '--data-dir', dataDir], {
+    env: { ...process.env, LIA_LOG_LEVEL: 'warn' },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  await new Promise<void>((resolve, reject) => {
+    let out = '';
+    child.stdout!.on('data', (c: Buffer) => {
+      out += c.toString();
+      if (out.includes('Master key')) resolve();
+    });
+    child.on('exit', (code) => reject(new Error(`appliance exited ${code}: ${out}`)));
+  });
+  return child;
+}
+
+async function startNginx(dir: string, port: number, certDir: string): Promise<ChildProcess> {
+  const conf = `
+worker_processes 1;
+pid ${dir}/nginx.pid;
+error_log ${dir}/error.log warn;
+events { worker_connections 1024; }
+http {
+  access_log off;
+  keepalive_requests 1000000;
+  server {
+    listen 127.0.0.1:${port} ssl;
+    ssl_certificate ${certDir}/leaf.crt;
+    ssl_certificate_key ${certDir}/leaf.key;
+    ssl_protocols TLSv1.2 TLSv1.3;
+    ssl_ciphers ECDHE-ECDSA-AES128-GCM-SHA256:ECDHE-ECDSA-AES256-GCM-SHA384:ECDHE-ECDSA-CHACHA20-POLY1305;
+    location / { default_type application/json; return 200 '{"status":"ok"}'; }
+  }
+}`;
+  await writeFile(path.join(dir, 'nginx.conf'), conf);
+  const child = spawn('nginx', ['-c', path.join(dir, 'nginx.conf'), '-g', 'daemon off;'], { stdio: 'inherit' });
+  await new Promise((r) => setTimeout(r, 500));
+  return child;
+}
+
+/** Runs wrk and returns requests per second. */
+async function wrk(url: string, headers: string[] = []): Promise<{ rps: number; latencyP99: string }> {
+  const args = ['-t1', `-c${values.connections}`, `-d${values.duration}s`, '--latency', ...headers.flatMap((h) => ['-H', h]), url];
+  const { stdout } = await run('wrk', args);
+  const rps = Number(/Requests\/sec:\s+([\d.]+)/.exec(stdout)?.[1] ?? 'NaN');
+  const p99 = /99%\s+(\S+)/.exec(stdout)?.[1] ?? '?';
+  if (/Non-2xx/.test(stdout)) throw new Error(`non-2xx answers from ${url}:\n${stdout}`);
+  return { rps, latencyP99: p99 };
+}
+
+async function rssMb(pid: number): Promise<number> {
+  const status = await readFile(`/proc/${pid}/status`, 'utf8');
+  return Number(/VmRSS:\s+(\d+)/.exec(status)?.[1]) / 1024;
+}
+
+const dir = await mkdtemp(path.join(os.tmpdir(), 'lia-bench-http-'));
+const dataDir = path.join(dir, 'data');
+const [appPort, nginxPort] = [await freePort(), await freePort()];
+const app = await startAppliance(dataDir, appPort);
+const nginx = await startNginx(dir, nginxPort, path.join(dataDir, 'pki'));
+try {
+  await new Promise((r) => setTimeout(r, 5000));
+  const idleRss = await rssMb(app.pid!);
+  const key = (await readFile(path.join(dataDir, 'keys', 'master.key'), 'utf8')).trim();
+  const auth = [`Authorization: Bearer ${key}`];
+  // Warm up both servers.
+  await wrk(`https://127.0.0.1:${appPort}/health`);
+  const nginxResult = await wrk(`https://127.0.0.1:${nginxPort}/health`);
+  const health = await wrk(`https://127.0.0.1:${appPort}/health`);
+  const version = await wrk(`https://127.0.0.1:${appPort}/api/version`, auth);
+  const nginxAgain = await wrk(`https://127.0.0.1:${nginxPort}/health`);
+  const nginxRps = (nginxResult.rps + nginxAgain.rps) / 2;
+  const result = {
+    machine: `${os.cpus().length} cores, ${os.cpus()[0]?.model}`,
+    connections: Number(values.connections),
+    durationSeconds: Number(values.duration),
+    nginx: { rps: Math.round(nginxRps), p99: nginxResult.latencyP99 },
+    health: { rps: Math.round(health.rps), p99: health.latencyP99, ratio: +(health.rps / nginxRps).toFixed(3) },
+    authenticatedApiVersion: { rps: Math.round(version.rps), p99: version.latencyP99, ratio: +(version.rps / nginxRps).toFixed(3) },
+    idleRssMb: +idleRss.toFixed(1),
+  };
+  console.log(JSON.stringify(result, null, 2));
+} finally {
+  app.kill('SIGTERM');
+  nginx.kill('SIGQUIT');
+}
