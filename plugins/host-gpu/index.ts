@@ -1,0 +1,67 @@
+/**
+ * The `host-gpu` plugin (service `svc-gpu-monitor`): registers the NVIDIA and AMD probes in
+ * `hooks.gpu`, samples the detected GPUs in the background and serves `GET /system/gpu`.
+ * Stopping the service freezes the answer with `stale: true`; starting it resumes sampling.
+ *
+ * @module
+ */
+import { Type } from '@sinclair/typebox';
+import { definePlugin } from '../../core/index.js';
+import { amdProvider } from './providers/amd.js';
+import { nvidiaProvider } from './providers/nvidia.js';
+import { gpuRoutes } from './routes.js';
+import { GpuSampler } from './sampler.js';
+
+const options = Type.Object(
+  {
+    /** `auto` (detect), `nvidia`, `amd`, `none`, or the name of a provider another plugin registers. Defaults to `auto`. */
+    vendor: Type.String({ default: 'auto', minLength: 1 }),
+    /** The nvidia-smi executable (a name looked up in PATH, or a path). Defaults to `nvidia-smi`. */
+    nvidiaSmi: Type.String({ default: 'nvidia-smi', minLength: 1 }),
+    /** The rocm-smi executable. Defaults to `rocm-smi`. */
+    rocmSmi: Type.String({ default: 'rocm-smi', minLength: 1 }),
+    /** The amd-smi executable. Defaults to `amd-smi`. */
+    amdSmi: Type.String({ default: 'amd-smi', minLength: 1 }),
+    /** AMD source: `auto` (rocm-smi, else amd-smi, else sysfs), `rocm-smi`, `amd-smi` or `sysfs`. Defaults to `auto`. */
+    amdTool: Type.Union([Type.Literal('auto'), Type.Literal('rocm-smi'), Type.Literal('amd-smi'), Type.Literal('sysfs')], { default: 'auto' }),
+    /** Root of sysfs for the amdgpu fallback. Defaults to `/sys`. */
+    sysfsRoot: Type.String({ default: '/sys', minLength: 1 }),
+    /** Milliseconds between readings. Defaults to 5000. */
+    intervalMs: Type.Integer({ default: 5000, minimum: 250 }),
+    /** Deadline of one probe in milliseconds; a slower tool gives a degraded answer. Defaults to 5000. */
+    timeoutMs: Type.Integer({ default: 5000, minimum: 100 }),
+  },
+  { additionalProperties: false },
+);
+
+/** The host-gpu plugin. */
+export default definePlugin({
+  name: 'host-gpu',
+  description: 'GPU monitor (svc-gpu-monitor): NVIDIA and AMD probes sampled in the background, GET /system/gpu',
+  service: 'svc-gpu-monitor',
+  options,
+  env: { LIA_GPU_VENDOR: 'vendor', LIA_NVIDIA_SMI: 'nvidiaSmi', LIA_ROCM_SMI: 'rocmSmi' },
+  async setup(app, ctx) {
+    const { hooks } = ctx;
+    const o = ctx.options;
+    hooks.gpu.register(nvidiaProvider({ command: o.nvidiaSmi, timeoutMs: o.timeoutMs }));
+    hooks.gpu.register(amdProvider({ tool: o.amdTool, rocmSmi: o.rocmSmi, amdSmi: o.amdSmi, sysfsRoot: o.sysfsRoot, timeoutMs: o.timeoutMs }));
+
+    const sampler = new GpuSampler(() => hooks.gpu.list(), { vendor: o.vendor, intervalMs: o.intervalMs, timeoutMs: o.timeoutMs });
+    hooks.services.implement('svc-gpu-monitor', {
+      description: 'GPU monitor: samples GPU memory and temperature',
+      required: false,
+      async start() {
+        await sampler.start();
+        const s = sampler.snapshot();
+        ctx.log.info({ vendor: s.vendor, devices: s.devices.length, error: s.error }, 'GPU monitor started');
+      },
+      async stop() {
+        await sampler.stop();
+        ctx.log.info('GPU monitor stopped; /system/gpu now answers the last reading as stale');
+      },
+    });
+    app.addHook('onClose', async () => sampler.stop());
+    gpuRoutes(app, sampler);
+  },
+});

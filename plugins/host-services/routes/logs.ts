@@ -1,0 +1,36 @@
+/**
+ * `GET /system/logs?service=svc-inference&lines=200`: the last lines of one service, oldest first,
+ * as `{timestamp, priority, message}`. `lines` defaults to 100 and is clamped to 1–10000; an
+ * unknown service or a `lines` that is not a whole number is a 400.
+ *
+ * @module
+ */
+import type { FastifyInstance } from 'fastify';
+import { Errors, isServiceName, SERVICE_NAMES, type ServiceManager } from '../../../core/index.js';
+
+/** `lines` when the query has none. */
+export const LINES_DEFAULT = 100;
+/** Largest `lines` answered; larger values are clamped to it. */
+export const LINES_MAX = 10_000;
+
+/** Parses and clamps `lines`; throws 400 for anything but a whole number. */
+export function parseLines(raw: string | undefined): number {
+  if (raw === undefined || raw === '') return LINES_DEFAULT;
+  if (!/^-?\d+$/.test(raw.trim())) throw Errors.badRequest(`"lines" must be a whole number (1-${LINES_MAX}), not "${raw}"`, { param: 'lines' });
+  const n = Number(raw);
+  if (n < 0) throw Errors.badRequest(`"lines" must be a whole number (1-${LINES_MAX}), not "${raw}"`, { param: 'lines' });
+  return Math.min(LINES_MAX, Math.max(1, n));
+}
+
+/** Registers `GET /system/logs`. */
+export function logsRoutes(app: FastifyInstance, manager: () => ServiceManager): void {
+  app.get<{ Querystring: { service?: string; lines?: string } }>('/system/logs', async (request, reply) => {
+    const { service } = request.query;
+    if (!service) throw Errors.badRequest(`missing "service"; one of: ${SERVICE_NAMES.join(', ')}`, { param: 'service' });
+    if (!isServiceName(service)) throw Errors.badRequest(`unknown service "${service}"; one of: ${SERVICE_NAMES.join(', ')}`, { param: 'service' });
+    const lines = parseLines(request.query.lines);
+    const m = manager();
+    const entries = await m.logs(service, lines);
+    return reply.header('Cache-Control', 'no-store').send({ service, source: m.kind === 'systemd' ? 'journal' : 'embedded', lines: entries });
+  });
+}

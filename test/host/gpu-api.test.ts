@@ -1,0 +1,180 @@
+/**
+ * `GET /system/gpu` through the real HTTPS server. NVIDIA and AMD tools cannot run here (no GPU),
+ * so the providers are pointed at scripts that replay recorded real outputs: eight GPUs, a
+ * driver that is not loaded, a tool that hangs, one that prints garbage, one that fails after a
+ * good reading. Stopping svc-gpu-monitor freezes the answer with a stale marker.
+ */
+import { chmod, mkdtemp, writeFile } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import t, { type Test } from 'tap';
+import type { PluginEntry } from '../../core/config/schema.js';
+import { startTestAppliance, type TestAppliance } from '../helpers/appliance.js';
+import { fakeTool, hostFixture } from './fake-tool.js';
+
+/** Only the runtime and the host plugins: the GPU API needs no models. */
+const HOST_ONLY: Record<string, PluginEntry> = {
+  'model-store': false,
+  'backend-llama-cpp': false,
+  'backend-transformers': false,
+  engine: false,
+  'api-openai': false,
+  'host-network': { options: { mdns: 'off' } },
+};
+
+interface GpuBody {
+  vendor: string;
+  devices: { index?: number; name: string; vram_total_mb: number; vram_used_mb: number; temp_c: number | null }[];
+  source: string | null;
+  sampled_at: string | null;
+  stale: boolean;
+  error: string | null;
+}
+
+async function start(t: Test, gpuOptions: Record<string, unknown>): Promise<TestAppliance> {
+  const app = await startTestAppliance({ plugins: { ...HOST_ONLY, 'host-gpu': { options: { sysfsRoot: '/nonexistent', ...gpuOptions } } } });
+  t.teardown(() => app.close());
+  return app;
+}
+
+async function gpu(app: TestAppliance): Promise<GpuBody> {
+  const res = await app.fetch('/system/gpu', { signal: AbortSignal.timeout(3000) });
+  if (res.status !== 200) throw new Error(`GET /system/gpu answered ${res.status}: ${await res.text()}`);
+  return (await res.json()) as GpuBody;
+}
+
+t.test('a machine without a GPU answers vendor none and no devices', async (t) => {
+  const app = await start(t, { nvidiaSmi: '/nonexistent/nvidia-smi', rocmSmi: '/nonexistent/rocm-smi', amdSmi: '/nonexistent/amd-smi' });
+  const body = await gpu(app);
+  t.equal(body.vendor, 'none');
+  t.same(body.devices, []);
+  t.equal(body.stale, false);
+  t.equal(body.error, null);
+  const noKey = await app.fetch('/system/gpu', { auth: false });
+  t.equal(noKey.status, 401, 'the GPU report needs the key');
+});
+
+t.test('eight NVIDIA GPUs from nvidia-smi', async (t) => {
+  const tool = await fakeTool('nvidia-smi', { stdout: 'nvidia/8x-titan-x.csv' });
+  const app = await start(t, { nvidiaSmi: tool.path });
+  const body = await gpu(app);
+  t.equal(body.vendor, 'nvidia');
+  t.equal(body.source, 'nvidia-smi');
+  t.equal(body.devices.length, 8);
+  t.match(body.devices[1], { index: 1, name: 'GeForce GTX TITAN X', vram_total_mb: 12206, vram_used_mb: 10032, temp_c: 54 });
+  t.equal(body.error, null);
+  t.ok(body.sampled_at && Date.parse(body.sampled_at) > Date.now() - 60_000, 'sampled just now');
+  const [first] = await tool.calls();
+  t.same(first, ['--query-gpu=index,uuid,name,temperature.gpu,utilization.gpu,memory.used,memory.total', '--format=csv,noheader,nounits']);
+});
+
+t.test('a driver that is not loaded is a degraded answer with the reason', async (t) => {
+  const tool = await fakeTool('nvidia-smi', { stdout: 'nvidia/driver-not-loaded.txt', exit: 9 });
+  const app = await start(t, { nvidiaSmi: tool.path });
+  const body = await gpu(app);
+  t.equal(body.vendor, 'nvidia');
+  t.same(body.devices, []);
+  t.match(body.error, /exit 9.*driver is not loaded.*NVIDIA-SMI has failed/);
+});
+
+t.test('"No devices were found" (exit 6) says so', async (t) => {
+  const tool = await fakeTool('nvidia-smi', { stdout: 'nvidia/no-devices.txt', exit: 6 });
+  const app = await start(t, { nvidiaSmi: tool.path });
+  t.match((await gpu(app)).error, /no NVIDIA GPU was found/);
+});
+
+t.test('a hanging nvidia-smi never holds a request', async (t) => {
+  const tool = await fakeTool('nvidia-smi', { sleep: 30, stdout: 'nvidia/1x-titan-x.csv' });
+  const app = await start(t, { nvidiaSmi: tool.path, timeoutMs: 500, intervalMs: 1000 });
+  const answers = await Promise.all(Array.from({ length: 5 }, () => gpu(app)));
+  for (const body of answers) {
+    t.equal(body.vendor, 'nvidia');
+    t.match(body.error, /did not answer within 500 ms/);
+    t.same(body.devices, []);
+  }
+});
+
+t.test('a probe slower than boot does not hold the other services; the report is stale meanwhile', async (t) => {
+  const tool = await fakeTool('nvidia-smi', { sleep: 30, stdout: 'nvidia/1x-titan-x.csv' });
+  const app = await start(t, { nvidiaSmi: tool.path, timeoutMs: 20_000 });
+  t.equal(app.hooks.services.get('svc-certs').state, 'active', 'the services after it started');
+  const body = await gpu(app);
+  t.match(body, { vendor: 'nvidia', devices: [], sampled_at: null, stale: true, error: null });
+});
+
+t.test('garbage from the tool is an error, not a misreading', async (t) => {
+  const tool = await fakeTool('nvidia-smi', { text: 'Segmentation fault (core dumped)\n' });
+  const app = await start(t, { nvidiaSmi: tool.path });
+  const body = await gpu(app);
+  t.same(body.devices, []);
+  t.match(body.error, /unexpected nvidia-smi output: Segmentation fault/);
+});
+
+t.test('after a good reading, a failing probe keeps the devices and reports the error', async (t) => {
+  const dir = await mkdtemp(path.join(os.tmpdir(), 'lia-flaky-'));
+  const script = path.join(dir, 'nvidia-smi');
+  const marker = path.join(dir, 'ran');
+  await writeFile(script, `#!/bin/sh\nif [ -e '${marker}' ]; then cat '${hostFixture('nvidia/driver-not-loaded.txt')}'; exit 9; fi\ntouch '${marker}'\ncat '${hostFixture('nvidia/8x-titan-x.csv')}'\n`);
+  await chmod(script, 0o755);
+  const app = await start(t, { nvidiaSmi: script, intervalMs: 250 });
+  const good = await gpu(app);
+  t.equal(good.devices.length, 8);
+  await new Promise((r) => setTimeout(r, 800));
+  const later = await gpu(app);
+  t.equal(later.devices.length, 8, 'the last good devices stay');
+  t.equal(later.sampled_at, good.sampled_at, 'with the time of the last good reading');
+  t.match(later.error, /driver is not loaded/);
+});
+
+t.test('stopping svc-gpu-monitor freezes the answer with a stale marker; starting resumes', async (t) => {
+  const tool = await fakeTool('nvidia-smi', { stdout: 'nvidia/8x-titan-x.csv' });
+  const app = await start(t, { nvidiaSmi: tool.path, intervalMs: 250 });
+  const stop = await app.fetch('/system/services/svc-gpu-monitor/stop', { method: 'POST' });
+  t.equal(stop.status, 200);
+  const frozen = await gpu(app);
+  t.equal(frozen.stale, true);
+  t.equal(frozen.devices.length, 8, 'the last reading is still shown');
+  const calls = (await tool.calls()).length;
+  await new Promise((r) => setTimeout(r, 700));
+  t.equal((await tool.calls()).length, calls, 'no probe runs while stopped');
+  t.equal((await gpu(app)).sampled_at, frozen.sampled_at);
+  const startRes = await app.fetch('/system/services/svc-gpu-monitor/', { method: 'POST', body: JSON.stringify({ action: 'start' }), headers: { 'content-type': 'application/json' } });
+  t.equal(startRes.status, 200);
+  const fresh = await gpu(app);
+  t.equal(fresh.stale, false);
+  t.ok(Date.parse(fresh.sampled_at ?? '') > Date.parse(frozen.sampled_at ?? ''), 'a new reading');
+});
+
+t.test('AMD through rocm-smi --json', async (t) => {
+  const tool = await fakeTool('rocm-smi', { stdout: 'amd/rocm-smi-rx7900xt.json' });
+  const app = await start(t, { vendor: 'amd', amdTool: 'rocm-smi', rocmSmi: tool.path });
+  const body = await gpu(app);
+  t.equal(body.vendor, 'amd');
+  t.equal(body.source, 'rocm-smi');
+  t.match(body.devices, [{ name: 'Radeon RX 7900 XT', vram_total_mb: 20464, vram_used_mb: 27 }]);
+  t.same((await tool.calls())[0], ['--showproductname', '--showmeminfo', 'vram', '--showtemp', '--showuse', '--json']);
+});
+
+t.test('AMD through amd-smi metric/static --json', async (t) => {
+  const tool = await fakeTool('amd-smi', {
+    byArg: { metric: { stdout: 'amd/amd-smi-metric-rx7800xt.json' }, static: { stdout: 'amd/amd-smi-static-rx7800xt.json' } },
+  });
+  const app = await start(t, { vendor: 'amd', amdTool: 'amd-smi', amdSmi: tool.path });
+  const body = await gpu(app);
+  t.equal(body.source, 'amd-smi');
+  t.match(body.devices, [{ name: 'AMD Radeon RX 7800 XT', vram_total_mb: 16368, vram_used_mb: 14569, temp_c: 41 }]);
+});
+
+t.test('AMD detected from the amdgpu sysfs files when no tool is installed', async (t) => {
+  const app = await startTestAppliance({
+    plugins: {
+      ...HOST_ONLY,
+      'host-gpu': { options: { nvidiaSmi: '/nonexistent/nvidia-smi', rocmSmi: '/nonexistent/rocm-smi', amdSmi: '/nonexistent/amd-smi', sysfsRoot: hostFixture('amdgpu-sysfs') } },
+    },
+  });
+  t.teardown(() => app.close());
+  const body = await gpu(app);
+  t.equal(body.vendor, 'amd');
+  t.equal(body.source, 'sysfs');
+  t.match(body.devices, [{ name: 'AMD GPU 0', vram_total_mb: 16368, vram_used_mb: 660, temp_c: 47 }]);
+});
