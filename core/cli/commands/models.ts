@@ -98,6 +98,7 @@ function one(args: { positionals: string[] }, what: string, usage: string): stri
   return v;
 }
 
+/** pull, push, list, show, cp, rm, create. */
 export const commands: CliCommand[] = [
   {
     name: 'pull',

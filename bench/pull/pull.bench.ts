@@ -1,0 +1,81 @@
+/**
+ * Pull throughput benchmark: `POST /api/pull` of `bench-random-135m-q4_0.gguf` (71 MB) from a
+ * local registry (Debian's docker-registry on loopback), against `curl` downloading the same blob
+ * from the same registry in the same run. The pull includes the manifest, the small layers, the
+ * SHA-256 check and the rename into the store; curl only writes the file. Runs alternate so
+ * machine noise hits both alike; the medians are compared. Goal: ratio >= 0.9.
+ *
+ * Run: `node --import tsx bench/pull/pull.bench.ts [--runs N]` (default 7 runs each).
+ *
+ * @module
+ */
+import { execFileSync } from 'node:child_process';
+import { mkdtemp, rm, stat } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { parseArgs } from 'node:util';
+import { startTestAppliance } from '../../test/helpers/appliance.js';
+import { fixture } from '../../test/helpers/fixtures.js';
+import { createModel, fileDigest } from '../../test/helpers/models.js';
+import { startTestRegistry } from '../../test/helpers/registry.js';
+import { STORE_ONLY } from '../../test/model-store/setup.js';
+
+const MODEL = 'gguf/bench-random-135m-q4_0.gguf';
+
+function median(xs: number[]): number {
+  const s = [...xs].sort((a, b) => a - b);
+  const mid = Math.floor(s.length / 2);
+  return s.length % 2 ? s[mid]! : (s[mid - 1]! + s[mid]!) / 2;
+}
+
+/** Runs the benchmark; `runs` timed pulls and curls after one warm-up each. Defaults to 7. */
+export async function run(runs = 7): Promise<{ pullMBps: number; curlMBps: number; ratio: number; bytes: number }> {
+  const file = fixture(MODEL);
+  const bytes = (await stat(file)).size;
+  const digest = await fileDigest(file);
+  const reg = await startTestRegistry();
+  const app = await startTestAppliance({ plugins: STORE_ONLY });
+  const tmp = await mkdtemp(path.join(os.tmpdir(), 'lia-bench-pull-'));
+  try {
+    await createModel(app, 'bench', MODEL);
+    const name = `${reg.host}/library/bench:latest`;
+    const json = async (method: string, p: string, body: unknown) => {
+      const res = await app.fetch(p, { method, headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+      const text = await res.text();
+      if (res.status !== 200) throw new Error(`${p}: ${res.status} ${text}`);
+      return text;
+    };
+    await json('POST', '/api/copy', { source: 'bench', destination: name });
+    await json('POST', '/api/push', { name, insecure: true, stream: false });
+    await json('DELETE', '/api/delete', { name: 'bench' });
+    const blobUrl = `${reg.url}/v2/library/bench/blobs/${digest}`;
+    const pulls: number[] = [];
+    const curls: number[] = [];
+    for (let i = 0; i < runs + 1; i++) {
+      await json('DELETE', '/api/delete', { name }).catch(() => undefined);
+      const t0 = performance.now();
+      await json('POST', '/api/pull', { name, insecure: true, stream: false });
+      const pullSecs = (performance.now() - t0) / 1000;
+      const out = path.join(tmp, 'blob');
+      const curlSecs = Number(execFileSync('curl', ['-sS', '-o', out, '-w', '%{time_total}', blobUrl], { encoding: 'utf8' }));
+      await rm(out, { force: true });
+      if (i === 0) continue; // warm-up: page cache, connections, lazy imports
+      pulls.push(pullSecs);
+      curls.push(curlSecs);
+    }
+    const pullMBps = bytes / 1e6 / median(pulls);
+    const curlMBps = bytes / 1e6 / median(curls);
+    return { pullMBps, curlMBps, ratio: pullMBps / curlMBps, bytes };
+  } finally {
+    await app.close();
+    await reg.close();
+    await rm(tmp, { recursive: true, force: true });
+  }
+}
+
+if (import.meta.url === `file://${process.argv[1]}`) {
+  const { values } = parseArgs({ options: { runs: { type: 'string', default: '7' } } });
+  const r = await run(Number(values.runs));
+  console.log(`pull: ${r.pullMBps.toFixed(0)} MB/s   curl: ${r.curlMBps.toFixed(0)} MB/s   ratio ${r.ratio.toFixed(2)} (goal >= 0.9; ${(r.bytes / 1e6).toFixed(0)} MB blob, medians)`);
+  console.log(JSON.stringify({ bench: 'pull', ...r }));
+}

@@ -1,0 +1,73 @@
+/**
+ * The model store plugin: owns the models on disk (Ollama's layout under `LIA_MODELS`), provides
+ * the `models` hook the engine resolves names with, and serves the model routes: list, show,
+ * copy, delete, blob upload, create, pull and push, plus the OpenAI model listing.
+ *
+ * @module
+ */
+import path from 'node:path';
+import { Type } from '@sinclair/typebox';
+import { definePlugin } from '../../core/index.js';
+import { RegistryClient } from './registry/client.js';
+import { Puller } from './registry/pull.js';
+import { Pusher } from './registry/push.js';
+import { registerBlobRoutes } from './routes/blobs.js';
+import { registerCreateRoute } from './routes/create.js';
+import { registerModelRoutes } from './routes/models.js';
+import { registerRegistryRoutes } from './routes/registry.js';
+import { ModelStoreService } from './store/store.js';
+
+const Options = Type.Object(
+  {
+    /** The models folder (Ollama layout). Defaults to `<data dir>/models`. */
+    modelsDir: Type.Optional(Type.String({ minLength: 1 })),
+    /** A PEM file of extra CAs trusted for HTTPS registries (with the system ones). Defaults to none. */
+    registryCa: Type.Optional(Type.String({ minLength: 1 })),
+    /** Time limit for connecting to a registry and for its answer to start, and for a stalled download. Defaults to 30 s. */
+    registryTimeoutMs: Type.Integer({ minimum: 100, default: 30_000 }),
+    /** Smallest part of a parallel ranged download. Defaults to 100 MiB (Ollama's figure). */
+    downloadPartMinBytes: Type.Integer({ minimum: 1, default: 100 * 1024 * 1024 }),
+    /** Largest number of parts downloaded at once per blob. Defaults to 16 (Ollama's figure). */
+    downloadParts: Type.Integer({ minimum: 1, maximum: 64, default: 16 }),
+    /** Retries of one download part before the pull fails. Defaults to 6. */
+    downloadRetries: Type.Integer({ minimum: 0, maximum: 100, default: 6 }),
+  },
+  { additionalProperties: false },
+);
+
+/** The `model-store` plugin: provides the `models` hook and the model routes. */
+export default definePlugin({
+  name: 'model-store',
+  description: 'Models on disk (Ollama layout), pull/push from OCI registries, create, show, copy, delete',
+  options: Options,
+  env: {
+    LIA_MODELS: 'modelsDir',
+    LIA_REGISTRY_CA: 'registryCa',
+    LIA_REGISTRY_TIMEOUT_MS: 'registryTimeoutMs',
+  },
+  async setup(app, ctx) {
+    const root = ctx.options.modelsDir ?? path.join(ctx.config.dataDir, 'models');
+    const store = new ModelStoreService(root);
+    await store.init();
+    ctx.hooks.models.provide(store, ctx.name);
+
+    const client = new RegistryClient({ timeoutMs: ctx.options.registryTimeoutMs, caFile: ctx.options.registryCa });
+    const puller = new Puller(store, client, {
+      partMinBytes: ctx.options.downloadPartMinBytes,
+      maxParts: ctx.options.downloadParts,
+      retries: ctx.options.downloadRetries,
+      log: ctx.log,
+    });
+    const pusher = new Pusher(store, client);
+    app.addHook('onClose', async () => {
+      await puller.close();
+      client.close();
+    });
+
+    registerModelRoutes(app, store);
+    registerCreateRoute(app, store);
+    registerRegistryRoutes(app, store, puller, pusher);
+    await registerBlobRoutes(app, store);
+    ctx.log.debug({ root }, 'model store ready');
+  },
+});

@@ -1,0 +1,396 @@
+/**
+ * Blob downloads: parallel ranged parts for large blobs, retries after a dropped connection or a
+ * stall, resume after a restart (part state in `<blob>-partial.json`), the SHA-256 checked before
+ * the blob is renamed into place, and one shared download per digest however many pulls wait on
+ * it; it is cancelled only when the last of them goes away.
+ *
+ * @module
+ */
+import { createHash, type Hash } from 'node:crypto';
+import { createReadStream, createWriteStream, type WriteStream } from 'node:fs';
+import { open, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
+import { once } from 'node:events';
+import { isAppError, Errors } from '../../../core/index.js';
+import type { BlobStore } from '../store/blobs.js';
+import { storageError } from '../store/errors.js';
+import type { RegistryClient, Repository } from './client.js';
+
+/** Tuning of downloads (plugin options). */
+export interface DownloadOptions {
+  /** Smallest part of a ranged download. */
+  partMinBytes: number;
+  /** Most parts per blob. */
+  maxParts: number;
+  /** Retries per part after a failed attempt that made no progress. */
+  retries: number;
+}
+
+interface Part {
+  start: number;
+  /** Inclusive. */
+  end: number;
+  /** Bytes received (what progress shows). */
+  completed: number;
+  /** Bytes on disk (what is saved for a resume). */
+  written?: number;
+}
+
+/** A running SHA-256 and how many bytes from the start of the blob it has seen. */
+interface Hasher {
+  hash: Hash;
+  cursor: number;
+}
+
+interface PartState {
+  digest: string;
+  total: number;
+  parts: Part[];
+}
+
+/** Blobs up to this size are downloaded into memory in one request. */
+const SMALL_BLOB = 1024 * 1024;
+
+/** Splits `total` bytes into parts of at least `min` bytes, at most `max` parts. */
+export function planParts(total: number, min: number, max: number): Part[] {
+  if (total === 0) return [];
+  const size = Math.max(min, Math.ceil(total / max));
+  const parts: Part[] = [];
+  for (let start = 0; start < total; start += size) parts.push({ start, end: Math.min(total, start + size) - 1, completed: 0 });
+  return parts;
+}
+
+/** True for failures worth another attempt (the network, a stall, a 5xx); false for the rest. */
+function retryable(err: unknown): boolean {
+  if (isAppError(err)) return err.statusCode >= 500 && err.code !== 'LIA_ERR_INSUFFICIENT_STORAGE';
+  const code = (err as NodeJS.ErrnoException)?.code;
+  return code !== 'ENOSPC' && code !== 'EDQUOT' && code !== 'ABORT_ERR';
+}
+
+/** Resolves on 'drain', or when the stream fails or closes (the caller checks why). */
+function drained(out: WriteStream): Promise<void> {
+  return new Promise((resolve) => {
+    const done = (): void => {
+      out.off('drain', done).off('error', done).off('close', done);
+      resolve();
+    };
+    out.on('drain', done).on('error', done).on('close', done);
+  });
+}
+
+const sleep = (ms: number, signal: AbortSignal): Promise<void> =>
+  new Promise((resolve, reject) => {
+    const t = setTimeout(resolve, ms);
+    signal.addEventListener('abort', () => (clearTimeout(t), reject(signal.reason)), { once: true });
+  });
+
+/** One blob being downloaded, shared by every pull that needs it. */
+export class BlobDownload {
+  readonly digest: string;
+  readonly total: number;
+  #parts: Part[] = [];
+  #waiters = 0;
+  readonly #abort = new AbortController();
+  readonly #done: Promise<void>;
+  #markReady!: () => void;
+  /** Resolves once the parts are known (a resumed download knows its progress from then on). */
+  readonly ready = new Promise<void>((resolve) => (this.#markReady = resolve));
+  /** Bytes already on disk when this process started (resumed). */
+  resumedFrom = 0;
+
+  constructor(
+    readonly repo: Repository,
+    digest: string,
+    total: number,
+    readonly client: RegistryClient,
+    readonly blobs: BlobStore,
+    readonly options: DownloadOptions,
+  ) {
+    this.digest = digest;
+    this.total = total;
+    this.#done = this.#run();
+    this.#done.catch(() => undefined).finally(() => this.#markReady());
+  }
+
+  /** Bytes received so far. */
+  get completed(): number {
+    return this.#parts.reduce((n, p) => n + p.completed, 0);
+  }
+
+  /**
+   * Waits for the download as one more interested party. When `signal` aborts, this party
+   * leaves; when the last one leaves, the download stops (its parts stay for a resume).
+   */
+  async join(signal: AbortSignal): Promise<void> {
+    this.#waiters++;
+    const leave = (): void => {
+      if (--this.#waiters === 0) this.#abort.abort(new Error('every client waiting for this download went away'));
+    };
+    signal.addEventListener('abort', leave, { once: true });
+    try {
+      await Promise.race([
+        this.#done,
+        new Promise<never>((_, reject) => signal.addEventListener('abort', () => reject(signal.reason), { once: true })),
+      ]);
+    } finally {
+      if (!signal.aborted) {
+        signal.removeEventListener('abort', leave);
+        this.#waiters--;
+      }
+    }
+  }
+
+  /** Stops the download (the appliance is shutting down); its part files stay for a resume. */
+  cancel(): void {
+    this.#abort.abort(new Error('the appliance is shutting down'));
+  }
+
+  /** Resolves when finished (however it ended); used by the registry of downloads. */
+  get settled(): Promise<void> {
+    return this.#done.then(
+      () => undefined,
+      () => undefined,
+    );
+  }
+
+  get #final(): string {
+    return this.blobs.path(this.digest);
+  }
+  get #partial(): string {
+    return `${this.#final}-partial`;
+  }
+  get #stateFile(): string {
+    return `${this.#final}-partial.json`;
+  }
+
+  async #loadState(): Promise<Part[] | null> {
+    try {
+      const state = JSON.parse(await readFile(this.#stateFile, 'utf8')) as PartState;
+      const size = (await stat(this.#partial)).size;
+      if (state.digest !== this.digest || state.total !== this.total || size !== this.total || !Array.isArray(state.parts)) return null;
+      return state.parts.map((p) => ({ start: p.start, end: p.end, completed: Math.max(0, Math.min(p.completed, p.end - p.start + 1)) }));
+    } catch {
+      return null;
+    }
+  }
+
+  async #saveState(): Promise<void> {
+    const parts = this.#parts.map((p) => ({ start: p.start, end: p.end, completed: p.written ?? 0 }));
+    const state: PartState = { digest: this.digest, total: this.total, parts };
+    await writeFile(this.#stateFile, JSON.stringify(state)).catch(() => undefined);
+  }
+
+  async #run(): Promise<void> {
+    const signal = this.#abort.signal;
+    if (this.total <= SMALL_BLOB) return this.#runSmall(signal);
+    const resumed = await this.#loadState();
+    if (resumed) {
+      this.#parts = resumed;
+      this.resumedFrom = this.completed;
+    } else {
+      this.#parts = planParts(this.total, this.options.partMinBytes, this.options.maxParts);
+      try {
+        const fh = await open(this.#partial, 'w');
+        await fh.truncate(this.total).finally(() => fh.close());
+      } catch (err) {
+        throw storageError(err, 'preparing a download');
+      }
+      await this.#saveState();
+    }
+    this.#markReady();
+    for (const p of this.#parts) p.written = p.completed;
+    // The first part is hashed as it arrives (for blobs under two parts' size, that is all of
+    // it); the rest is read back from the file after the download, while it is in the page cache.
+    const hasher: Hasher = { hash: createHash('sha256'), cursor: 0 };
+    const first = this.#parts[0];
+    if (first && first.completed > 0) hasher.cursor = await this.#hashFile(hasher.hash, 0, first.completed);
+    const saver = setInterval(() => void this.#saveState(), 1000);
+    try {
+      await Promise.all(this.#parts.map((p, i) => this.#downloadPart(p, i === 0 ? hasher : null, signal)));
+    } catch (err) {
+      await this.#saveState();
+      throw err;
+    } finally {
+      clearInterval(saver);
+    }
+    if (hasher.cursor < this.total) hasher.cursor += await this.#hashFile(hasher.hash, hasher.cursor, this.total);
+    const got = `sha256:${hasher.hash.digest('hex')}`;
+    if (got !== this.digest) {
+      await this.#discard();
+      throw Errors.badGateway(`digest mismatch, file must be downloaded again: want ${this.digest}, got ${got}`);
+    }
+    await rename(this.#partial, this.#final);
+    await rm(this.#stateFile, { force: true });
+  }
+
+  /**
+   * Small blobs (templates, params, configs, small ONNX files) are fetched into memory, checked
+   * and written in one go: no part state, no resume (there is nothing worth resuming).
+   */
+  async #runSmall(signal: AbortSignal): Promise<void> {
+    this.#parts = [{ start: 0, end: this.total - 1, completed: 0 }];
+    this.#markReady();
+    let failures = 0;
+    for (;;) {
+      try {
+        const res = await this.client.getBlob(this.repo, this.digest, undefined, signal);
+        await this.client.expectOk(res, `download ${this.digest}`);
+        const chunks: Buffer[] = [];
+        let size = 0;
+        for await (const chunk of res.body) {
+          size += (chunk as Buffer).length;
+          if (size > this.total) {
+            res.body.destroy();
+            throw Errors.badGateway(`registry ${this.repo.name.host} sent more than the ${this.total} bytes of ${this.digest}`);
+          }
+          chunks.push(chunk as Buffer);
+          this.#parts[0]!.completed = size;
+        }
+        const bytes = Buffer.concat(chunks);
+        const got = `sha256:${createHash('sha256').update(bytes).digest('hex')}`;
+        if (got !== this.digest) throw Errors.badGateway(`digest mismatch, file must be downloaded again: want ${this.digest}, got ${got}`);
+        try {
+          await this.blobs.put(bytes);
+        } catch (err) {
+          throw storageError(err, 'writing a download');
+        }
+        return;
+      } catch (err) {
+        if (signal.aborted) throw signal.reason;
+        if (!retryable(err) || /digest mismatch/.test((err as Error).message) || ++failures > this.options.retries) {
+          throw isAppError(err) ? err : Errors.badGateway(`download of ${this.digest} failed: ${(err as Error).message}`, { cause: err });
+        }
+        this.#parts[0]!.completed = 0;
+        await sleep(Math.min(4000, 200 * 2 ** failures), signal);
+      }
+    }
+  }
+
+  /** Removes every trace of this download. */
+  async #discard(): Promise<void> {
+    await rm(this.#partial, { force: true });
+    await rm(this.#stateFile, { force: true });
+  }
+
+  /** Hashes the file bytes [from, to) and returns how many were hashed. */
+  async #hashFile(hash: Hash, from: number, to: number): Promise<number> {
+    if (to <= from) return 0;
+    let n = 0;
+    for await (const chunk of createReadStream(this.#partial, { start: from, end: to - 1, highWaterMark: 1 << 20 })) {
+      hash.update(chunk as Buffer);
+      n += (chunk as Buffer).length;
+    }
+    return n;
+  }
+
+  async #downloadPart(part: Part, hasher: Hasher | null, signal: AbortSignal): Promise<void> {
+    const size = part.end - part.start + 1;
+    let failures = 0;
+    while (part.completed < size) {
+      const before = part.completed;
+      try {
+        await this.#attempt(part, hasher, signal);
+        if (part.completed < size) throw Object.assign(new Error('the registry closed the connection early'), { code: 'ECONNRESET' });
+      } catch (err) {
+        if (signal.aborted) throw signal.reason;
+        if (!retryable(err)) throw err;
+        failures = part.completed > before ? 0 : failures + 1;
+        if (failures > this.options.retries) {
+          throw isAppError(err) ? err : Errors.badGateway(`download of ${this.digest} failed: ${(err as Error).message}`, { cause: err });
+        }
+        await sleep(Math.min(4000, 200 * 2 ** failures), signal);
+      }
+    }
+  }
+
+  async #attempt(part: Part, hasher: Hasher | null, signal: AbortSignal): Promise<void> {
+    const from = part.start + part.completed;
+    const res = await this.client.getBlob(this.repo, this.digest, [from, part.end], signal);
+    if (res.status === 200 && from !== 0) {
+      res.body.destroy();
+      throw Errors.badGateway(`registry ${this.repo.name.host} ignored a Range request for ${this.digest}`);
+    }
+    if (res.status !== 200 && res.status !== 206) {
+      await this.client.expectOk(res, `download ${this.digest}`);
+    }
+    if (res.status === 206) {
+      const m = /bytes (\d+)-/.exec(String(res.headers['content-range'] ?? ''));
+      if (!m || Number(m[1]) !== from) {
+        res.body.destroy();
+        throw Errors.badGateway(`registry ${this.repo.name.host} answered a Range request with the wrong range`);
+      }
+    }
+    // Hash inline only when this range continues exactly where the hash stopped.
+    const inline = hasher !== null && hasher.cursor === from ? hasher : null;
+    const limit = part.end - from + 1;
+    let out: WriteStream;
+    try {
+      out = createWriteStream(this.#partial, { flags: 'r+', start: from, highWaterMark: 1 << 20 });
+      await once(out, 'open');
+    } catch (err) {
+      res.body.destroy();
+      throw storageError(err, 'writing a download');
+    }
+    let writeError: unknown = null;
+    out.on('error', (err) => (writeError = err));
+    let received = 0;
+    try {
+      for await (const raw of res.body) {
+        let chunk = raw as Buffer;
+        if (received + chunk.length > limit) chunk = chunk.subarray(0, limit - received);
+        if (inline) {
+          inline.hash.update(chunk);
+          inline.cursor += chunk.length;
+        }
+        received += chunk.length;
+        part.completed += chunk.length;
+        const length = chunk.length;
+        const flushed = out.write(chunk, (err) => {
+          if (!err) part.written = (part.written ?? 0) + length;
+        });
+        if (!flushed && !writeError) await drained(out);
+        if (writeError) throw writeError;
+        if (received >= limit) break;
+      }
+    } finally {
+      res.body.destroy();
+      if (!out.closed) {
+        const closed = once(out, 'close').catch(() => undefined);
+        out.end();
+        await closed;
+      }
+      if (writeError) throw storageError(writeError, 'writing a download');
+    }
+  }
+}
+
+/** The downloads in flight, one per digest. */
+export class Downloads {
+  readonly #active = new Map<string, BlobDownload>();
+
+  constructor(
+    readonly client: RegistryClient,
+    readonly blobs: BlobStore,
+    readonly options: DownloadOptions,
+  ) {}
+
+  /** Stops every running download and waits until they have saved their state. */
+  async cancelAll(): Promise<void> {
+    const running = [...this.#active.values()];
+    for (const d of running) d.cancel();
+    await Promise.all(running.map((d) => d.settled));
+  }
+
+  /** The running download of `digest`, or a new one. */
+  get(repo: Repository, digest: string, total: number): BlobDownload {
+    let d = this.#active.get(digest);
+    if (!d) {
+      d = new BlobDownload(repo, digest, total, this.client, this.blobs, this.options);
+      this.#active.set(digest, d);
+      const mine = d;
+      void d.settled.then(() => {
+        if (this.#active.get(digest) === mine) this.#active.delete(digest);
+      });
+    }
+    return d;
+  }
+}

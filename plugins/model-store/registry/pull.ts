@@ -1,0 +1,104 @@
+/**
+ * Pulling a model: the manifest, then every layer (config included) one after another, each
+ * reported as `pulling layer` lines with `digest`, `total` and `completed` (at its start, at most
+ * every 100 ms while it downloads, and at its end). The manifest is written, exactly as the
+ * registry sent it, only after every blob is in place and checked.
+ *
+ * @module
+ */
+import { statfs } from 'node:fs/promises';
+import type { FastifyBaseLogger } from 'fastify';
+import { insufficientStorage } from '../store/errors.js';
+import type { Layer } from '../store/manifest.js';
+import type { ModelStoreService } from '../store/store.js';
+import type { Progress } from '../routes/progress.js';
+import type { RegistryClient, Repository } from './client.js';
+import { Downloads, type DownloadOptions } from './download.js';
+
+/** How often progress lines go out while a layer downloads. */
+const TICK_MS = 100;
+
+/** Human-readable byte counts for messages. */
+function bytes(n: number): string {
+  const units = ['B', 'KB', 'MB', 'GB', 'TB'];
+  let i = 0;
+  while (n >= 1000 && i < units.length - 1) (n /= 1000), i++;
+  return `${n.toFixed(i === 0 ? 0 : 1)} ${units[i]}`;
+}
+
+/** Pulls models from registries into the store; downloads are shared between pulls. */
+export class Puller {
+  readonly downloads: Downloads;
+  readonly #store: ModelStoreService;
+  readonly #client: RegistryClient;
+  readonly #log: FastifyBaseLogger;
+
+  constructor(store: ModelStoreService, client: RegistryClient, options: DownloadOptions & { log: FastifyBaseLogger }) {
+    this.#store = store;
+    this.#client = client;
+    this.#log = options.log;
+    this.downloads = new Downloads(client, store.blobs, options);
+  }
+
+  /** Pulls `repo`, emitting progress; throws on failure (the route turns it into an error line). */
+  async pull(repo: Repository, emit: (p: Progress) => void, signal: AbortSignal): Promise<void> {
+    emit({ status: 'pulling manifest' });
+    const { bytes: manifestBytes, manifest } = await this.#client.getManifest(repo, signal);
+    const layers = [...manifest.layers, manifest.config];
+    const unpin = this.#store.blobs.pin(layers.map((l) => l.digest));
+    try {
+      await this.#checkSpace(layers);
+      for (const layer of layers) await this.#pullLayer(repo, layer, emit, signal);
+      const previous = await this.#store.find(repo.name);
+      await this.#store.writeManifest(repo.name, manifestBytes);
+      if (previous) {
+        const now = await this.#store.find(repo.name);
+        if (now && now.digest !== previous.digest) await this.#store.collectGarbage(previous);
+      }
+    } finally {
+      unpin();
+    }
+  }
+
+  /** Fails early, with numbers, when the layers still missing cannot fit on the disk. */
+  async #checkSpace(layers: Layer[]): Promise<void> {
+    let needed = 0;
+    for (const l of layers) if ((await this.#store.blobs.size(l.digest)) !== l.size) needed += l.size;
+    if (needed === 0) return;
+    const fs = await statfs(this.#store.paths.blobs).catch(() => null);
+    if (!fs) return;
+    const free = fs.bavail * fs.bsize;
+    if (free < needed) {
+      throw insufficientStorage(`not enough disk space for this model: it needs ${bytes(needed)} more, ${bytes(free)} are free`);
+    }
+  }
+
+  async #pullLayer(repo: Repository, layer: Layer, emit: (p: Progress) => void, signal: AbortSignal): Promise<void> {
+    const line = (completed: number): Progress => ({ status: 'pulling layer', digest: layer.digest, total: layer.size, completed });
+    if ((await this.#store.blobs.size(layer.digest)) === layer.size) {
+      emit(line(layer.size));
+      return;
+    }
+    const download = this.downloads.get(repo, layer.digest, layer.size);
+    await download.ready;
+    let last = -1;
+    const tick = (): void => {
+      const c = download.completed;
+      if (c !== last) emit(line((last = c)));
+    };
+    tick();
+    const timer = setInterval(tick, TICK_MS);
+    try {
+      await download.join(signal);
+    } finally {
+      clearInterval(timer);
+    }
+    if (download.resumedFrom > 0) this.#log.info({ digest: layer.digest, resumedFrom: download.resumedFrom }, 'download resumed');
+    emit(line(layer.size));
+  }
+
+  /** Stops running downloads (at shutdown); they resume on the next pull. */
+  close(): Promise<void> {
+    return this.downloads.cancelAll();
+  }
+}

@@ -1,0 +1,45 @@
+/**
+ * `HEAD|POST /api/blobs/:digest`: the upload half of offline import. The body is the raw file of
+ * any size, streamed to disk and hashed on the way; it is kept only when its SHA-256 matches.
+ *
+ * @module
+ */
+import type { FastifyInstance } from 'fastify';
+import { Readable } from 'node:stream';
+import { Errors } from '../../../core/index.js';
+import { normalizeDigest } from '../store/paths.js';
+import type { ModelStoreService } from '../store/store.js';
+
+/** Registers `HEAD|POST /api/blobs/:digest` in a child context with a raw-stream body parser. */
+export async function registerBlobRoutes(app: FastifyInstance, store: ModelStoreService): Promise<void> {
+  // A child context of its own, so the raw-stream parser below applies to these routes only.
+  await app.register(async (blobs) => {
+    blobs.removeAllContentTypeParsers();
+    blobs.addContentTypeParser('*', (_request, payload, done) => done(null, payload));
+
+    blobs.head('/api/blobs/:digest', async (request, reply) => {
+      const digest = normalizeDigest((request.params as { digest: string }).digest);
+      if ((await store.blobs.size(digest)) === null) throw Errors.notFound(`blob "${digest}" not found`);
+      return reply.code(200).send();
+    });
+
+    blobs.post('/api/blobs/:digest', async (request, reply) => {
+      const digest = normalizeDigest((request.params as { digest: string }).digest);
+      const body = request.body as Readable | undefined;
+      if ((await store.blobs.size(digest)) !== null) {
+        body?.resume();
+        return reply.code(200).send();
+      }
+      const source = body ?? Readable.from([]);
+      try {
+        const blob = await store.blobs.ingest(source, digest);
+        return reply.code(blob.created ? 201 : 200).send();
+      } catch (err) {
+        // The client may still be sending the rest of a large body: end the connection with the
+        // answer rather than leave it half-read (a keep-alive socket that never goes idle).
+        reply.header('connection', 'close');
+        throw err;
+      }
+    });
+  });
+}

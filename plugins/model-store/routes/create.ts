@@ -1,0 +1,53 @@
+/**
+ * `POST /api/create`: a model from uploaded blobs or another model, streaming its progress.
+ *
+ * @module
+ */
+import type { FastifyInstance } from 'fastify';
+import { Errors, type StoredMessage } from '../../../core/index.js';
+import { checkCreate, createModel, type CreateSpec } from '../store/create.js';
+import { parseName } from '../store/names.js';
+import type { ModelStoreService } from '../store/store.js';
+import { modelField, objectBody, optObject, optString, wantsStream } from './body.js';
+import { sendProgress } from './progress.js';
+
+function licenses(v: unknown): string[] | undefined {
+  if (v === undefined || v === null) return undefined;
+  if (typeof v === 'string') return [v];
+  if (Array.isArray(v) && v.every((l) => typeof l === 'string')) return v as string[];
+  throw Errors.badRequest('"license" must be a string or an array of strings', { param: 'license' });
+}
+
+function messages(v: unknown): StoredMessage[] | undefined {
+  if (v === undefined || v === null) return undefined;
+  const ok = Array.isArray(v) && v.every((m) => m && typeof m === 'object' && typeof m.role === 'string' && typeof m.content === 'string');
+  if (!ok) throw Errors.badRequest('"messages" must be an array of {role, content} strings', { param: 'messages' });
+  return (v as StoredMessage[]).map((m) => ({ role: m.role, content: m.content }));
+}
+
+/** Registers `POST /api/create`. */
+export function registerCreateRoute(app: FastifyInstance, store: ModelStoreService): void {
+  app.post('/api/create', async (request, reply) => {
+    const body = objectBody(request.body);
+    if (optString(body, 'quantize') ?? optString(body, 'quantization')) {
+      throw Errors.badRequest('quantizing is not supported; upload a GGUF file that is already quantized', { param: 'quantize' });
+    }
+    if (optObject(body, 'adapters')) throw Errors.badRequest('LoRA adapters are not supported', { param: 'adapters' });
+    const files = optObject(body, 'files') as Record<string, string> | undefined;
+    const spec: CreateSpec = {
+      name: parseName(modelField(body)),
+      from: optString(body, 'from'),
+      files,
+      template: optString(body, 'template') ?? (body['template'] === '' ? '' : undefined),
+      system: optString(body, 'system') ?? (body['system'] === '' ? '' : undefined),
+      parameters: optObject(body, 'parameters'),
+      license: licenses(body['license']),
+      messages: messages(body['messages']),
+    };
+    await checkCreate(store, spec);
+    return sendProgress(reply, wantsStream(body), async (emit) => {
+      emit({ status: 'reading model metadata' });
+      await createModel(store, spec, emit);
+    });
+  });
+}

@@ -1,0 +1,162 @@
+/**
+ * Creating a model from uploaded blobs (`files`) or from another model (`from`), with a
+ * template, system prompt, parameters, licence and messages on top: Ollama's `/api/create`.
+ * Weight blobs must have been uploaded with `POST /api/blobs/:digest` first.
+ *
+ * @module
+ */
+import { Errors, type ModelDetails, type StoredMessage } from '../../../core/index.js';
+import type { ConfigBlob } from './describe.js';
+import { readGguf } from './gguf.js';
+import { CONFIG_MEDIA_TYPE, encodeManifest, MANIFEST_MEDIA_TYPE, MediaTypes, TITLE_ANNOTATION, type Layer, type Manifest } from './manifest.js';
+import { displayName, type ModelName } from './names.js';
+import { isOnnxFileSet, onnxDetails, relativePathProblem } from './onnx.js';
+import { normalizeDigest } from './paths.js';
+import type { ModelStoreService } from './store.js';
+
+/** A validated create request. */
+export interface CreateSpec {
+  name: ModelName;
+  /** An existing model to start from. */
+  from?: string;
+  /** Relative file name → `sha256:<hex>` of an uploaded blob. */
+  files?: Record<string, string>;
+  template?: string;
+  system?: string;
+  parameters?: Record<string, unknown>;
+  license?: string[];
+  messages?: StoredMessage[];
+}
+
+/** One progress line of the create stream. */
+export interface CreateProgress {
+  status: string;
+  digest?: string;
+  total?: number;
+  completed?: number;
+}
+
+const TEXT_LAYERS = [MediaTypes.template, MediaTypes.prompt, MediaTypes.system, MediaTypes.params, MediaTypes.license, MediaTypes.messages] as string[];
+
+async function weightsFromFiles(
+  store: ModelStoreService,
+  files: Record<string, string>,
+  progress: (p: CreateProgress) => void,
+): Promise<{ layers: Layer[]; details: ModelDetails }> {
+  const entries = Object.entries(files);
+  if (entries.length === 0) throw Errors.badRequest('"files" is empty', { param: 'files' });
+  const layers: Layer[] = [];
+  for (const [file, rawDigest] of entries) {
+    if (typeof rawDigest !== 'string') throw Errors.badRequest(`"files.${file}" must be a digest string`, { param: 'files' });
+    const problem = relativePathProblem(file);
+    if (problem) throw Errors.badRequest(`invalid file name in "files": ${problem}`, { param: 'files' });
+    const digest = normalizeDigest(rawDigest);
+    const size = await store.blobs.size(digest);
+    if (size === null) throw Errors.badRequest(`blob ${digest} for "${file}" is not in the store; upload it with POST /api/blobs/${digest} first`, { param: 'files' });
+    layers.push({ mediaType: MediaTypes.onnxFile, digest, size, annotations: { [TITLE_ANNOTATION]: file } });
+  }
+  const names = entries.map(([f]) => f);
+  const ggufs = layers.filter((l) => l.annotations![TITLE_ANNOTATION]!.endsWith('.gguf'));
+  if (ggufs.length > 0) {
+    if (ggufs.length > 1 || layers.length > 1) throw Errors.badRequest('a GGUF model is created from exactly one .gguf file', { param: 'files' });
+    const layer = ggufs[0]!;
+    progress({ status: 'parsing GGUF' });
+    const summary = await readGguf(store.blobs.path(layer.digest));
+    progress({ status: `using existing layer ${layer.digest}` });
+    return { layers: [{ mediaType: MediaTypes.model, digest: layer.digest, size: layer.size }], details: summary.details };
+  }
+  if (isOnnxFileSet(names)) {
+    if (!names.includes('config.json')) throw Errors.badRequest('an ONNX model folder needs its config.json', { param: 'files' });
+    progress({ status: 'reading model metadata' });
+    const details = await onnxDetails(layers, (d) => store.blobs.path(d));
+    for (const l of layers) progress({ status: `using existing layer ${l.digest}` });
+    return { layers, details };
+  }
+  throw Errors.badRequest('"files" must name one .gguf file or the files of an ONNX model folder (with onnx/*.onnx)', { param: 'files' });
+}
+
+/**
+ * Checks what can be checked before any progress is streamed (so those failures keep their
+ * status): the base model exists, file names are safe and every blob was uploaded.
+ */
+export async function checkCreate(store: ModelStoreService, spec: CreateSpec): Promise<void> {
+  if (!spec.from && !spec.files) throw Errors.badRequest("neither 'from' or 'files' was specified");
+  if (spec.from && !spec.files) await store.get(spec.from, 'from');
+  for (const [file, rawDigest] of Object.entries(spec.files ?? {})) {
+    if (typeof rawDigest !== 'string') throw Errors.badRequest(`"files.${file}" must be a digest string`, { param: 'files' });
+    const problem = relativePathProblem(file);
+    if (problem) throw Errors.badRequest(`invalid file name in "files": ${problem}`, { param: 'files' });
+    const digest = normalizeDigest(rawDigest);
+    if ((await store.blobs.size(digest)) === null) {
+      throw Errors.badRequest(`blob ${digest} for "${file}" is not in the store; upload it with POST /api/blobs/${digest} first`, { param: 'files' });
+    }
+  }
+}
+
+/** Creates (or replaces) the model `spec.name`, reporting progress; the manifest is written last. */
+export async function createModel(store: ModelStoreService, spec: CreateSpec, progress: (p: CreateProgress) => void): Promise<void> {
+  if (!spec.from && !spec.files) throw Errors.badRequest("neither 'from' or 'files' was specified");
+  const pins: Array<() => void> = [];
+  try {
+    let layers: Layer[];
+    let details: ModelDetails;
+    let baseParams: Record<string, unknown> = {};
+    if (spec.files) {
+      ({ layers, details } = await weightsFromFiles(store, spec.files, progress));
+      pins.push(store.blobs.pin(layers.map((l) => l.digest)));
+    } else {
+      const base = await store.get(spec.from!, 'from');
+      pins.push(store.blobs.pin(base.manifest.layers.map((l) => l.digest)));
+      const view = await store.describer.view(base);
+      const parent = displayName(base.name);
+      layers = base.manifest.layers.map((l) => (TEXT_LAYERS.includes(l.mediaType) ? l : { ...l, from: l.from ?? parent }));
+      details = { ...view.details, parent_model: parent };
+      baseParams = view.parameters;
+      for (const l of layers) progress({ status: `using existing layer ${l.digest}` });
+    }
+
+    const replace = async (mediaType: string, contents: Array<string | Buffer>): Promise<void> => {
+      layers = layers.filter((l) => l.mediaType !== mediaType && !(mediaType === MediaTypes.template && l.mediaType === MediaTypes.prompt));
+      for (const c of contents) {
+        const blob = await store.blobs.put(c);
+        pins.push(store.blobs.pin([blob.digest]));
+        progress({ status: `${blob.created ? 'creating new' : 'using existing'} layer ${blob.digest}` });
+        layers.push({ mediaType, digest: blob.digest, size: blob.size });
+      }
+    };
+    if (spec.template !== undefined) await replace(MediaTypes.template, spec.template ? [spec.template] : []);
+    if (spec.system !== undefined) await replace(MediaTypes.system, spec.system ? [spec.system] : []);
+    if (spec.parameters !== undefined) {
+      const merged = { ...baseParams, ...spec.parameters };
+      await replace(MediaTypes.params, Object.keys(merged).length > 0 ? [JSON.stringify(merged)] : []);
+    }
+    if (spec.license !== undefined) await replace(MediaTypes.license, spec.license);
+    if (spec.messages !== undefined) await replace(MediaTypes.messages, spec.messages.length > 0 ? [JSON.stringify(spec.messages)] : []);
+
+    const config: ConfigBlob = {
+      model_format: details.format,
+      model_family: details.family,
+      model_families: details.families,
+      model_type: details.parameter_size,
+      file_type: details.quantization_level,
+      architecture: 'amd64',
+      os: 'linux',
+      rootfs: { type: 'layers', diff_ids: layers.map((l) => l.digest) },
+    };
+    const configBlob = await store.blobs.put(JSON.stringify(config));
+    pins.push(store.blobs.pin([configBlob.digest]));
+    const manifest: Manifest = {
+      schemaVersion: 2,
+      mediaType: MANIFEST_MEDIA_TYPE,
+      config: { mediaType: CONFIG_MEDIA_TYPE, digest: configBlob.digest, size: configBlob.size },
+      layers,
+    };
+    progress({ status: 'writing manifest' });
+    const previous = await store.find(spec.name);
+    await store.writeManifest(spec.name, encodeManifest(manifest));
+    // Replacing a model: the blobs only the old version used go (those of the new one are pinned).
+    if (previous) await store.collectGarbage(previous);
+  } finally {
+    for (const unpin of pins) unpin();
+  }
+}

@@ -1,0 +1,22 @@
+/**
+ * Error codes of the model store beyond core's registry.
+ *
+ * @module
+ */
+import { defineError, Errors } from '../../../core/index.js';
+
+/** The disk under the store is full (507 Insufficient Storage). */
+export const insufficientStorage = defineError(
+  'LIA_ERR_INSUFFICIENT_STORAGE',
+  507,
+  'The disk that holds the model store is full.',
+  { type: 'server_error', code: 'insufficient_storage' },
+);
+
+/** Maps file-system failures to clear errors; anything else passes through unchanged. */
+export function storageError(err: unknown, what: string): unknown {
+  const code = (err as NodeJS.ErrnoException | undefined)?.code;
+  if (code === 'ENOSPC' || code === 'EDQUOT') return insufficientStorage(`no space left on the device while ${what}`, { cause: err });
+  if (code === 'EACCES' || code === 'EPERM' || code === 'EROFS') return Errors.internal(`the model store is not writable while ${what}`, { cause: err });
+  return err;
+}

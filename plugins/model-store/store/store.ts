@@ -1,0 +1,179 @@
+/**
+ * The model store: finds, lists, resolves, copies and deletes models in an Ollama-layout folder.
+ * It implements the {@link ModelStore} contract the engine consumes and the operations behind
+ * the model routes; pulling, pushing and creating build on it.
+ *
+ * @module
+ */
+import { mkdir, readFile, rm, rmdir, utimes } from 'node:fs/promises';
+import path from 'node:path';
+import { Errors, type BeforeDeleteHook, type ModelStore, type ResolvedModel } from '../../../core/index.js';
+import { BlobStore } from './blobs.js';
+import { Describer, type ModelView } from './describe.js';
+import { storageError } from './errors.js';
+import { readManifest, walkManifests, writeFileAtomic, type StoredManifest } from './manifest.js';
+import { displayName, parseName, sameName, tryParseName, type ModelName } from './names.js';
+import { materialiseOnnx } from './onnx.js';
+import { StorePaths } from './paths.js';
+
+/** The store of one models folder; the value of the `models` hook. */
+export class ModelStoreService implements ModelStore {
+  readonly paths: StorePaths;
+  readonly blobs: BlobStore;
+  readonly describer: Describer;
+  readonly #beforeDelete: BeforeDeleteHook[] = [];
+
+  constructor(root: string) {
+    this.paths = new StorePaths(root);
+    this.blobs = new BlobStore(this.paths);
+    this.describer = new Describer(this.blobs);
+  }
+
+  /** Creates the folders and removes leftovers of interrupted uploads. */
+  async init(): Promise<void> {
+    await mkdir(this.paths.manifests, { recursive: true });
+    await mkdir(this.paths.blobs, { recursive: true });
+    await this.blobs.pruneTemp();
+  }
+
+  /** Every stored manifest, newest first. */
+  async manifests(): Promise<StoredManifest[]> {
+    const out: StoredManifest[] = [];
+    for await (const { file, parts } of walkManifests(this.paths.manifests)) {
+      const parsed = tryParseName(`${parts[0]}/${parts[1]}/${parts[2]}:${parts[3]}`);
+      if ('problem' in parsed) continue;
+      const stored = await readManifest(file, parsed.name);
+      if (stored) out.push(stored);
+    }
+    return out.sort((a, b) => b.modifiedAt.getTime() - a.modifiedAt.getTime());
+  }
+
+  /** The stored manifest of a name (exact path first, then a case-insensitive match), or null. */
+  async find(name: ModelName): Promise<StoredManifest | null> {
+    const exact = await readManifest(this.paths.manifest(name), name);
+    if (exact) return exact;
+    for (const m of await this.manifests()) if (sameName(m.name, name)) return m;
+    return null;
+  }
+
+  /** Like {@link find} but a missing model is a 404 naming it. */
+  async get(raw: string, field = 'model'): Promise<StoredManifest> {
+    const name = parseName(raw, field);
+    const stored = await this.find(name);
+    if (!stored) throw Errors.modelNotFound(`model '${displayName(name)}' not found`);
+    return stored;
+  }
+
+  /** The full view of a named model. */
+  async view(raw: string): Promise<ModelView> {
+    return this.describer.view(await this.get(raw));
+  }
+
+  async resolve(raw: string): Promise<ResolvedModel> {
+    return this.toResolved(await this.view(raw));
+  }
+
+  async list(): Promise<ResolvedModel[]> {
+    const out: ResolvedModel[] = [];
+    for (const m of await this.manifests()) {
+      try {
+        out.push(await this.toResolved(await this.describer.view(m)));
+      } catch {
+        // A model whose blobs are missing or unreadable is skipped, not fatal for the others.
+      }
+    }
+    return out;
+  }
+
+  onBeforeDelete(hook: BeforeDeleteHook): void {
+    this.#beforeDelete.push(hook);
+  }
+
+  /** Turns a view into the contract's {@link ResolvedModel}, laying out ONNX folders on demand. */
+  async toResolved(view: ModelView): Promise<ResolvedModel> {
+    const { stored } = view;
+    let modelPath: string;
+    if (view.format === 'onnx') {
+      modelPath = await materialiseOnnx(path.join(this.paths.onnx, stored.digest), view.weights, (d) => this.blobs.path(d));
+    } else if (view.weights[0]) {
+      modelPath = this.blobs.path(view.weights[0].digest);
+    } else {
+      throw Errors.badRequest(`model '${displayName(stored.name)}' has no weights layer`);
+    }
+    return {
+      name: displayName(stored.name),
+      digest: stored.digest,
+      format: view.format,
+      modelPath,
+      sizeBytes: view.weights.reduce((n, l) => n + l.size, 0),
+      template: view.template,
+      system: view.system,
+      parameters: view.parameters,
+      messages: view.messages,
+      capabilities: view.capabilities,
+      details: view.details,
+    };
+  }
+
+  /** Writes manifest bytes for a name atomically (the final step of pull and create). */
+  async writeManifest(name: ModelName, bytes: Buffer): Promise<void> {
+    try {
+      await writeFileAtomic(this.paths.manifest(name), bytes);
+    } catch (err) {
+      throw storageError(err, 'writing the manifest');
+    }
+  }
+
+  /** Makes `destination` an alias of `source` (the manifest bytes are copied as they are). */
+  async copy(source: string, destination: string): Promise<void> {
+    const src = await this.get(source, 'source');
+    const dst = parseName(destination, 'destination');
+    const bytes = await readFile(src.file);
+    await this.writeManifest(dst, bytes);
+    const now = new Date();
+    await utimes(this.paths.manifest(dst), now, now).catch(() => undefined);
+  }
+
+  /**
+   * Deletes a model: the hooks run first (the engine unloads it), then the manifest goes, empty
+   * folders are pruned and every blob no other manifest references is removed.
+   */
+  async delete(raw: string): Promise<void> {
+    const stored = await this.get(raw);
+    const model = { name: displayName(stored.name), digest: stored.digest };
+    for (const hook of this.#beforeDelete) await hook(model);
+    await rm(stored.file, { force: true });
+    await this.#pruneDirs(path.dirname(stored.file));
+    await this.collectGarbage(stored);
+  }
+
+  /** Removes the blobs of `removed` that no remaining manifest uses (and its ONNX folder). */
+  async collectGarbage(removed: StoredManifest): Promise<void> {
+    const remaining = await this.manifests();
+    const used = new Set<string>();
+    for (const m of remaining) {
+      used.add(m.manifest.config.digest);
+      for (const l of m.manifest.layers) used.add(l.digest);
+    }
+    const candidates = [removed.manifest.config, ...removed.manifest.layers].map((l) => l.digest);
+    for (const digest of new Set(candidates)) {
+      if (!used.has(digest) && !this.blobs.isPinned(digest)) await this.blobs.remove(digest);
+    }
+    if (!remaining.some((m) => m.digest === removed.digest)) {
+      await rm(path.join(this.paths.onnx, removed.digest), { recursive: true, force: true });
+    }
+  }
+
+  /** Removes empty folders from `dir` up to (not including) the manifests root. */
+  async #pruneDirs(dir: string): Promise<void> {
+    let current = dir;
+    while (current.startsWith(this.paths.manifests + path.sep)) {
+      try {
+        await rmdir(current);
+      } catch {
+        return;
+      }
+      current = path.dirname(current);
+    }
+  }
+}
