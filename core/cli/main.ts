@@ -5,6 +5,7 @@
  *
  * @module
  */
+import { existsSync } from 'node:fs';
 import { readdir } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
 import { VERSION } from '../version.js';
@@ -12,12 +13,29 @@ import { clientFromEnv } from './client.js';
 import { dataDirFromEnv } from './data-dir.js';
 import { CliError, type CliCommand, type CliIO } from './types.js';
 
+const SOURCE = /\.(ts|js)$/;
+
+/**
+ * Core's commands (`core/cli/commands/*`) and those of every built-in plugin that ships a
+ * `cli/commands` module: a plugin brings its own commands, as it brings its own routes.
+ */
 async function loadCommands(): Promise<CliCommand[]> {
-  const dir = new URL('./commands/', import.meta.url);
-  const files = (await readdir(dir)).filter((f) => /\.(ts|js)$/.test(f) && !f.endsWith('.d.ts') && !f.includes('.test.')).sort();
+  const urls: URL[] = [];
+  const coreDir = new URL('./commands/', import.meta.url);
+  for (const f of (await readdir(coreDir)).sort()) if (SOURCE.test(f) && !f.endsWith('.d.ts') && !f.includes('.test.')) urls.push(new URL(f, coreDir));
+  const pluginsDir = new URL('../../plugins/', import.meta.url);
+  for (const name of (await readdir(pluginsDir)).sort()) {
+    for (const ext of ['js', 'ts']) {
+      const url = new URL(`${name}/cli/commands.${ext}`, pluginsDir);
+      if (existsSync(url)) {
+        urls.push(url);
+        break;
+      }
+    }
+  }
   const all: CliCommand[] = [];
-  for (const f of files) {
-    const mod = (await import(new URL(f, dir).href)) as { commands?: CliCommand[] };
+  for (const url of urls) {
+    const mod = (await import(url.href)) as { commands?: CliCommand[] };
     all.push(...(mod.commands ?? []));
   }
   return all;

@@ -10,11 +10,9 @@ import { readdir, readFile, stat } from 'node:fs/promises';
 import { createHash } from 'node:crypto';
 import os from 'node:os';
 import path from 'node:path';
-import { formatBytes, ProgressView, type ProgressLine } from '../../../plugins/model-store/cli/progress-view.js';
-import { ModelfileError, parseModelfile } from '../../../plugins/model-store/modelfile/parse.js';
-import type { ApiClient } from '../client.js';
-import { responseError } from '../client.js';
-import { CliError, type CliCommand, type CliIO } from '../types.js';
+import { formatBytes, ProgressView, type ProgressLine } from './progress-view.js';
+import { ModelfileError, parseModelfile } from '../modelfile/parse.js';
+import { CliError, responseError, type ApiClient, type CliCommand, type CliIO } from '../../../core/index.js';
 
 interface TagsResponse {
   models: Array<{ name: string; digest: string; size: number; modified_at: string }>;

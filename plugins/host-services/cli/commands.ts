@@ -6,8 +6,7 @@
  *
  * @module
  */
-import type { ApiClient } from '../client.js';
-import { CliError, type CliCommand, type CliIO } from '../types.js';
+import { CliError, responseError, type ApiClient, type CliCommand, type CliIO } from '../../../core/index.js';
 
 const JSON_OPTION = { json: { type: 'boolean' } } as const;
 
