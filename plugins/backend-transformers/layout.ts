@@ -1,0 +1,210 @@
+/**
+ * Reads a model folder in the Hugging Face ONNX layout (`config.json`, `tokenizer.json`,
+ * `tokenizer_config.json`, `onnx/model*.onnx`, and the sentence-transformers files when present)
+ * without loading anything heavy: which weights file to run, how many tokens one input may have,
+ * how to pool, how wide the vectors are and how many bytes the files take. Every missing file is
+ * a clear error that names it; nothing is fetched.
+ *
+ * @module
+ */
+import { readFile, stat } from 'node:fs/promises';
+import path from 'node:path';
+import { Errors } from '../../core/index.js';
+import type { Pooling } from './pooling.js';
+
+/**
+ * Weight variants a folder may carry, in the order `auto` tries them, with the file each one
+ * names (the suffixes transformers.js uses: `model.onnx`, `model_quantized.onnx`, ...).
+ */
+export const DTYPE_FILES = {
+  fp32: 'onnx/model.onnx',
+  q8: 'onnx/model_quantized.onnx',
+  fp16: 'onnx/model_fp16.onnx',
+  int8: 'onnx/model_int8.onnx',
+  uint8: 'onnx/model_uint8.onnx',
+  q4: 'onnx/model_q4.onnx',
+  q4f16: 'onnx/model_q4f16.onnx',
+  bnb4: 'onnx/model_bnb4.onnx',
+} as const;
+
+/** A weights variant by its transformers.js name. */
+export type OnnxDtype = keyof typeof DTYPE_FILES;
+
+/** The files without which no model loads (the weights are checked separately). */
+export const REQUIRED_FILES = ['config.json', 'tokenizer.json', 'tokenizer_config.json'] as const;
+
+/** The shape facts of a model that sizing and truncation need. */
+export interface ModelShape {
+  modelType: string;
+  /** Width of the vectors (`hidden_size`). */
+  hiddenSize: number;
+  layers: number;
+  heads: number;
+  intermediateSize: number;
+  /** Most tokens per input, special tokens included; longer inputs are cut or rejected. */
+  maxTokens: number;
+}
+
+/** What {@link readLayout} found in a folder. */
+export interface OnnxLayout {
+  /** Absolute path of the folder. */
+  dir: string;
+  dtype: OnnxDtype;
+  /** The weights file, relative to `dir`. */
+  weightsFile: string;
+  /** Bytes of the weights file and of its external-data files (`model.onnx_data*`). */
+  weightsBytes: number;
+  tokenizerBytes: number;
+  shape: ModelShape;
+  /** From the sentence-transformers pooling config; `mean` when the folder has none. */
+  pooling: Pooling;
+}
+
+type Json = Record<string, unknown>;
+
+function missing(model: string, file: string, why = ''): Error {
+  return Errors.engineFailed(`model "${model}" cannot be loaded: its folder has no ${file}${why}`);
+}
+
+async function sizeOf(file: string): Promise<number | null> {
+  try {
+    const s = await stat(file);
+    return s.isFile() ? s.size : null;
+  } catch {
+    return null;
+  }
+}
+
+async function readJson(dir: string, file: string, model: string, required: boolean): Promise<Json | null> {
+  let text: string;
+  try {
+    text = await readFile(path.join(dir, file), 'utf8');
+  } catch {
+    if (required) throw missing(model, file);
+    return null;
+  }
+  try {
+    const value: unknown = JSON.parse(text);
+    if (value && typeof value === 'object' && !Array.isArray(value)) return value as Json;
+  } catch {
+    // reported below
+  }
+  throw Errors.engineFailed(`model "${model}" cannot be loaded: ${file} is not a JSON object`);
+}
+
+function positive(value: unknown): number | undefined {
+  return typeof value === 'number' && Number.isFinite(value) && value > 0 ? Math.floor(value) : undefined;
+}
+
+/**
+ * The token limit per input: the smallest of the tokenizer's `model_max_length` (ignored when it
+ * is the "no limit" sentinel, 1e30), the model's `max_position_embeddings` and, when the folder
+ * has a `sentence_bert_config.json`, its `max_seq_length` (what sentence-transformers cuts at).
+ * Defaults to 512 when none is given.
+ */
+export function tokenLimit(config: Json, tokenizerConfig: Json, sentenceConfig: Json | null): number {
+  const candidates = [
+    positive(tokenizerConfig['model_max_length']),
+    positive(config['max_position_embeddings']),
+    positive(sentenceConfig?.['max_seq_length']),
+  ].filter((n): n is number => n !== undefined && n < 1e9);
+  return candidates.length > 0 ? Math.min(...candidates) : 512;
+}
+
+/** The shape of a model from its `config.json` (BERT names, with common aliases). */
+export function shapeOf(config: Json, maxTokens: number): ModelShape {
+  const hiddenSize = positive(config['hidden_size']) ?? positive(config['d_model']) ?? positive(config['dim']) ?? 768;
+  return {
+    modelType: typeof config['model_type'] === 'string' ? config['model_type'] : 'unknown',
+    hiddenSize,
+    layers: positive(config['num_hidden_layers']) ?? positive(config['n_layers']) ?? 12,
+    heads: positive(config['num_attention_heads']) ?? positive(config['n_heads']) ?? 12,
+    intermediateSize: positive(config['intermediate_size']) ?? positive(config['hidden_dim']) ?? hiddenSize * 4,
+    maxTokens,
+  };
+}
+
+/**
+ * The pooling a sentence-transformers folder declares (`modules.json` → its Pooling module's
+ * `config.json`, else `1_Pooling/config.json`): `mean`, `cls` or `lasttoken`. Folders without
+ * one mean-pool. Modes this backend does not run (max, weighted mean, concatenations) are an
+ * error rather than silently different vectors.
+ */
+export async function poolingOf(dir: string, model: string): Promise<Pooling> {
+  const modules = await readJsonAny(dir, 'modules.json', model);
+  let folder = '1_Pooling';
+  if (Array.isArray(modules)) {
+    const isPooling = (m: unknown): boolean => String((m as Json | null)?.['type'] ?? '').endsWith('.Pooling');
+    const p = (modules.find(isPooling) as Json | undefined)?.['path'];
+    if (typeof p === 'string' && /^\w[\w.-]*$/.test(p)) folder = p;
+  }
+  const config = await readJson(dir, `${folder}/config.json`, model, false);
+  if (!config) return 'mean';
+  const modes = Object.entries(config)
+    .filter(([k, v]) => k.startsWith('pooling_mode_') && v === true)
+    .map(([k]) => k.slice('pooling_mode_'.length));
+  const known: Record<string, Pooling> = { mean_tokens: 'mean', cls_token: 'cls', lasttoken: 'lasttoken' };
+  if (modes.length === 0) return 'mean';
+  if (modes.length === 1 && known[modes[0]!]) return known[modes[0]!]!;
+  const asked = `${modes.join(' + ')} pooling (${folder}/config.json)`;
+  throw Errors.engineFailed(`model "${model}" asks for ${asked}; this backend runs mean, cls or lasttoken pooling`);
+}
+
+async function readJsonAny(dir: string, file: string, model: string): Promise<unknown> {
+  try {
+    return JSON.parse(await readFile(path.join(dir, file), 'utf8'));
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return null;
+    throw Errors.engineFailed(`model "${model}" cannot be loaded: ${file} is not valid JSON`);
+  }
+}
+
+async function weightsBytes(dir: string, file: string): Promise<number> {
+  const main = (await sizeOf(path.join(dir, file))) ?? 0;
+  // Models over 2 GB keep their tensors beside the graph (model.onnx_data, model.onnx_data_1, ...).
+  let external = 0;
+  for (let i = 0; ; i++) {
+    const size = await sizeOf(path.join(dir, `${file}_data${i === 0 ? '' : `_${i}`}`));
+    if (size === null) break;
+    external += size;
+  }
+  return main + external;
+}
+
+/**
+ * Picks the weights file: the one `dtype` names, or with `auto` the first variant present in
+ * {@link DTYPE_FILES} order (fp32 `model.onnx` first, then q8 `model_quantized.onnx`, ...).
+ */
+export async function pickWeights(dir: string, dtype: OnnxDtype | 'auto', model: string): Promise<OnnxDtype> {
+  if (dtype !== 'auto') {
+    if ((await sizeOf(path.join(dir, DTYPE_FILES[dtype]))) === null) {
+      throw missing(model, DTYPE_FILES[dtype], ` (the "${dtype}" weights that the backend-transformers dtype option asks for)`);
+    }
+    return dtype;
+  }
+  for (const [name, file] of Object.entries(DTYPE_FILES) as [OnnxDtype, string][]) {
+    if ((await sizeOf(path.join(dir, file))) !== null) return name;
+  }
+  throw missing(model, `${DTYPE_FILES.fp32} or ${DTYPE_FILES.q8}`);
+}
+
+/** Reads the folder of `model` (its store name, for messages) and checks that it can load. */
+export async function readLayout(dir: string, dtype: OnnxDtype | 'auto', model: string): Promise<OnnxLayout> {
+  const abs = path.resolve(dir);
+  for (const file of REQUIRED_FILES) {
+    if ((await sizeOf(path.join(abs, file))) === null) throw missing(model, file);
+  }
+  const config = (await readJson(abs, 'config.json', model, true))!;
+  const tokenizerConfig = (await readJson(abs, 'tokenizer_config.json', model, true))!;
+  const sentenceConfig = await readJson(abs, 'sentence_bert_config.json', model, false);
+  const chosen = await pickWeights(abs, dtype, model);
+  return {
+    dir: abs,
+    dtype: chosen,
+    weightsFile: DTYPE_FILES[chosen],
+    weightsBytes: await weightsBytes(abs, DTYPE_FILES[chosen]),
+    tokenizerBytes: (await sizeOf(path.join(abs, 'tokenizer.json'))) ?? 0,
+    shape: shapeOf(config, tokenLimit(config, tokenizerConfig, sentenceConfig)),
+    pooling: await poolingOf(abs, model),
+  };
+}

@@ -1,0 +1,112 @@
+/**
+ * Unit tests of the transformers backend's pure parts: pass planning and padding, pooling and
+ * normalisation, token limits and the memory estimate.
+ */
+import t from 'tap';
+import { padPass, planPasses, type Encoding } from '../../plugins/backend-transformers/batching.js';
+import { shapeOf, tokenLimit, type OnnxLayout } from '../../plugins/backend-transformers/layout.js';
+import { estimateBytes } from '../../plugins/backend-transformers/memory.js';
+import { finish, meanPool, normalize, pool } from '../../plugins/backend-transformers/pooling.js';
+
+const norm = (v: ArrayLike<number>): number => Math.hypot(...Array.from(v));
+
+t.test('planPasses: one pass in input order when the batch fits the budget', async (t) => {
+  t.same(planPasses([3, 9, 5], 27), [[0, 1, 2]]);
+  t.same(planPasses([], 100), []);
+});
+
+t.test('planPasses: longest first, never over budget unless a single input is', async (t) => {
+  const lengths = [10, 200, 30, 200, 12, 600, 31, 8];
+  const budget = 512;
+  const passes = planPasses(lengths, budget);
+  t.same(passes.flat().sort((a, b) => a - b), lengths.map((_, i) => i), 'every input exactly once');
+  t.same(passes[0], [5], 'the 600-token input (over budget) runs alone');
+  for (const pass of passes.slice(1)) {
+    const width = Math.max(...pass.map((i) => lengths[i]!));
+    t.ok(width * pass.length <= budget, `pass ${JSON.stringify(pass)} pads to ${width * pass.length} tokens`);
+  }
+  t.same(passes[1], [1, 3], 'equal lengths keep input order');
+});
+
+t.test('padPass: pads ids with the pad id and masks with 0, on either side', async (t) => {
+  const enc: Encoding[] = [
+    { input_ids: [101, 7, 102], attention_mask: [1, 1, 1], token_type_ids: [0, 0, 0] },
+    { input_ids: [101, 102], attention_mask: [1, 1], token_type_ids: [0, 0] },
+  ];
+  const right = padPass(enc, [1, 0], 9, 'right');
+  t.equal(right.width, 3);
+  t.same(right.indices, [1, 0]);
+  t.same(Array.from(right.tensors['input_ids']!.data), [101n, 102n, 9n, 101n, 7n, 102n]);
+  t.same(right.tensors['input_ids']!.dims, [2, 3]);
+  t.same(Array.from(right.tensors['attention_mask']!.data), [1n, 1n, 0n, 1n, 1n, 1n]);
+  t.same(Array.from(right.mask), [1, 1, 0, 1, 1, 1]);
+  const left = padPass(enc, [1], 9, 'left');
+  t.same(Array.from(left.tensors['input_ids']!.data), [101n, 102n], 'a single row is not padded');
+  const both = padPass(enc, [0, 1], 0, 'left');
+  t.same(Array.from(both.tensors['input_ids']!.data), [101n, 7n, 102n, 0n, 101n, 102n]);
+  t.same(Array.from(both.mask), [1, 1, 1, 0, 1, 1]);
+});
+
+t.test('meanPool averages only the real tokens', async (t) => {
+  // 2 inputs × 3 tokens × width 2; the second input's last token is padding.
+  const hidden = Float32Array.from([1, 2, 3, 4, 5, 6, 10, 20, 30, 40, 1000, 1000]);
+  const [a, b] = meanPool(hidden, [2, 3, 2], Uint8Array.from([1, 1, 1, 1, 1, 0]));
+  t.same(Array.from(a!), [3, 4]);
+  t.same(Array.from(b!), [20, 30]);
+  t.throws(() => meanPool(hidden, [2, 2, 2], new Uint8Array(4)), /shape \[2, 2, 2\]/);
+});
+
+t.test('pool: cls takes the first real token, lasttoken the last, on either padding side', async (t) => {
+  const hidden = Float32Array.from([1, 2, 3, 4, 5, 6, 10, 20, 30, 40, 1000, 1000]);
+  const right = Uint8Array.from([1, 1, 1, 1, 1, 0]);
+  t.same(pool(hidden, [2, 3, 2], right, 'cls').map((v) => Array.from(v)), [[1, 2], [10, 20]]);
+  t.same(pool(hidden, [2, 3, 2], right, 'lasttoken').map((v) => Array.from(v)), [[5, 6], [30, 40]]);
+  const left = Uint8Array.from([1, 1, 1, 0, 1, 1]);
+  t.same(pool(hidden, [2, 3, 2], left, 'cls').map((v) => Array.from(v)), [[1, 2], [30, 40]]);
+  t.same(pool(hidden, [2, 3, 2], left, 'mean').map((v) => Array.from(v)), [[3, 4], [515, 520]]);
+});
+
+t.test('normalize and finish give unit vectors; dimensions re-normalise', async (t) => {
+  t.same(Array.from(normalize(Float32Array.from([3, 4]))), [Math.fround(0.6), Math.fround(0.8)]);
+  t.same(Array.from(normalize(new Float32Array(3))), [0, 0, 0], 'zero stays zero');
+  const full = finish(Float32Array.from([1, 2, 3, 4]));
+  t.ok(Math.abs(norm(full) - 1) < 1e-6);
+  t.ok(full.every((x) => Math.fround(x) === x), 'values are exact float32');
+  const cut = finish(Float32Array.from([1, 2, 3, 4]), 2);
+  t.equal(cut.length, 2);
+  t.ok(Math.abs(norm(cut) - 1) < 1e-6);
+  t.ok(Math.abs(cut[1]! / cut[0]! - 2) < 1e-6, 'keeps the direction of the first dimensions');
+  t.equal(finish(Float32Array.from([1, 2]), 5).length, 2, 'more dimensions than the width: the whole vector');
+  t.same(finish(Float32Array.from([3, 4, 12]), undefined, false), [3, 4, 12], 'not normalised: the raw mean');
+  t.same(finish(Float32Array.from([3, 4, 12]), 2, false), [3, 4], 'not normalised, cut as it is');
+});
+
+t.test('tokenLimit takes the smallest real limit', async (t) => {
+  t.equal(tokenLimit({ max_position_embeddings: 512 }, { model_max_length: 512 }, null), 512);
+  t.equal(tokenLimit({ max_position_embeddings: 512 }, { model_max_length: 1e30 }, null), 512, 'ignores the no-limit sentinel');
+  t.equal(tokenLimit({ max_position_embeddings: 514 }, { model_max_length: 512 }, null), 512);
+  t.equal(tokenLimit({ max_position_embeddings: 512 }, {}, { max_seq_length: 256 }), 256, 'sentence-transformers limit');
+  t.equal(tokenLimit({}, {}, null), 512, 'default');
+});
+
+t.test('shapeOf reads BERT names and the memory estimate grows with the budget', async (t) => {
+  const shape = shapeOf(
+    { model_type: 'bert', hidden_size: 384, num_hidden_layers: 6, num_attention_heads: 12, intermediate_size: 1536 },
+    512,
+  );
+  t.same(shape, { modelType: 'bert', hiddenSize: 384, layers: 6, heads: 12, intermediateSize: 1536, maxTokens: 512 });
+  const layout: OnnxLayout = {
+    dir: '/m',
+    dtype: 'q8',
+    weightsFile: 'onnx/model_quantized.onnx',
+    weightsBytes: 23_000_000,
+    tokenizerBytes: 700_000,
+    shape,
+    pooling: 'mean',
+  };
+  const small = estimateBytes(layout, 4096);
+  t.ok(small > 23_000_000 + 700_000 * 30, 'more than weights and tokenizer');
+  t.ok(estimateBytes(layout, 8192) > small, 'a bigger pass needs more');
+  // One 16 × 512-token pass of this shape raised the RSS by ~480 MB when measured.
+  t.ok(estimateBytes(layout, 8192) > 480 * 2 ** 20);
+});
