@@ -31,6 +31,8 @@ export interface BuildOptions {
   plugins?: LoadedPlugin[];
   /** Where log lines go besides the service buffers. Defaults to stdout; null for nowhere. */
   logDestination?: NodeJS.WritableStream | null;
+  /** Environment for plugin option overrides (`LIA_*`). Defaults to `process.env`. */
+  env?: NodeJS.ProcessEnv;
   /** Where operator-facing console text (banner, rotation notice) goes. Defaults to stdout. */
   console?: (text: string) => void;
 }
@@ -91,7 +93,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     return reply.type('text/plain; charset=utf-8').send('Ollama is running');
   });
 
-  const plugins = options.plugins ?? (await loadPlugins(config));
+  const plugins = options.plugins ?? (await loadPlugins(config, options.env ?? process.env));
   await registerPlugins(app, plugins, config, hooks);
   return { app, hooks, routes, plugins };
 }

@@ -60,7 +60,7 @@ export async function startTestAppliance(options: TestApplianceOptions = {}): Pr
     plugins: Object.freeze({ ...base.plugins, ...options.plugins }),
   });
   let consoleText = '';
-  const appliance = await startAppliance(config, { console: (t) => (consoleText += t), logDestination: null });
+  const appliance = await startAppliance(config, { console: (t) => (consoleText += t), logDestination: null, env: { ...process.env, ...env } });
   const ca = appliance.hooks.tls.get().rootCertificatePem();
   const key = (await readFile(path.join(dataDir, 'keys', 'master.key'), 'utf8').catch(() => '')).trim();
   const agent = new Agent({ connect: { ca }, bodyTimeout: 0, headersTimeout: 0 });
