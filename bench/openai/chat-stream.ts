@@ -1,0 +1,218 @@
+/**
+ * Streamed chat latency and speed of `/v1/chat/completions` (the OpenAI translator) against
+ * `/api/chat` (the native path it translates to) on the same appliance in the same run, and
+ * against llama.cpp's own `llama-server` `/v1/chat/completions` on the same model and threads.
+ *
+ * Figures per contender: time to first token (request sent → first non-empty content) and
+ * streamed tokens/s (completion tokens after the first ÷ time from the first to the last one).
+ * Workload: one chat request at a time, `max_tokens` 128 (the model rarely stops early: random
+ * weights), fixed seed, on `../shared/models/gguf/bench-random-135m-q4_0.gguf`. Rounds rotate the
+ * order of the contenders so drift on a shared machine hits all alike; each figure is the median
+ * of its rounds. The appliance is reached over HTTPS with its key (as users do); llama-server over
+ * plain HTTP on 127.0.0.1 (it has no TLS by default).
+ *
+ * llama-server is the newest `llama-server` binary under `bench/.cache/` (or `--server PATH`),
+ * built from the llama.cpp source node-llama-cpp bundles, so both run the same release:
+ *
+ *   git clone node_modules/node-llama-cpp/llama/gitRelease.bundle bench/.cache/llama.cpp
+ *   cmake -S bench/.cache/llama.cpp -B bench/.cache/llama.cpp/build -DCMAKE_BUILD_TYPE=Release \
+ *     -DGGML_NATIVE=ON -DLLAMA_CURL=OFF -DBUILD_SHARED_LIBS=OFF -DLLAMA_BUILD_TESTS=OFF
+ *   cmake --build bench/.cache/llama.cpp/build --target llama-server -j2
+ *
+ * It runs with the engine's thread count and 4 slots of 2048 tokens, as the engine loads the
+ * model. Without it, only the first comparison runs, and the output says so.
+ *
+ * Run: `node --import tsx bench/openai/chat-stream.ts [--rounds 7] [--tokens 128] [--json FILE]`
+ *
+ * @module
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { existsSync, readdirSync, statSync } from 'node:fs';
+import { writeFile } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { performance } from 'node:perf_hooks';
+import { parseArgs } from 'node:util';
+import { fetch as undiciFetch, type Dispatcher } from 'undici';
+import { inferenceThreads } from '../../plugins/engine/threads.js';
+import { startTestAppliance } from '../../test/helpers/appliance.js';
+import { fixture, ROOT } from '../../test/helpers/fixtures.js';
+import { createModel } from '../../test/helpers/models.js';
+
+const { values: args } = parseArgs({
+  options: {
+    rounds: { type: 'string', default: '7' },
+    tokens: { type: 'string', default: '128' },
+    server: { type: 'string' },
+    json: { type: 'string' },
+  },
+});
+const ROUNDS = Number(args.rounds);
+const TOKENS = Number(args.tokens);
+const FIXTURE = 'gguf/bench-random-135m-q4_0.gguf';
+const MESSAGES = [
+  { role: 'system', content: 'You are a storyteller.' },
+  { role: 'user', content: 'Write a long story about a dragon who learns to bake bread.' },
+];
+
+/** One measured request. */
+interface Sample {
+  ttftMs: number;
+  tokensPerSecond: number;
+  tokens: number;
+}
+
+/** How to send a request and read its stream. */
+interface Contender {
+  name: string;
+  url: string;
+  headers: Record<string, string>;
+  body: unknown;
+  dispatcher?: Dispatcher;
+  /** From one stream line/event: the content text, the completion token count, or neither. */
+  parse(line: string): { text?: string; tokens?: number };
+}
+
+const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+
+function openaiParse(line: string): { text?: string; tokens?: number } {
+  if (!line.startsWith('data: ') || line === 'data: [DONE]') return {};
+  const chunk = JSON.parse(line.slice(6)) as { choices?: { delta?: { content?: string } }[]; usage?: { completion_tokens: number } };
+  const text = chunk.choices?.[0]?.delta?.content;
+  return { ...(text ? { text } : {}), ...(chunk.usage ? { tokens: chunk.usage.completion_tokens } : {}) };
+}
+
+function ollamaParse(line: string): { text?: string; tokens?: number } {
+  if (line.length === 0) return {};
+  const obj = JSON.parse(line) as { message?: { content?: string }; done?: boolean; eval_count?: number };
+  const text = obj.message?.content;
+  return { ...(text ? { text } : {}), ...(obj.done ? { tokens: obj.eval_count ?? 0 } : {}) };
+}
+
+async function measure(c: Contender): Promise<Sample> {
+  const started = performance.now();
+  const res = await undiciFetch(c.url, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...c.headers },
+    body: JSON.stringify(c.body),
+    ...(c.dispatcher ? { dispatcher: c.dispatcher } : {}),
+  });
+  if (res.status !== 200 || !res.body) throw new Error(`${c.name}: ${res.status} ${await res.text()}`);
+  let first = 0;
+  let last = 0;
+  let tokens = 0;
+  let buffered = '';
+  const decoder = new TextDecoder();
+  for await (const bytes of res.body) {
+    buffered += decoder.decode(bytes as Uint8Array, { stream: true });
+    const lines = buffered.split('\n');
+    buffered = lines.pop()!;
+    const now = performance.now();
+    for (const line of lines) {
+      const { text, tokens: n } = c.parse(line.trim());
+      if (text) {
+        if (first === 0) first = now;
+        last = now;
+      }
+      if (n !== undefined) tokens = n;
+    }
+  }
+  if (first === 0 || tokens < 2) throw new Error(`${c.name}: no tokens streamed`);
+  return { ttftMs: first - started, tokensPerSecond: ((tokens - 1) / (last - first)) * 1000, tokens };
+}
+
+/** The llama-server binary: `--server`, else the newest `llama-server` under bench/.cache. */
+function findLlamaServer(): string | null {
+  if (args.server) return args.server;
+  const cache = path.join(ROOT, 'bench', '.cache');
+  const found: string[] = [];
+  const walk = (dir: string, depth: number): void => {
+    if (depth > 6 || !existsSync(dir)) return;
+    for (const e of readdirSync(dir, { withFileTypes: true })) {
+      const p = path.join(dir, e.name);
+      if (e.isDirectory()) walk(p, depth + 1);
+      else if (e.name === 'llama-server') found.push(p);
+    }
+  };
+  walk(cache, 0);
+  found.sort((a, b) => statSync(b).mtimeMs - statSync(a).mtimeMs);
+  return found[0] ?? null;
+}
+
+async function startLlamaServer(binary: string, model: string, threads: number): Promise<{ url: string; proc: ChildProcess }> {
+  const port = 18000 + Math.floor(Math.random() * 2000);
+  const proc = spawn(binary, [
+    '-m', model, '--host', '127.0.0.1', '--port', String(port), '-t', String(threads), '-tb', String(threads),
+    '-c', '8192', '-np', '4', '--no-webui', '--log-disable', '--jinja',
+  ], { stdio: 'ignore' });
+  const url = `http://127.0.0.1:${port}`;
+  for (let i = 0; i < 300; i++) {
+    if (proc.exitCode !== null) throw new Error(`llama-server exited with ${proc.exitCode}`);
+    const ok = await undiciFetch(`${url}/health`).then((r) => r.status === 200, () => false);
+    if (ok) return { url, proc };
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  proc.kill();
+  throw new Error('llama-server did not become healthy in 60 s');
+}
+
+async function main(): Promise<void> {
+  const modelFile = fixture(FIXTURE);
+  const threads = inferenceThreads(0);
+  const app = await startTestAppliance({ plugins: { 'host-network': false, 'host-gpu': false, 'host-services': false, webui: false } });
+  let server: { url: string; proc: ChildProcess } | null = null;
+  try {
+    await createModel(app, 'bench', FIXTURE);
+    const auth = { authorization: `Bearer ${app.key}` };
+    const openaiBody = {
+      model: 'bench', messages: MESSAGES, max_tokens: TOKENS, seed: 1, temperature: 0.8, stream: true,
+      stream_options: { include_usage: true },
+    };
+    const contenders: Contender[] = [
+      { name: 'lia /v1/chat/completions', url: `${app.url}/v1/chat/completions`, headers: auth, dispatcher: app.dispatcher(), body: openaiBody, parse: openaiParse },
+      {
+        name: 'lia /api/chat', url: `${app.url}/api/chat`, headers: auth, dispatcher: app.dispatcher(), parse: ollamaParse,
+        body: { model: 'bench', messages: MESSAGES, stream: true, options: { num_predict: TOKENS, seed: 1, temperature: 0.8 } },
+      },
+    ];
+    const binary = findLlamaServer();
+    if (binary) {
+      server = await startLlamaServer(binary, modelFile, threads);
+      contenders.push({ name: 'llama-server /v1/chat/completions', url: `${server.url}/v1/chat/completions`, headers: {}, body: openaiBody, parse: openaiParse });
+    } else {
+      console.log('llama-server not found under bench/.cache (pass --server PATH): comparing /v1 with /api/chat only');
+    }
+
+    for (const c of contenders) await measure(c); // warm-up: load, caches, JIT
+    const samples = new Map<string, Sample[]>(contenders.map((c) => [c.name, []]));
+    for (let r = 0; r < ROUNDS; r++) {
+      const order = contenders.map((_, i) => contenders[(i + r) % contenders.length]!);
+      for (const c of order) samples.get(c.name)!.push(await measure(c));
+    }
+
+    const summary = contenders.map((c) => {
+      const s = samples.get(c.name)!;
+      return { name: c.name, ttftMs: median(s.map((x) => x.ttftMs)), tokensPerSecond: median(s.map((x) => x.tokensPerSecond)), tokens: median(s.map((x) => x.tokens)) };
+    });
+    const [v1, native, llama] = summary;
+    const ratios = {
+      // Speed ratios: higher is better for /v1; TTFT ratio = other's TTFT ÷ /v1's TTFT.
+      v1VsApiChat: { tokensPerSecond: v1!.tokensPerSecond / native!.tokensPerSecond, ttft: native!.ttftMs / v1!.ttftMs },
+      ...(llama ? { v1VsLlamaServer: { tokensPerSecond: v1!.tokensPerSecond / llama.tokensPerSecond, ttft: llama.ttftMs / v1!.ttftMs } } : {}),
+    };
+    console.log(`bench-random-135m-q4_0, ${TOKENS} tokens, ${ROUNDS} rounds, ${threads} thread(s), ${os.cpus().length} CPUs`);
+    for (const s of summary) {
+      console.log(`${s.name.padEnd(36)} TTFT ${s.ttftMs.toFixed(1).padStart(7)} ms   ${s.tokensPerSecond.toFixed(1).padStart(7)} tok/s   (${s.tokens} tokens)`);
+    }
+    console.log(`/v1 vs /api/chat: tok/s ×${ratios.v1VsApiChat.tokensPerSecond.toFixed(3)}, TTFT ×${ratios.v1VsApiChat.ttft.toFixed(3)} (>1 = /v1 faster)`);
+    if (ratios.v1VsLlamaServer) {
+      console.log(`/v1 vs llama-server: tok/s ×${ratios.v1VsLlamaServer.tokensPerSecond.toFixed(3)}, TTFT ×${ratios.v1VsLlamaServer.ttft.toFixed(3)} (>1 = /v1 faster)`);
+    }
+    if (args.json) await writeFile(args.json, JSON.stringify({ model: FIXTURE, tokens: TOKENS, rounds: ROUNDS, threads, summary, ratios, samples: Object.fromEntries(samples) }, null, 2));
+  } finally {
+    server?.proc.kill();
+    await app.close();
+  }
+}
+
+await main();

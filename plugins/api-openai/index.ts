@@ -1,0 +1,40 @@
+/**
+ * The `api-openai` plugin: the OpenAI-compatible inference endpoints under `/v1/`
+ * (`chat/completions`, `completions`, `embeddings`). Like Ollama's OpenAI middleware it has no
+ * inference path of its own: `translate/` holds pure functions between the OpenAI wire format and
+ * the native {@link InferenceService} of the engine, and `routes/` only validates, calls the
+ * engine and writes the translation. `/v1/models` belongs to the model store.
+ *
+ * @module
+ */
+import { Type } from '@sinclair/typebox';
+import { definePlugin } from '../../core/index.js';
+import { chatRoute } from './routes/chat.js';
+import { completionsRoute } from './routes/completions.js';
+import { embeddingsRoute } from './routes/embeddings.js';
+
+const Options = Type.Object(
+  {
+    /**
+     * Model-name aliases: a requested name → the store's name, for tools that hard-code OpenAI
+     * model names (`{"gpt-4o-mini": "qwen2.5:7b"}`). Responses echo the store's name. Defaults
+     * to none (an unknown name is a 404 `model_not_found`).
+     */
+    aliases: Type.Record(Type.String({ minLength: 1 }), Type.String({ minLength: 1 }), { default: {} }),
+  },
+  { additionalProperties: false },
+);
+
+export default definePlugin({
+  name: 'api-openai',
+  description: 'OpenAI-compatible /v1/ chat completions, completions and embeddings over the native engine',
+  dependencies: ['engine'],
+  options: Options,
+  env: { LIA_OPENAI_ALIASES: 'aliases' },
+  async setup(app, ctx) {
+    const options = { aliases: ctx.options.aliases };
+    chatRoute(app, ctx.hooks, options);
+    completionsRoute(app, ctx.hooks, options);
+    embeddingsRoute(app, ctx.hooks, options);
+  },
+});

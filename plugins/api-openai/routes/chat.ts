@@ -1,0 +1,52 @@
+/**
+ * `POST /v1/chat/completions`: translate, call the native chat, translate back. Everything that
+ * can fail with a status (bad body, unknown model, full queue, a failure before the first event)
+ * fails before the first byte; after that, a failure is a last `data: {"error":…}` frame. A client that disconnects aborts the
+ * generation through the signal given to the engine.
+ *
+ * @module
+ */
+import type { FastifyInstance } from 'fastify';
+import { clientGone, startSse, type Hooks } from '../../../core/index.js';
+import { ChatChunker, ChatCollector, type ChatCompletionChunk } from '../translate/chat-response.js';
+import { translateChatRequest } from '../translate/chat-request.js';
+import { newId, unixSeconds, type ResponseMeta } from '../translate/ids.js';
+import { primed, requestIdHeader, resolveAlias, withModelParam, type RouteOptions } from './common.js';
+
+/** Registers the route. */
+export function chatRoute(app: FastifyInstance, hooks: Hooks, options: RouteOptions): void {
+  app.post('/v1/chat/completions', async (request, reply) => {
+    const { native, stream, includeUsage } = translateChatRequest(request.body);
+    const requested = native.model;
+    native.model = resolveAlias(requested, options);
+    const inference = hooks.inference.get();
+    const signal = clientGone(reply);
+    const generation = await inference.chat(native, signal).catch((err) => withModelParam(err, requested));
+    const events = await primed(generation.events);
+    const meta: ResponseMeta = { id: newId('chatcmpl-'), created: unixSeconds(), model: generation.model };
+    requestIdHeader(reply, meta.id);
+
+    if (!stream) {
+      const collector = new ChatCollector(meta);
+      for await (const event of events) collector.add(event);
+      return reply.type('application/json; charset=utf-8').send(collector.result());
+    }
+
+    const sse = startSse<ChatCompletionChunk>(reply);
+    const chunker = new ChatChunker(meta);
+    try {
+      sse.write(chunker.first());
+      for await (const event of events) {
+        if (sse.closed) return sse.end();
+        const chunk = chunker.next(event);
+        if (chunk) sse.write(chunk);
+      }
+      sse.write(chunker.last());
+      if (includeUsage) sse.write(chunker.usage());
+      sse.done();
+    } catch (err) {
+      if (signal.aborted) sse.end();
+      else sse.fail(err);
+    }
+  });
+}

@@ -1,0 +1,58 @@
+/**
+ * What the three inference routes share: the model-name aliasing, the `param` of a 404 for an
+ * unknown model, and the response headers.
+ *
+ * @module
+ */
+import type { FastifyReply } from 'fastify';
+import { Errors, isAppError, type GenerationEvent } from '../../../core/index.js';
+
+/** Options every route reads. */
+export interface RouteOptions {
+  /** Requested model name → store name (for tools that hard-code OpenAI model names). */
+  aliases: Readonly<Record<string, string>>;
+}
+
+/** The store name for a requested model (its alias target, or itself). */
+export function resolveAlias(model: string, options: RouteOptions): string {
+  return Object.hasOwn(options.aliases, model) ? options.aliases[model]! : model;
+}
+
+/**
+ * Rethrows an engine error so an unknown model reads as OpenAI's 404 (`param: "model"`,
+ * `code: "model_not_found"`); anything else passes through unchanged.
+ */
+export function withModelParam(err: unknown, model: string): never {
+  if (isAppError(err) && err.code === 'LIA_ERR_MODEL_NOT_FOUND' && err.param === null) {
+    throw Errors.modelNotFound(err.message || `the model '${model}' does not exist`, { param: 'model', cause: err });
+  }
+  throw err;
+}
+
+/** Sets `x-request-id` (the completion id) on the raw response, so SSE replies carry it too. */
+export function requestIdHeader(reply: FastifyReply, id: string): void {
+  reply.raw.setHeader('x-request-id', id);
+}
+
+/**
+ * Awaits the first event before anything is written, so that a failure before any output (a
+ * runner crash, a schema the grammar compiler refuses) is still an error response with its own
+ * status rather than an error frame in a 200 stream. Returns the same events, first one included.
+ */
+export async function primed(events: AsyncIterable<GenerationEvent>): Promise<AsyncIterable<GenerationEvent>> {
+  const it = events[Symbol.asyncIterator]();
+  let first: IteratorResult<GenerationEvent>;
+  try {
+    first = await it.next();
+  } catch (err) {
+    await it.return?.();
+    throw err;
+  }
+  return (async function* () {
+    try {
+      for (let r = first; !r.done; r = await it.next()) yield r.value;
+    } finally {
+      await it.return?.();
+    }
+  })();
+}

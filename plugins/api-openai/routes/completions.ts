@@ -1,0 +1,74 @@
+/**
+ * `POST /v1/completions` (legacy text completion). Prompts of an array are generated one after
+ * the other, each as its own native generate call, and answered as choices of one response (or
+ * interleaved by `index` in one stream). The first call is made before the response starts, so
+ * an unknown model is still a 404.
+ *
+ * @module
+ */
+import type { FastifyInstance } from 'fastify';
+import { clientGone, startSse, type GenerationStream, type Hooks } from '../../../core/index.js';
+import {
+  CompletionCollector,
+  sumUsage,
+  textCompletion,
+  translateCompletionRequest,
+  type TextCompletion,
+} from '../translate/completion.js';
+import type { Usage } from '../translate/chat-response.js';
+import { newId, unixSeconds, type ResponseMeta } from '../translate/ids.js';
+import { primed, requestIdHeader, resolveAlias, withModelParam, type RouteOptions } from './common.js';
+
+/** Registers the route. */
+export function completionsRoute(app: FastifyInstance, hooks: Hooks, options: RouteOptions): void {
+  app.post('/v1/completions', async (request, reply) => {
+    const tr = translateCompletionRequest(request.body);
+    const requested = tr.natives[0]!.model;
+    for (const n of tr.natives) n.model = resolveAlias(requested, options);
+    const inference = hooks.inference.get();
+    const signal = clientGone(reply);
+    const start = async (i: number): Promise<GenerationStream> => {
+      const generation = await inference.generate(tr.natives[i]!, signal).catch((err) => withModelParam(err, requested));
+      return { ...generation, events: await primed(generation.events) };
+    };
+    let generation = await start(0);
+    const meta: ResponseMeta = { id: newId('cmpl-'), created: unixSeconds(), model: generation.model };
+    requestIdHeader(reply, meta.id);
+
+    if (!tr.stream) {
+      const collected: CompletionCollector[] = [];
+      for (let i = 0; i < tr.natives.length; i++) {
+        if (i > 0) generation = await start(i);
+        const c = new CompletionCollector(tr.echo ? tr.prompts[i] : '');
+        for await (const event of generation.events) c.add(event);
+        collected.push(c);
+      }
+      const choices = collected.map((c, index) => ({ text: c.text, index, logprobs: null, finish_reason: c.reason }));
+      return reply.type('application/json; charset=utf-8').send(textCompletion(meta, choices, sumUsage(collected.map((c) => c.usage))));
+    }
+
+    const sse = startSse<TextCompletion>(reply);
+    const chunk = (index: number, text: string, finish: 'stop' | 'length' | null = null): TextCompletion =>
+      textCompletion(meta, [{ text, index, logprobs: null, finish_reason: finish }]);
+    try {
+      const usages: Usage[] = [];
+      for (let i = 0; i < tr.natives.length; i++) {
+        if (i > 0) generation = await start(i);
+        if (tr.echo && tr.prompts[i]) sse.write(chunk(i, tr.prompts[i]!));
+        const c = new CompletionCollector();
+        for await (const event of generation.events) {
+          if (sse.closed) return sse.end();
+          if (event.type === 'token' && event.text.length > 0) sse.write(chunk(i, event.text));
+          c.add(event);
+        }
+        sse.write(chunk(i, '', c.reason));
+        usages.push(c.usage);
+      }
+      if (tr.includeUsage) sse.write(textCompletion(meta, [], sumUsage(usages)));
+      sse.done();
+    } catch (err) {
+      if (signal.aborted) sse.end();
+      else sse.fail(err);
+    }
+  });
+}

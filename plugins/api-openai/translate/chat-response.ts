@@ -1,0 +1,193 @@
+/**
+ * Native {@link GenerationEvent}s → `chat.completion` (collected) or `chat.completion.chunk`s
+ * (streamed), shaped as OpenAI emits them and as strict clients check them:
+ *
+ * - the first chunk is `delta: {role: 'assistant', content: ''}`; content chunks carry only
+ *   `content`; every chunk has `finish_reason: null` and `logprobs: null` until one final chunk
+ *   with `delta: {}` and the reason;
+ * - a tool call is one delta carrying `index`, `id` (`call_…`), `type`, `function.name` and the
+ *   whole `arguments` as a JSON string; `finish_reason` is `tool_calls` whenever one was emitted;
+ * - usage goes only in a trailing `choices: []` chunk, and only when the client asked for it.
+ *
+ * The classes are pure (no I/O): the route feeds them events and writes what they return.
+ *
+ * @module
+ */
+import type { GenerationEvent, ToolCall } from '../../../core/index.js';
+import { newId, SYSTEM_FINGERPRINT, type ResponseMeta } from './ids.js';
+
+/** OpenAI's `finish_reason` for chat. */
+export type ChatFinishReason = 'stop' | 'length' | 'tool_calls';
+
+/** `usage` of a response. */
+export interface Usage {
+  prompt_tokens: number;
+  completion_tokens: number;
+  total_tokens: number;
+}
+
+/** One tool call as OpenAI sends it. */
+export interface OpenAIToolCall {
+  id: string;
+  type: 'function';
+  function: { name: string; arguments: string };
+}
+
+/** A `chat.completion` object. */
+export interface ChatCompletion {
+  id: string;
+  object: 'chat.completion';
+  created: number;
+  model: string;
+  system_fingerprint: string;
+  choices: {
+    index: number;
+    message: { role: 'assistant'; content: string | null; refusal: null; tool_calls?: OpenAIToolCall[] };
+    logprobs: null;
+    finish_reason: ChatFinishReason;
+  }[];
+  usage: Usage;
+}
+
+/** The `delta` of a chunk. */
+export interface ChatDelta {
+  role?: 'assistant';
+  content?: string;
+  tool_calls?: (OpenAIToolCall & { index: number })[];
+}
+
+/** A `chat.completion.chunk` object. */
+export interface ChatCompletionChunk {
+  id: string;
+  object: 'chat.completion.chunk';
+  created: number;
+  model: string;
+  system_fingerprint: string;
+  choices: { index: number; delta: ChatDelta; logprobs: null; finish_reason: ChatFinishReason | null }[];
+  usage?: Usage;
+}
+
+/** Usage from a `done` event. */
+export function usageOf(done: Extract<GenerationEvent, { type: 'done' }>): Usage {
+  return {
+    prompt_tokens: done.promptTokens,
+    completion_tokens: done.completionTokens,
+    total_tokens: done.promptTokens + done.completionTokens,
+  };
+}
+
+/** A native tool call as OpenAI sends it: an id and `arguments` as a JSON string. */
+export function toOpenAIToolCall(call: ToolCall, makeId: () => string = () => newId('call_')): OpenAIToolCall {
+  return {
+    id: call.id && call.id.length > 0 ? call.id : makeId(),
+    type: 'function',
+    function: { name: call.function.name, arguments: JSON.stringify(call.function.arguments ?? {}) },
+  };
+}
+
+type Done = Extract<GenerationEvent, { type: 'done' }>;
+
+const ZERO_USAGE: Usage = { prompt_tokens: 0, completion_tokens: 0, total_tokens: 0 };
+
+function finishReason(done: Done | undefined, sawToolCall: boolean): ChatFinishReason {
+  if (sawToolCall) return 'tool_calls';
+  return done?.reason ?? 'stop';
+}
+
+/** Collects a whole generation into one `chat.completion`. */
+export class ChatCollector {
+  readonly #meta: ResponseMeta;
+  readonly #makeId: () => string;
+  #text = '';
+  #calls: OpenAIToolCall[] = [];
+  #done: Done | undefined;
+
+  constructor(meta: ResponseMeta, makeId: () => string = () => newId('call_')) {
+    this.#meta = meta;
+    this.#makeId = makeId;
+  }
+
+  add(event: GenerationEvent): void {
+    if (event.type === 'token') this.#text += event.text;
+    else if (event.type === 'tool_calls') this.#calls.push(...event.calls.map((c) => toOpenAIToolCall(c, this.#makeId)));
+    else this.#done = event;
+  }
+
+  result(): ChatCompletion {
+    const hasCalls = this.#calls.length > 0;
+    const message: ChatCompletion['choices'][number]['message'] = {
+      role: 'assistant',
+      content: hasCalls && this.#text.length === 0 ? null : this.#text,
+      refusal: null,
+    };
+    if (hasCalls) message.tool_calls = this.#calls;
+    return {
+      id: this.#meta.id,
+      object: 'chat.completion',
+      created: this.#meta.created,
+      model: this.#meta.model,
+      system_fingerprint: SYSTEM_FINGERPRINT,
+      choices: [{ index: 0, message, logprobs: null, finish_reason: finishReason(this.#done, hasCalls) }],
+      usage: this.#done ? usageOf(this.#done) : ZERO_USAGE,
+    };
+  }
+}
+
+/** Turns events into stream chunks, one call per event. */
+export class ChatChunker {
+  readonly #meta: ResponseMeta;
+  readonly #makeId: () => string;
+  #toolIndex = 0;
+  #done: Done | undefined;
+
+  constructor(meta: ResponseMeta, makeId: () => string = () => newId('call_')) {
+    this.#meta = meta;
+    this.#makeId = makeId;
+  }
+
+  #chunk(delta: ChatDelta, finish: ChatFinishReason | null = null): ChatCompletionChunk {
+    return {
+      id: this.#meta.id,
+      object: 'chat.completion.chunk',
+      created: this.#meta.created,
+      model: this.#meta.model,
+      system_fingerprint: SYSTEM_FINGERPRINT,
+      choices: [{ index: 0, delta, logprobs: null, finish_reason: finish }],
+    };
+  }
+
+  /** The opening chunk: `delta: {role: 'assistant', content: ''}`. */
+  first(): ChatCompletionChunk {
+    return this.#chunk({ role: 'assistant', content: '' });
+  }
+
+  /** The chunk for one event, or null when the event has nothing to send (`done`, empty text). */
+  next(event: GenerationEvent): ChatCompletionChunk | null {
+    if (event.type === 'token') return event.text.length > 0 ? this.#chunk({ content: event.text }) : null;
+    if (event.type === 'tool_calls') {
+      if (event.calls.length === 0) return null;
+      const tool_calls = event.calls.map((c) => ({ index: this.#toolIndex++, ...toOpenAIToolCall(c, this.#makeId) }));
+      return this.#chunk({ tool_calls });
+    }
+    this.#done = event;
+    return null;
+  }
+
+  /** The final chunk: empty delta and the finish reason. */
+  last(): ChatCompletionChunk {
+    return this.#chunk({}, finishReason(this.#done, this.#toolIndex > 0));
+  }
+
+  /** The trailing usage chunk (`choices: []`), for `stream_options.include_usage`. */
+  usage(): ChatCompletionChunk {
+    return {
+      id: this.#meta.id,
+      object: 'chat.completion.chunk',
+      created: this.#meta.created,
+      model: this.#meta.model,
+      system_fingerprint: SYSTEM_FINGERPRINT,
+      choices: [],
+      usage: this.#done ? usageOf(this.#done) : ZERO_USAGE,
+    };
+  }
+}

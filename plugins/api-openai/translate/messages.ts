@@ -1,0 +1,130 @@
+/**
+ * OpenAI chat messages → native {@link ChatMessage}s.
+ *
+ * Accepted as OpenAI accepts them and as real clients send them: `developer` is `system`, and the
+ * system/developer messages that open the conversation are merged into one (strict chat templates
+ * refuse a second or late system message); content is a string, an array of text (or refusal)
+ * parts, or — for assistant messages with `tool_calls` — `null` or absent; `tool_calls[].function
+ * .arguments` is a JSON string that is parsed here; a `tool` message gets the name of the tool it
+ * answers from the assistant call with the same `tool_call_id`; the deprecated `function` role is
+ * a `tool` message. Image, audio and file parts are a 400: the native contract carries text only.
+ *
+ * @module
+ */
+import type { ChatMessage, ToolCall } from '../../../core/index.js';
+import { invalid, type Body } from './fields.js';
+
+const ROLES = new Set(['system', 'developer', 'user', 'assistant', 'tool', 'function']);
+
+/** Flattens `content` (string, parts or null) to text. `null`/absent is allowed only when `optional`. */
+function contentText(value: unknown, param: string, optional: boolean): string {
+  if (typeof value === 'string') return value;
+  if (value === null || value === undefined) {
+    if (optional) return '';
+    invalid(param, `'${param}' is required`);
+  }
+  if (!Array.isArray(value)) invalid(param, `'${param}' must be a string or an array of content parts`);
+  const texts: string[] = [];
+  value.forEach((part, i) => {
+    const p = `${param}[${i}]`;
+    if (part === null || typeof part !== 'object') invalid(p, `'${p}' must be a content part object`);
+    const { type, text, refusal } = part as Body;
+    if (type === 'text') {
+      if (typeof text !== 'string') invalid(`${p}.text`, `'${p}.text' must be a string`);
+      texts.push(text);
+    } else if (type === 'refusal') {
+      if (typeof refusal !== 'string') invalid(`${p}.refusal`, `'${p}.refusal' must be a string`);
+      texts.push(refusal);
+    } else if (type === 'image_url' || type === 'input_audio' || type === 'file') {
+      invalid(`${p}.type`, `content parts of type '${type}' are not supported: this endpoint takes text only`);
+    } else {
+      invalid(`${p}.type`, `unknown content part type '${String(type)}'`);
+    }
+  });
+  return texts.join('\n');
+}
+
+/** Parses `arguments` (a JSON string; an object is tolerated) into an object. */
+function toolArguments(value: unknown, param: string): Record<string, unknown> {
+  if (value === undefined || value === null || value === '') return {};
+  let parsed: unknown = value;
+  if (typeof value === 'string') {
+    try {
+      parsed = JSON.parse(value);
+    } catch {
+      invalid(param, `'${param}' must be a JSON-encoded object`);
+    }
+  }
+  if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) {
+    invalid(param, `'${param}' must encode a JSON object`);
+  }
+  return parsed as Record<string, unknown>;
+}
+
+function toolCalls(value: unknown, param: string): ToolCall[] | undefined {
+  if (value === undefined || value === null) return undefined;
+  if (!Array.isArray(value)) invalid(param, `'${param}' must be an array`);
+  return value.map((call, i) => {
+    const p = `${param}[${i}]`;
+    if (call === null || typeof call !== 'object') invalid(p, `'${p}' must be an object`);
+    const { id, function: fn } = call as Body;
+    if (fn === null || typeof fn !== 'object') invalid(`${p}.function`, `'${p}.function' must be an object`);
+    const { name, arguments: args } = fn as Body;
+    if (typeof name !== 'string' || name === '') invalid(`${p}.function.name`, `'${p}.function.name' must be a string`);
+    const out: ToolCall = { function: { name, arguments: toolArguments(args, `${p}.function.arguments`) } };
+    if (typeof id === 'string') out.id = id;
+    return out;
+  });
+}
+
+/**
+ * Translates `messages`. Throws a 400 naming the exact path (`messages[2].content[0].type`) for
+ * anything it cannot carry.
+ */
+export function toChatMessages(value: unknown): ChatMessage[] {
+  if (value === undefined || value === null) invalid('messages', "you must provide 'messages'");
+  if (!Array.isArray(value)) invalid('messages', "'messages' must be an array");
+  if (value.length === 0) invalid('messages', "'messages' must contain at least one message");
+  const out: ChatMessage[] = [];
+  const toolNames = new Map<string, string>();
+  let leadingSystem = true;
+  value.forEach((raw, i) => {
+    const p = `messages[${i}]`;
+    if (raw === null || typeof raw !== 'object' || Array.isArray(raw)) invalid(p, `'${p}' must be an object`);
+    const m = raw as Body;
+    if (typeof m.role !== 'string' || !ROLES.has(m.role)) {
+      invalid(`${p}.role`, `'${p}.role' must be one of system, developer, user, assistant, tool; got ${JSON.stringify(m.role)}`);
+    }
+    const role = m.role === 'developer' ? 'system' : m.role;
+    if (role === 'system') {
+      const content = contentText(m.content, `${p}.content`, false);
+      const prev = out.at(-1);
+      if (leadingSystem && prev?.role === 'system') prev.content = `${prev.content}\n\n${content}`;
+      else out.push({ role: 'system', content });
+      return;
+    }
+    leadingSystem = false;
+    if (role === 'user') {
+      out.push({ role: 'user', content: contentText(m.content, `${p}.content`, false) });
+    } else if (role === 'assistant') {
+      const calls = toolCalls(m.tool_calls, `${p}.tool_calls`);
+      const msg: ChatMessage = { role: 'assistant', content: contentText(m.content, `${p}.content`, true) };
+      if (calls && calls.length > 0) {
+        msg.tool_calls = calls;
+        for (const c of calls) if (c.id) toolNames.set(c.id, c.function.name);
+      }
+      out.push(msg);
+    } else if (role === 'tool') {
+      const msg: ChatMessage = { role: 'tool', content: contentText(m.content, `${p}.content`, false) };
+      const name = typeof m.tool_call_id === 'string' ? toolNames.get(m.tool_call_id) : undefined;
+      if (name) msg.tool_name = name;
+      out.push(msg);
+    } else {
+      // The deprecated `function` role: the result of a function call, named by `name`.
+      const msg: ChatMessage = { role: 'tool', content: contentText(m.content, `${p}.content`, true) };
+      if (typeof m.name === 'string') msg.tool_name = m.name;
+      out.push(msg);
+    }
+  });
+  return out;
+}

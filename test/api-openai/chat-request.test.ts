@@ -1,0 +1,197 @@
+/**
+ * Table-driven tests of the chat request translator: what OpenAI clients send → the native
+ * chat request, and every kind of bad input → a 400 naming the offending `param`.
+ */
+import t from 'tap';
+import { isAppError } from '../../core/index.js';
+import { translateChatRequest } from '../../plugins/api-openai/translate/chat-request.js';
+
+const user = { role: 'user', content: 'hi' };
+
+t.test('translates what clients send', async (t) => {
+  const cases: { name: string; body: Record<string, unknown>; expect: Record<string, unknown> }[] = [
+    {
+      name: 'minimal',
+      body: { model: 'm', messages: [user] },
+      expect: { native: { model: 'm', messages: [{ role: 'user', content: 'hi' }], options: {} }, stream: false, includeUsage: false },
+    },
+    {
+      name: 'developer becomes system, leading system messages merge, later ones stay',
+      body: {
+        model: 'm',
+        messages: [
+          { role: 'developer', content: 'a' },
+          { role: 'system', content: [{ type: 'text', text: 'b' }] },
+          user,
+          { role: 'system', content: 'c' },
+        ],
+      },
+      expect: {
+        native: {
+          messages: [
+            { role: 'system', content: 'a\n\nb' },
+            { role: 'user', content: 'hi' },
+            { role: 'system', content: 'c' },
+          ],
+        },
+      },
+    },
+    {
+      name: 'content parts are flattened',
+      body: { model: 'm', messages: [{ role: 'user', content: [{ type: 'text', text: 'x' }, { type: 'text', text: 'y' }] }] },
+      expect: { native: { messages: [{ role: 'user', content: 'x\ny' }] } },
+    },
+    {
+      name: 'assistant tool calls with null content, tool results named by id',
+      body: {
+        model: 'm',
+        messages: [
+          user,
+          {
+            role: 'assistant',
+            content: null,
+            tool_calls: [{ id: 'call_1', type: 'function', function: { name: 'get_weather', arguments: '{"city":"Paris"}' } }],
+          },
+          { role: 'tool', tool_call_id: 'call_1', content: '20C' },
+          { role: 'assistant' },
+        ],
+      },
+      expect: {
+        native: {
+          messages: [
+            { role: 'user', content: 'hi' },
+            { role: 'assistant', content: '', tool_calls: [{ id: 'call_1', function: { name: 'get_weather', arguments: { city: 'Paris' } } }] },
+            { role: 'tool', content: '20C', tool_name: 'get_weather' },
+            { role: 'assistant', content: '' },
+          ],
+        },
+      },
+    },
+    {
+      name: 'sampling options, max_completion_tokens wins over max_tokens, stop string',
+      body: {
+        model: 'm', messages: [user], max_tokens: 5, max_completion_tokens: 7, temperature: 0.2, top_p: 0.9,
+        seed: 42, presence_penalty: 0.5, frequency_penalty: -0.5, stop: 'END', user: 'u1',
+      },
+      expect: {
+        native: {
+          options: { num_predict: 7, temperature: 0.2, top_p: 0.9, seed: 42, presence_penalty: 0.5, frequency_penalty: -0.5, stop: ['END'] },
+        },
+      },
+    },
+    {
+      name: 'max_tokens alone, stop array, nulls are unset',
+      body: { model: 'm', messages: [user], max_tokens: 3, stop: ['a', 'b'], temperature: null, n: 1, seed: null },
+      expect: { native: { options: { num_predict: 3, stop: ['a', 'b'] } } },
+    },
+    {
+      name: 'unknown fields are ignored',
+      body: { model: 'm', messages: [user], store: true, metadata: { a: 1 }, service_tier: 'auto', reasoning_effort: 'low', future_field: [1] },
+      expect: { native: { model: 'm', options: {} } },
+    },
+    {
+      name: 'stream with usage',
+      body: { model: 'm', messages: [user], stream: true, stream_options: { include_usage: true, continuous_usage_stats: true } },
+      expect: { stream: true, includeUsage: true },
+    },
+    {
+      name: 'include_usage without stream is ignored',
+      body: { model: 'm', messages: [user], stream_options: { include_usage: true } },
+      expect: { stream: false, includeUsage: false },
+    },
+    {
+      name: 'json_object',
+      body: { model: 'm', messages: [user], response_format: { type: 'json_object' } },
+      expect: { native: { format: 'json' } },
+    },
+    {
+      name: 'json_schema',
+      body: {
+        model: 'm', messages: [user],
+        response_format: { type: 'json_schema', json_schema: { name: 'x', strict: true, schema: { type: 'object', properties: { a: { type: 'string' } } } } },
+      },
+      expect: { native: { format: { type: 'object', properties: { a: { type: 'string' } } } } },
+    },
+    {
+      name: 'tools with auto',
+      body: {
+        model: 'm', messages: [user], tool_choice: 'auto', parallel_tool_calls: false,
+        tools: [{ type: 'function', function: { name: 'f', description: 'd', parameters: { type: 'object' }, strict: true } }],
+      },
+      expect: { native: { tools: [{ type: 'function', function: { name: 'f', description: 'd', parameters: { type: 'object' } } }] } },
+    },
+    {
+      name: 'named tool_choice keeps that tool only',
+      body: {
+        model: 'm', messages: [user],
+        tools: [{ type: 'function', function: { name: 'f' } }, { type: 'function', function: { name: 'g' } }],
+        tool_choice: { type: 'function', function: { name: 'g' } },
+      },
+      expect: { native: { tools: [{ type: 'function', function: { name: 'g' } }] } },
+    },
+  ];
+  for (const c of cases) t.match(translateChatRequest(c.body), c.expect, c.name);
+
+  const none = translateChatRequest({ model: 'm', messages: [user], tools: [{ type: 'function', function: { name: 'f' } }], tool_choice: 'none' });
+  t.equal(none.native.tools, undefined, 'tool_choice none drops the tools');
+  const text = translateChatRequest({ model: 'm', messages: [user], response_format: { type: 'text' } });
+  t.equal(text.native.format, undefined, 'response_format text sets no format');
+});
+
+t.test('rejects bad input with a 400 naming the param', async (t) => {
+  const cases: { body: unknown; param: string | null }[] = [
+    { body: null, param: null },
+    { body: [], param: null },
+    { body: { messages: [user] }, param: 'model' },
+    { body: { model: 7, messages: [user] }, param: 'model' },
+    { body: { model: 'm' }, param: 'messages' },
+    { body: { model: 'm', messages: [] }, param: 'messages' },
+    { body: { model: 'm', messages: 'hi' }, param: 'messages' },
+    { body: { model: 'm', messages: [{ role: 'robot', content: 'x' }] }, param: 'messages[0].role' },
+    { body: { model: 'm', messages: [{ role: 'user' }] }, param: 'messages[0].content' },
+    { body: { model: 'm', messages: [{ role: 'user', content: 5 }] }, param: 'messages[0].content' },
+    { body: { model: 'm', messages: [{ role: 'user', content: [{ type: 'image_url', image_url: { url: 'x' } }] }] }, param: 'messages[0].content[0].type' },
+    { body: { model: 'm', messages: [{ role: 'user', content: [{ type: 'text' }] }] }, param: 'messages[0].content[0].text' },
+    {
+      body: { model: 'm', messages: [{ role: 'assistant', tool_calls: [{ id: 'a', type: 'function', function: { name: 'f', arguments: '{bad' } }] }] },
+      param: 'messages[0].tool_calls[0].function.arguments',
+    },
+    { body: { model: 'm', messages: [user], n: 2 }, param: 'n' },
+    { body: { model: 'm', messages: [user], temperature: 3 }, param: 'temperature' },
+    { body: { model: 'm', messages: [user], temperature: 'hot' }, param: 'temperature' },
+    { body: { model: 'm', messages: [user], top_p: -1 }, param: 'top_p' },
+    { body: { model: 'm', messages: [user], max_tokens: 0 }, param: 'max_tokens' },
+    { body: { model: 'm', messages: [user], max_completion_tokens: 1.5 }, param: 'max_completion_tokens' },
+    { body: { model: 'm', messages: [user], seed: 'x' }, param: 'seed' },
+    { body: { model: 'm', messages: [user], stop: 5 }, param: 'stop' },
+    { body: { model: 'm', messages: [user], stop: ['a', 1] }, param: 'stop[1]' },
+    { body: { model: 'm', messages: [user], stream: 'yes' }, param: 'stream' },
+    { body: { model: 'm', messages: [user], stream: true, stream_options: { include_usage: 1 } }, param: 'stream_options.include_usage' },
+    { body: { model: 'm', messages: [user], logprobs: true }, param: 'logprobs' },
+    { body: { model: 'm', messages: [user], response_format: { type: 'yaml' } }, param: 'response_format.type' },
+    { body: { model: 'm', messages: [user], response_format: { type: 'json_schema' } }, param: 'response_format.json_schema' },
+    { body: { model: 'm', messages: [user], tools: {} }, param: 'tools' },
+    { body: { model: 'm', messages: [user], tools: [{ type: 'custom', custom: { name: 'x' } }] }, param: 'tools[0].type' },
+    { body: { model: 'm', messages: [user], tools: [{ type: 'function', function: {} }] }, param: 'tools[0].function.name' },
+    { body: { model: 'm', messages: [user], tool_choice: 'sometimes' }, param: 'tool_choice' },
+    {
+      body: { model: 'm', messages: [user], tools: [{ type: 'function', function: { name: 'f' } }], tool_choice: { type: 'function', function: { name: 'g' } } },
+      param: 'tool_choice.function.name',
+    },
+  ];
+  for (const c of cases) {
+    let caught: unknown;
+    try {
+      translateChatRequest(c.body);
+    } catch (err) {
+      caught = err;
+    }
+    const label = JSON.stringify(c.body);
+    t.ok(isAppError(caught), `${label} is rejected`);
+    if (!isAppError(caught)) continue;
+    t.equal(caught.statusCode, 400, `${label} → 400`);
+    t.equal(caught.openaiType, 'invalid_request_error');
+    t.equal(caught.param, c.param, `${label} → param ${c.param}`);
+    t.ok(caught.message.length > 0);
+  }
+});
