@@ -9,6 +9,7 @@ import { mkdir } from 'node:fs/promises';
 import type { Config } from './config/schema.js';
 import { applyTls, buildApp, type BuildOptions, type BuiltApp } from './http/app.js';
 import { bootBanner } from './banner.js';
+import { openControlSocket } from './services/control-socket.js';
 
 export interface Appliance extends BuiltApp {
   /** The port actually bound (differs from config.port when that is 0). */
@@ -20,6 +21,7 @@ export async function startAppliance(config: Config, options: BuildOptions = {})
   await mkdir(config.dataDir, { recursive: true, mode: 0o700 });
   const built = await buildApp(config, options);
   const { app, hooks } = built;
+  let closeControl: (() => Promise<void>) | null = null;
   try {
     await app.ready();
     await hooks.services.startAll();
@@ -29,6 +31,7 @@ export async function startAppliance(config: Config, options: BuildOptions = {})
       app.log.info({ svc: 'svc-certs' }, 'TLS certificate swapped in without restart');
     });
     await app.listen({ host: config.host, port: config.port });
+    closeControl = await openControlSocket(config.dataDir, hooks.services);
   } catch (err) {
     await hooks.services.stopAll();
     await app.close();
@@ -44,6 +47,7 @@ export async function startAppliance(config: Config, options: BuildOptions = {})
     port,
     close() {
       closing ??= (async () => {
+        await closeControl?.();
         const errors = await hooks.services.stopAll();
         await app.close();
         for (const b of hooks.backends.list()) await b.close?.();

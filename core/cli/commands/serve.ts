@@ -6,6 +6,8 @@
  * @module
  */
 import { ConfigError, loadConfig } from '../../config/load.js';
+import { isServiceName } from '../../services/registry.js';
+import { attach } from '../attach.js';
 import { startAppliance } from '../../main.js';
 import type { CliCommand } from '../types.js';
 
@@ -13,12 +15,17 @@ export const commands: CliCommand[] = [
   {
     name: 'serve',
     summary: 'Run the appliance (HTTPS on port 8443 by default)',
-    usage: 'lia serve [--host ADDR] [--port N] [--data-dir DIR] [--config FILE]',
+    usage: 'lia serve [--host ADDR] [--port N] [--data-dir DIR] [--config FILE] [--service NAME]',
     options: {
       host: { type: 'string' },
       port: { type: 'string' },
       'data-dir': { type: 'string' },
       config: { type: 'string', short: 'c' },
+      /**
+       * Under systemd, which unit this process is: `svc-proxy` runs the appliance; any other
+       * service attaches to it and drives its role (core/cli/attach.ts).
+       */
+      service: { type: 'string' },
     },
     async run({ values }, io) {
       // Each runner and sampler would otherwise share libuv's 4 threads with file I/O.
@@ -37,6 +44,12 @@ export const commands: CliCommand[] = [
         }
         throw err;
       }
+      const service = values['service'] as string | undefined;
+      if (service !== undefined && !isServiceName(service)) {
+        io.stderr.write(`lia: --service: unknown service "${service}"\n`);
+        return 2;
+      }
+      if (service !== undefined && service !== 'svc-proxy') return attach(service, config.dataDir, io);
       let appliance;
       try {
         appliance = await startAppliance(config, { console: (t) => io.stdout.write(t) });
