@@ -251,3 +251,19 @@ export function schemaCheckedFetch(dispatcher: Dispatcher): CheckedFetch {
     },
   };
 }
+
+// Compile every validator when the helper is imported: compiling takes seconds of blocked event
+// loop, and doing it lazily in the middle of a test stalls the appliance it shares a process with
+// long enough for keep-alive sockets to be reset.
+for (const name of [
+  'CreateChatCompletionResponse',
+  'CreateChatCompletionStreamResponse',
+  'CreateCompletionResponse',
+  'CreateEmbeddingResponse',
+  'ListModelsResponse',
+  'Model',
+  'ErrorResponse',
+  COMPLETION_CHUNK,
+] as const) {
+  validatorFor(name);
+}
