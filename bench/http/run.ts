@@ -4,6 +4,10 @@
  * from Debian serving a static 200 over TLS with the same certificate and cipher policy, in the
  * same run, with the same load generator (wrk). Also the appliance's idle RSS after start.
  *
+ * A third server gives the floor of the platform: a bare `node:https` server answering the same
+ * static 200 with the same certificate and TLS policy, so the report separates what Node's TLS
+ * costs from what the appliance adds.
+ *
  * Usage: node --import tsx bench/http/run.ts [--duration 10] [--connections 32]
  * Needs: nginx and wrk (apt-get install nginx wrk).
  *
@@ -14,6 +18,7 @@ import { mkdtemp, readFile, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { parseArgs, promisify } from 'node:util';
+import { TLS_POLICY } from '../../core/http/tls-policy.js';
 
 const run = promisify(execFile);
 const ROOT = path.resolve(import.meta.dirname, '..', '..');
@@ -69,6 +74,19 @@ http {
   return child;
 }
 
+/** A bare node:https server with the same leaf and TLS policy, in its own process. */
+async function startBareNode(port: number, certDir: string): Promise<ChildProcess> {
+  const policy = JSON.stringify(TLS_POLICY);
+  const code = `
+    const https = require('node:https'); const fs = require('node:fs');
+    const opts = { ...${policy}, key: fs.readFileSync('${certDir}/leaf.key'), cert: fs.readFileSync('${certDir}/leaf.crt') };
+    https.createServer(opts, (req, res) => { res.writeHead(200, { 'content-type': 'application/json' }); res.end('{"status":"ok"}'); })
+      .listen(${port}, '127.0.0.1');`;
+  const child = spawn(process.execPath, ['-e', code], { stdio: 'inherit' });
+  await new Promise((r) => setTimeout(r, 500));
+  return child;
+}
+
 /** Runs wrk and returns requests per second. */
 async function wrk(url: string, headers: string[] = []): Promise<{ rps: number; latencyP99: string }> {
   const args = ['-t1', `-c${values.connections}`, `-d${values.duration}s`, '--latency', ...headers.flatMap((h) => ['-H', h]), url];
@@ -86,9 +104,10 @@ async function rssMb(pid: number): Promise<number> {
 
 const dir = await mkdtemp(path.join(os.tmpdir(), 'lia-bench-http-'));
 const dataDir = path.join(dir, 'data');
-const [appPort, nginxPort] = [await freePort(), await freePort()];
+const [appPort, nginxPort, barePort] = [await freePort(), await freePort(), await freePort()];
 const app = await startAppliance(dataDir, appPort);
 const nginx = await startNginx(dir, nginxPort, path.join(dataDir, 'pki'));
+const bare = await startBareNode(barePort, path.join(dataDir, 'pki'));
 try {
   await new Promise((r) => setTimeout(r, 5000));
   const idleRss = await rssMb(app.pid!);
@@ -99,6 +118,7 @@ try {
   const nginxResult = await wrk(`https://127.0.0.1:${nginxPort}/health`);
   const health = await wrk(`https://127.0.0.1:${appPort}/health`);
   const version = await wrk(`https://127.0.0.1:${appPort}/api/version`, auth);
+  const bareNode = await wrk(`https://127.0.0.1:${barePort}/health`);
   const nginxAgain = await wrk(`https://127.0.0.1:${nginxPort}/health`);
   const nginxRps = (nginxResult.rps + nginxAgain.rps) / 2;
   const result = {
@@ -108,10 +128,13 @@ try {
     nginx: { rps: Math.round(nginxRps), p99: nginxResult.latencyP99 },
     health: { rps: Math.round(health.rps), p99: health.latencyP99, ratio: +(health.rps / nginxRps).toFixed(3) },
     authenticatedApiVersion: { rps: Math.round(version.rps), p99: version.latencyP99, ratio: +(version.rps / nginxRps).toFixed(3) },
+    bareNodeHttps: { rps: Math.round(bareNode.rps), p99: bareNode.latencyP99, ratioToNginx: +(bareNode.rps / nginxRps).toFixed(3) },
+    healthVsBareNode: +(health.rps / bareNode.rps).toFixed(3),
     idleRssMb: +idleRss.toFixed(1),
   };
   console.log(JSON.stringify(result, null, 2));
 } finally {
   app.kill('SIGTERM');
   nginx.kill('SIGQUIT');
+  bare.kill('SIGTERM');
 }
