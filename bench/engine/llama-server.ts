@@ -1,0 +1,99 @@
+/**
+ * Builds llama.cpp's own `llama-server` from the source bundle node-llama-cpp ships
+ * (`node_modules/node-llama-cpp/llama/gitRelease.bundle`: the same llama.cpp release as the
+ * appliance's engine), CPU only, with cmake. The build is cached under `bench/.cache/` (git-ignored)
+ * and reused while the bundle's commit is unchanged.
+ *
+ * Run alone to build: `node --import tsx bench/engine/llama-server.ts`.
+ *
+ * @module
+ */
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { closeSync, existsSync, openSync } from 'node:fs';
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const ROOT = fileURLToPath(new URL('../../', import.meta.url));
+const BUNDLE = path.join(ROOT, 'node_modules/node-llama-cpp/llama/gitRelease.bundle');
+const CACHE = path.join(ROOT, 'bench/.cache/llama-server');
+
+function sh(cmd: string, args: string[], cwd: string): string {
+  return execFileSync(cmd, args, { cwd, encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] });
+}
+
+/** Runs a build step with its (long) output going to `bench/.cache/llama-server/build.log`. */
+function logged(cmd: string, args: string[], cwd: string): void {
+  const fd = openSync(path.join(CACHE, 'build.log'), 'a');
+  try {
+    execFileSync(cmd, args, { cwd, stdio: ['ignore', fd, fd] });
+  } catch (err) {
+    throw new Error(`${cmd} ${args.join(' ')} failed; see ${path.join(CACHE, 'build.log')}`, { cause: err });
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/** The path of a built `llama-server`, building it first when the cache is missing or stale. */
+export async function buildLlamaServer(log: (line: string) => void = console.error): Promise<string> {
+  const commit = sh('git', ['bundle', 'list-heads', BUNDLE], ROOT).trim().split(/\s+/)[0] as string;
+  const src = path.join(CACHE, 'src');
+  const build = path.join(CACHE, 'build');
+  const binary = path.join(build, 'bin', 'llama-server');
+  const stamp = path.join(CACHE, 'commit');
+  if (existsSync(binary) && (await readFile(stamp, 'utf8').catch(() => '')) === commit) return binary;
+
+  await mkdir(CACHE, { recursive: true });
+  if (!existsSync(path.join(src, '.git'))) {
+    log(`cloning llama.cpp ${commit.slice(0, 12)} from node-llama-cpp's bundle`);
+    sh('git', ['clone', '--quiet', BUNDLE, src], CACHE);
+  }
+  sh('git', ['checkout', '--quiet', commit], src);
+  log('configuring (CPU only, Release)');
+  logged(
+    'cmake',
+    [
+      '-S', src, '-B', build, '-G', 'Ninja', '-DCMAKE_BUILD_TYPE=Release',
+      '-DGGML_NATIVE=ON', '-DGGML_CUDA=OFF', '-DGGML_VULKAN=OFF', '-DGGML_METAL=OFF',
+      '-DLLAMA_CURL=OFF', '-DLLAMA_BUILD_TESTS=OFF', '-DLLAMA_BUILD_EXAMPLES=OFF', '-DLLAMA_BUILD_SERVER=ON',
+    ],
+    CACHE,
+  );
+  log(`building llama-server with ${os.availableParallelism()} jobs (minutes)`);
+  logged('cmake', ['--build', build, '--target', 'llama-server', '-j', String(os.availableParallelism())], CACHE);
+  await writeFile(stamp, commit);
+  return binary;
+}
+
+/** Starts llama-server on 127.0.0.1:`port` and resolves once `/health` answers 200. */
+export async function startLlamaServer(
+  binary: string,
+  opts: { model: string; port: number; threads: number; parallel: number; contextPerSlot: number },
+): Promise<ChildProcess> {
+  const child = spawn(
+    binary,
+    [
+      '-m', opts.model, '--host', '127.0.0.1', '--port', String(opts.port),
+      '-t', String(opts.threads), '-tb', String(opts.threads),
+      '-np', String(opts.parallel), '-c', String(opts.contextPerSlot * opts.parallel),
+      '-b', '512', '-ub', '512', '--no-webui', '--log-disable',
+    ],
+    { stdio: ['ignore', 'ignore', 'pipe'] },
+  );
+  let stderr = '';
+  child.stderr?.on('data', (d: Buffer) => (stderr = (stderr + d.toString()).slice(-4000)));
+  const deadline = Date.now() + 120_000;
+  while (Date.now() < deadline) {
+    if (child.exitCode !== null) throw new Error(`llama-server exited (${child.exitCode}): ${stderr}`);
+    const ok = await fetch(`http://127.0.0.1:${opts.port}/health`).then((r) => r.ok, () => false);
+    if (ok) return child;
+    await new Promise((r) => setTimeout(r, 250));
+  }
+  child.kill();
+  throw new Error(`llama-server did not become healthy: ${stderr}`);
+}
+
+if (process.argv[1] && fileURLToPath(import.meta.url) === path.resolve(process.argv[1])) {
+  console.log(await buildLlamaServer());
+}

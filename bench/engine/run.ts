@@ -1,0 +1,196 @@
+/**
+ * Engine benchmark: the appliance (HTTPS + Bearer auth, `/api/generate`, NDJSON) against llama.cpp's
+ * own `llama-server` (plain HTTP, `/completion`, SSE) built from the same llama.cpp release, both
+ * serving `../shared/models/gguf/bench-random-135m-q4_0.gguf` with the same threads, slots and
+ * context per slot, the same sampling (Ollama's defaults) and a fixed number of generated tokens.
+ *
+ * Figures, each the median of `--reps` interleaved runs:
+ * - single-stream decode tokens/s (client side: first to last token);
+ * - time to first token (client side: request sent to first token);
+ * - aggregate tokens/s with 4 and 16 concurrent streams (all tokens / wall time).
+ * Ratios are appliance ÷ llama-server for rates and llama-server ÷ appliance for TTFT, so ≥ 1.0
+ * means the appliance is at least as good.
+ *
+ * Run: `node --import tsx bench/engine/run.ts [--reps 3] [--tokens 128]`. Results are also written to
+ * `bench/results/engine-<time>.json` (git-ignored).
+ *
+ * @module
+ */
+import { mkdir, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import { parseArgs } from 'node:util';
+import { Agent, fetch } from 'undici';
+import { inferenceThreads } from '../../plugins/engine/threads.js';
+import { startTestAppliance } from '../../test/helpers/appliance.js';
+import { fixture, ROOT } from '../../test/helpers/fixtures.js';
+import { createModel } from '../../test/helpers/models.js';
+import { buildLlamaServer, startLlamaServer } from './llama-server.js';
+
+const { values } = parseArgs({
+  options: { reps: { type: 'string', default: '3' }, tokens: { type: 'string', default: '128' }, port: { type: 'string', default: '18931' } },
+});
+const REPS = Number(values.reps);
+const TOKENS = Number(values.tokens);
+const SLOTS = 16;
+const CONTEXT = 512;
+const THREADS = inferenceThreads(Number(process.env['LIA_THREADS'] ?? 0));
+const PROMPT = 'Once upon a time, in a small village at the edge of a great forest, there lived an old clockmaker who';
+const SAMPLING = { temperature: 0.8, top_k: 40, top_p: 0.9, min_p: 0, repeat_penalty: 1.1, repeat_last_n: 64, seed: 42 };
+
+interface Stream {
+  ttftMs: number;
+  decodeMs: number;
+  tokens: number;
+  endMs: number;
+}
+
+/** A server under test: one streaming generation, timed on the client side. */
+type Target = { name: string; generate(): Promise<Stream> };
+
+async function timeStream(res: Response | import('undici').Response, parse: (line: string) => { text: boolean; tokens?: number }, t0: number): Promise<Stream> {
+  if (!res.ok || !res.body) throw new Error(`HTTP ${res.status}: ${await res.text()}`);
+  let first = 0;
+  let last = 0;
+  let count = 0;
+  let reported: number | undefined;
+  let buffer = '';
+  const decoder = new TextDecoder();
+  for await (const chunk of res.body as AsyncIterable<Uint8Array>) {
+    buffer += decoder.decode(chunk, { stream: true });
+    let nl: number;
+    while ((nl = buffer.indexOf('\n')) >= 0) {
+      const line = buffer.slice(0, nl).trim();
+      buffer = buffer.slice(nl + 1);
+      if (!line) continue;
+      const p = parse(line);
+      if (p.text) {
+        const now = performance.now();
+        if (first === 0) first = now;
+        last = now;
+        count++;
+      }
+      if (p.tokens !== undefined) reported = p.tokens;
+    }
+  }
+  return { ttftMs: first - t0, decodeMs: last - first, tokens: reported ?? count, endMs: performance.now() };
+}
+
+function median(xs: number[]): number {
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.floor(s.length / 2)] as number;
+}
+
+async function measure(target: Target) {
+  const single: Stream[] = [];
+  for (let i = 0; i < 2; i++) single.push(await target.generate());
+  const decode = TOKENS > 1 ? ((median(single.map((s) => s.tokens)) - 1) / median(single.map((s) => s.decodeMs))) * 1000 : 0;
+  const ttft = median(single.map((s) => s.ttftMs));
+  const aggregate = async (n: number) => {
+    const t0 = performance.now();
+    const runs = await Promise.all(Array.from({ length: n }, () => target.generate()));
+    const tokens = runs.reduce((s, r) => s + r.tokens, 0);
+    return (tokens / (Math.max(...runs.map((r) => r.endMs)) - t0)) * 1000;
+  };
+  return { decode, ttft, agg4: await aggregate(4), agg16: await aggregate(16) };
+}
+
+async function main(): Promise<void> {
+  const model = fixture('gguf/bench-random-135m-q4_0.gguf');
+  const binary = await buildLlamaServer();
+  const port = Number(values.port);
+  const server = await startLlamaServer(binary, { model, port, threads: THREADS, parallel: SLOTS, contextPerSlot: CONTEXT });
+  const app = await startTestAppliance({
+    plugins: {
+      'host-network': false,
+      'host-gpu': false,
+      'host-services': false,
+      'backend-transformers': false,
+      'api-openai': false,
+      webui: false,
+      engine: { options: { numParallel: SLOTS, contextLength: CONTEXT, threads: THREADS, keepAlive: -1 } },
+    },
+  });
+  try {
+    await createModel(app, 'bench', 'gguf/bench-random-135m-q4_0.gguf');
+    const agent = new Agent({ connect: { ca: app.ca }, bodyTimeout: 0, headersTimeout: 0, connections: 64 });
+    const appliance: Target = {
+      name: 'appliance',
+      async generate() {
+        const t0 = performance.now();
+        const res = await fetch(`${app.url}/api/generate`, {
+          method: 'POST',
+          dispatcher: agent,
+          headers: { authorization: `Bearer ${app.key}`, 'content-type': 'application/json' },
+          body: JSON.stringify({ model: 'bench', prompt: PROMPT, raw: true, options: { ...SAMPLING, num_predict: TOKENS } }),
+        });
+        return timeStream(res, (line) => {
+          const o = JSON.parse(line) as { response?: string; done?: boolean; eval_count?: number; error?: string };
+          if (o.error) throw new Error(o.error);
+          return { text: !o.done, ...(o.done ? { tokens: o.eval_count ?? 0 } : {}) };
+        }, t0);
+      },
+    };
+    const plain = new Agent({ bodyTimeout: 0, headersTimeout: 0, connections: 64 });
+    const llamaServer: Target = {
+      name: 'llama-server',
+      async generate() {
+        const t0 = performance.now();
+        const res = await fetch(`http://127.0.0.1:${port}/completion`, {
+          method: 'POST',
+          dispatcher: plain,
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({
+            prompt: PROMPT,
+            stream: true,
+            n_predict: TOKENS,
+            temperature: SAMPLING.temperature,
+            top_k: SAMPLING.top_k,
+            top_p: SAMPLING.top_p,
+            min_p: SAMPLING.min_p,
+            repeat_penalty: SAMPLING.repeat_penalty,
+            repeat_last_n: SAMPLING.repeat_last_n,
+            seed: SAMPLING.seed,
+          }),
+        });
+        return timeStream(res, (line) => {
+          if (!line.startsWith('data: ')) return { text: false };
+          const o = JSON.parse(line.slice(6)) as { content?: string; stop?: boolean; tokens_predicted?: number };
+          return { text: !o.stop, ...(o.stop ? { tokens: o.tokens_predicted ?? 0 } : {}) };
+        }, t0);
+      },
+    };
+
+    // Warm both (model load, caches), then interleave the repetitions.
+    await appliance.generate();
+    await llamaServer.generate();
+    const results: Record<string, Awaited<ReturnType<typeof measure>>[]> = { appliance: [], 'llama-server': [] };
+    for (let r = 0; r < REPS; r++) {
+      for (const target of r % 2 === 0 ? [appliance, llamaServer] : [llamaServer, appliance]) {
+        results[target.name]!.push(await measure(target));
+        console.error(`rep ${r + 1}/${REPS} ${target.name}: ${JSON.stringify(results[target.name]!.at(-1))}`);
+      }
+    }
+    const med = (name: string, key: 'decode' | 'ttft' | 'agg4' | 'agg16') => median(results[name]!.map((x) => x[key]));
+    const rows = (['decode', 'ttft', 'agg4', 'agg16'] as const).map((key) => {
+      const a = med('appliance', key);
+      const l = med('llama-server', key);
+      return { figure: key, appliance: a, llamaServer: l, ratio: key === 'ttft' ? l / a : a / l };
+    });
+    const labels = { decode: 'single-stream decode (tok/s)', ttft: 'time to first token (ms)', agg4: 'aggregate, 4 streams (tok/s)', agg16: 'aggregate, 16 streams (tok/s)' };
+    console.log(`\nbench-random-135m-q4_0, ${TOKENS} tokens per stream, threads ${THREADS}, ${SLOTS} slots × ${CONTEXT} context, median of ${REPS}`);
+    console.log(`${'figure'.padEnd(32)}${'appliance'.padStart(12)}${'llama-server'.padStart(14)}${'ratio'.padStart(8)}`);
+    for (const r of rows) {
+      console.log(`${labels[r.figure].padEnd(32)}${r.appliance.toFixed(1).padStart(12)}${r.llamaServer.toFixed(1).padStart(14)}${r.ratio.toFixed(2).padStart(8)}`);
+    }
+    const out = path.join(ROOT, 'bench/results');
+    await mkdir(out, { recursive: true });
+    await writeFile(path.join(out, `engine-${new Date().toISOString().replace(/[:.]/g, '-')}.json`), JSON.stringify({ threads: THREADS, tokens: TOKENS, slots: SLOTS, context: CONTEXT, rows, raw: results }, null, 2));
+    await agent.close();
+    await plain.close();
+  } finally {
+    await app.close();
+    server.kill();
+  }
+}
+
+await main();

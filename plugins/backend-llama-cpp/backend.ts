@@ -1,0 +1,132 @@
+/**
+ * The llama.cpp inference backend: runs GGUF models with node-llama-cpp, each loaded model in its
+ * own runner process (see `runner-client.ts`). It never compiles or downloads anything
+ * (`build: "never"`) and uses CUDA or Vulkan when a prebuilt binary for them works (`gpu: "auto"`).
+ *
+ * @module
+ */
+import type { ChildProcess } from 'node:child_process';
+import type { FastifyBaseLogger } from 'fastify';
+import type { InferenceBackend, LoadOptions, MemoryEstimate } from '../../core/contracts/backend.js';
+import type { ResolvedModel } from '../../core/contracts/model-store.js';
+import { estimateBytes, fileBytes, readShape } from './estimate.js';
+import { spawnRunner, startRunner, type RunnerModel } from './runner-client.js';
+
+export interface LlamaCppBackendOptions {
+  log: FastifyBaseLogger;
+  /** `auto` (CUDA, Vulkan, then CPU) or `false` (CPU only). Defaults to `auto`. */
+  gpu?: 'auto' | false;
+  /** Prompt batch size in tokens when the engine does not say. Defaults to 512. */
+  batchSize?: number;
+  /**
+   * Keep one spare runner with the bindings already loaded, so a load (or the reload after a
+   * crash) only reads the model. Defaults to true.
+   */
+  prewarm?: boolean;
+}
+
+export class LlamaCppBackend implements InferenceBackend {
+  readonly name = 'llama-cpp';
+  readonly formats = ['gguf'] as const;
+  readonly #options: Required<LlamaCppBackendOptions>;
+  readonly #runners = new Set<RunnerModel>();
+  #spare: ChildProcess | null = null;
+  #closed = false;
+
+  constructor(options: LlamaCppBackendOptions) {
+    this.#options = { gpu: 'auto', batchSize: 512, prewarm: true, ...options };
+    this.#refill();
+  }
+
+  async estimateMemory(model: ResolvedModel, options: LoadOptions): Promise<MemoryEstimate> {
+    const [shape, bytes] = await Promise.all([readShape(model.modelPath), fileBytes(model.modelPath)]);
+    const totalBytes = estimateBytes(shape, bytes, {
+      contextLength: options.contextLength ?? 0,
+      parallel: options.parallel,
+      batchSize: options.batchSize ?? this.#options.batchSize,
+    });
+    return { totalBytes, vramBytes: 0 };
+  }
+
+  async load(model: ResolvedModel, options: LoadOptions): Promise<RunnerModel> {
+    const log = this.#options.log.child({ model: model.name });
+    let runner: RunnerModel | undefined;
+    runner = await startRunner(
+      {
+        modelPath: model.modelPath,
+        contextLength: options.contextLength ?? 0,
+        parallel: options.parallel,
+        threads: options.threads,
+        batchSize: options.batchSize ?? this.#options.batchSize,
+        gpu: this.#options.gpu,
+        ...(model.template ? { template: model.template } : {}),
+      },
+      {
+        log,
+        onExit: (err) => {
+          if (runner) this.#runners.delete(runner);
+          options.onExit?.(err);
+        },
+      },
+      this.#takeSpare(),
+    );
+    this.#refill();
+    runner.modelName = model.name;
+    this.#runners.add(runner);
+    log.info(
+      { pid: runner.pid, contextLength: runner.contextLength, parallel: options.parallel, threads: options.threads, ...runner.info },
+      'model loaded',
+    );
+    const loaded = runner;
+    const unload = loaded.unload.bind(loaded);
+    loaded.unload = async () => {
+      this.#runners.delete(loaded);
+      await unload();
+    };
+    return loaded;
+  }
+
+  /** The runner processes of the loaded models (for diagnostics and crash tests). */
+  processes(): { model: string; pid: number }[] {
+    return [...this.#runners].flatMap((r) => (r.pid === undefined ? [] : [{ model: r.modelName, pid: r.pid }]));
+  }
+
+  /** The spare runner if it is still alive, taken out of the pool and referenced again. */
+  #takeSpare(): ChildProcess | undefined {
+    const spare = this.#spare;
+    this.#spare = null;
+    if (!spare || !spare.connected || spare.exitCode !== null || spare.signalCode !== null) return undefined;
+    setReferenced(spare, true);
+    return spare;
+  }
+
+  /** Starts a new spare runner unless there is one (it does not keep the process alive). */
+  #refill(): void {
+    if (!this.#options.prewarm || this.#closed || this.#spare) return;
+    const spare = spawnRunner(this.#options.gpu, 4);
+    spare.once('exit', () => {
+      if (this.#spare === spare) this.#spare = null;
+    });
+    spare.on('error', () => undefined);
+    setReferenced(spare, false);
+    this.#spare = spare;
+  }
+
+  /** Stops every runner (shutdown). */
+  async close(): Promise<void> {
+    this.#closed = true;
+    this.#spare?.kill();
+    this.#spare = null;
+    await Promise.all([...this.#runners].map((r) => r.unload()));
+    this.#runners.clear();
+  }
+}
+
+/** Whether a child (its process, IPC channel and pipes) keeps the event loop alive. */
+function setReferenced(child: ChildProcess, referenced: boolean): void {
+  type Handle = { ref?(): void; unref?(): void } | null | undefined;
+  for (const h of [child, child.channel, child.stdout, child.stderr] as Handle[]) {
+    if (referenced) h?.ref?.();
+    else h?.unref?.();
+  }
+}

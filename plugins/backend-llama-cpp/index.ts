@@ -1,0 +1,37 @@
+/**
+ * Plugin "backend-llama-cpp": registers the llama.cpp inference backend for GGUF models. It is the
+ * only module of the appliance that imports node-llama-cpp; the engine plugin drives it through the
+ * `InferenceBackend` contract of `core/contracts/backend.ts`.
+ *
+ * @module
+ */
+import { Type } from '@sinclair/typebox';
+import { definePlugin } from '../../core/index.js';
+import { LlamaCppBackend } from './backend.js';
+
+export default definePlugin({
+  name: 'backend-llama-cpp',
+  description: 'GGUF generation and embeddings with llama.cpp (node-llama-cpp), one runner process per model',
+  options: Type.Object({
+    gpu: Type.Union([Type.Literal('auto'), Type.Literal(false)], {
+      default: 'auto',
+      description: 'Use CUDA or Vulkan when a prebuilt binary works ("auto"), or the CPU only (false). Defaults to "auto".',
+    }),
+    prewarm: Type.Boolean({
+      default: true,
+      description: 'Keep one spare runner with the bindings loaded, so loads and crash recovery are fast. Defaults to true.',
+    }),
+    batchSize: Type.Integer({
+      minimum: 16,
+      maximum: 8192,
+      default: 512,
+      description: 'Prompt tokens evaluated per decode. Defaults to 512.',
+    }),
+  }),
+  env: { LIA_LLAMA_GPU: 'gpu', LIA_BATCH_SIZE: 'batchSize', LIA_LLAMA_PREWARM: 'prewarm' },
+  async setup(app, ctx) {
+    const backend = new LlamaCppBackend({ log: ctx.log, gpu: ctx.options.gpu, batchSize: ctx.options.batchSize, prewarm: ctx.options.prewarm });
+    ctx.hooks.backends.register(backend);
+    app.addHook('onClose', () => backend.close());
+  },
+});

@@ -1,0 +1,61 @@
+/**
+ * The IPC protocol between the llama.cpp backend (parent) and one runner child process. Messages
+ * are plain objects sent over Node's IPC channel; every request carries an `id` the answers echo.
+ * The runner owns exactly one model, so the protocol has no model names.
+ *
+ * @module
+ */
+import type {
+  ChatParams,
+  EmbedParams,
+  EmbedResult,
+  GenerateParams,
+  GenerationEvent,
+} from '../../core/contracts/backend.js';
+import type { ModelCapability } from '../../core/contracts/model-store.js';
+
+/** What the parent asks the runner to load. */
+export interface LoadSpec {
+  modelPath: string;
+  /** Context length per sequence; 0 means the model's trained context. */
+  contextLength: number;
+  parallel: number;
+  threads: number;
+  batchSize: number;
+  /** `auto` (CUDA, then Vulkan, then CPU) or `false` for the CPU. */
+  gpu: 'auto' | false;
+  /** The store's template layer (Ollama Go-template text), if any. */
+  template?: string;
+}
+
+/** Facts the runner reports once the model is ready. */
+export interface RunnerInfo {
+  contextLength: number;
+  sizeBytes: number;
+  vramBytes: number;
+  capabilities: ModelCapability[];
+  /** The chat wrapper in use (`ChatML`, `JinjaTemplate`, ...), for the log. */
+  chatWrapper: string;
+  gpu: string | false;
+}
+
+export type ParentMessage =
+  /** Sent right after the fork: import the bindings and pick the binary now, before a model is asked for. */
+  | { t: 'prepare'; gpu: 'auto' | false }
+  | { t: 'load'; spec: LoadSpec }
+  | { t: 'generate'; id: number; params: GenerateParams }
+  | { t: 'chat'; id: number; params: ChatParams }
+  | { t: 'embed'; id: number; params: EmbedParams }
+  | { t: 'abort'; id: number }
+  | { t: 'unload' };
+
+/** How the parent should classify an error: the client's fault (400) or the engine's (500). */
+export type RunnerErrorKind = 'bad_request' | 'engine';
+
+export type RunnerMessage =
+  | { t: 'ready'; info: RunnerInfo }
+  | { t: 'load_error'; message: string }
+  | { t: 'event'; id: number; event: GenerationEvent }
+  | { t: 'result'; id: number; result: EmbedResult }
+  | { t: 'error'; id: number; kind: RunnerErrorKind; message: string }
+  | { t: 'log'; level: 'debug' | 'info' | 'warn' | 'error'; message: string };

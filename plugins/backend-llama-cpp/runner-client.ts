@@ -1,0 +1,276 @@
+/**
+ * The parent's side of a runner: forks `runner/main` with the parent's own loader flags, loads the
+ * model there, and exposes it as a {@link LoadedModel} whose calls travel over IPC. When the runner
+ * dies on its own (a llama.cpp abort, a segfault, `kill -9`), every request in flight on it fails
+ * with a clear `engine failed` error and `onExit` tells the scheduler to forget the model; the
+ * next request loads it again in a fresh runner.
+ *
+ * @module
+ */
+import { fork, type ChildProcess } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import type { FastifyBaseLogger } from 'fastify';
+import { Errors } from '../../core/index.js';
+import type {
+  ChatParams,
+  EmbedParams,
+  EmbedResult,
+  GenerateParams,
+  GenerationEvent,
+  LoadedModel,
+} from '../../core/contracts/backend.js';
+import type { ModelCapability } from '../../core/contracts/model-store.js';
+import { EventQueue } from './event-queue.js';
+import type { LoadSpec, ParentMessage, RunnerInfo, RunnerMessage } from './protocol.js';
+
+/** How long a runner may take to load its model. Defaults to 5 minutes (Ollama's load timeout). */
+const LOAD_TIMEOUT_MS = 5 * 60_000;
+/** How long an unloading runner may take to exit before it is killed. */
+const EXIT_GRACE_MS = 5_000;
+
+interface Pending {
+  event(e: GenerationEvent): void;
+  result(r: EmbedResult): void;
+  error(err: Error): void;
+}
+
+/**
+ * The runner entry and the Node flags to start it with. From the TypeScript sources that is tsx's
+ * loader (the parent's own `execArgv` may carry test or coverage hooks that slow a child down by
+ * seconds); from the compiled build, no flags.
+ */
+export function runnerCommand(): { entry: string; execArgv: string[] } {
+  const here = fileURLToPath(import.meta.url);
+  const ext = path.extname(here);
+  const entry = path.join(path.dirname(here), 'runner', `main${ext}`);
+  if (!existsSync(entry)) throw new Error(`the llama.cpp runner entry is missing: ${entry}`);
+  return { entry, execArgv: ext === '.ts' ? ['--import', import.meta.resolve('tsx')] : [] };
+}
+
+export interface RunnerOptions {
+  log: FastifyBaseLogger;
+  /** Called once when the runner dies without being asked to. */
+  onExit?: (error: Error) => void;
+}
+
+/**
+ * Forks a runner and has it load the llama.cpp bindings at once, so that a later load only has to
+ * read the model (the bindings take seconds: importing them and probing the binary).
+ */
+export function spawnRunner(gpu: 'auto' | false, parallel: number): ChildProcess {
+  const { entry, execArgv } = runnerCommand();
+  const child = fork(entry, [], {
+    execArgv,
+    serialization: 'advanced',
+    stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
+    env: {
+      ...process.env,
+      // Decodes, sampling and loads are libuv jobs (reference §1): room for every sequence + a load.
+      UV_THREADPOOL_SIZE: String(Math.max(8, parallel + 3)),
+    },
+  });
+  child.send({ t: 'prepare', gpu } satisfies ParentMessage);
+  return child;
+}
+
+/**
+ * Loads `spec` in a runner (the spare `child` when given, else a new one); rejects if the load
+ * fails or the runner dies.
+ */
+export async function startRunner(spec: LoadSpec, options: RunnerOptions, child?: ChildProcess): Promise<RunnerModel> {
+  const model = new RunnerModel(child ?? spawnRunner(spec.gpu, spec.parallel), spec, options);
+  await model.ready;
+  return model;
+}
+
+export class RunnerModel implements LoadedModel {
+  capabilities: readonly ModelCapability[] = [];
+  contextLength = 0;
+  sizeBytes = 0;
+  vramBytes = 0;
+  /** The store name of the model (set by the backend, for diagnostics). */
+  modelName = '';
+  /** Facts the runner reported after loading. */
+  info: RunnerInfo | null = null;
+  readonly ready: Promise<void>;
+  readonly #child: ChildProcess;
+  readonly #options: RunnerOptions;
+  readonly #pending = new Map<number, Pending>();
+  #nextId = 1;
+  #dead: Error | null = null;
+  #unloading = false;
+  #loaded = false;
+  #exited: Promise<void>;
+
+  constructor(child: ChildProcess, spec: LoadSpec, options: RunnerOptions) {
+    this.#child = child;
+    this.#options = options;
+    const log = options.log;
+    forwardLines(child.stderr, (line) => log.warn({ runner: child.pid }, line));
+    forwardLines(child.stdout, (line) => log.info({ runner: child.pid }, line));
+    this.#exited = new Promise((resolve) => child.once('exit', () => resolve()));
+    this.ready = new Promise<void>((resolve, reject) => {
+      const timer = setTimeout(() => {
+        reject(Errors.engineFailed(`loading ${path.basename(spec.modelPath)} took longer than ${LOAD_TIMEOUT_MS / 1000} s`));
+        child.kill('SIGKILL');
+      }, LOAD_TIMEOUT_MS);
+      child.on('message', (m: RunnerMessage) => {
+        if (m.t === 'ready') {
+          clearTimeout(timer);
+          this.info = m.info;
+          this.capabilities = m.info.capabilities;
+          this.contextLength = m.info.contextLength;
+          this.sizeBytes = m.info.sizeBytes;
+          this.vramBytes = m.info.vramBytes;
+          this.#loaded = true;
+          resolve();
+        } else if (m.t === 'load_error') {
+          clearTimeout(timer);
+          reject(Errors.engineFailed(`cannot load the model: ${m.message}`));
+        } else {
+          this.#onMessage(m);
+        }
+      });
+      child.once('exit', (code, signal) => {
+        clearTimeout(timer);
+        const how = signal ? `signal ${signal}` : `exit code ${code}`;
+        const err = Errors.engineFailed(
+          `the model runner stopped (${how}) while serving this request; the model will be loaded again on the next request`,
+        );
+        reject(Errors.engineFailed(`the model runner stopped (${how}) while loading the model`));
+        this.#die(err);
+      });
+      child.on('error', (err) => log.error({ err }, 'runner process error'));
+    });
+    this.#send({ t: 'load', spec });
+  }
+
+  /** The runner's process id (tests kill it to check crash isolation). */
+  get pid(): number | undefined {
+    return this.#child.pid;
+  }
+
+  generate(params: GenerateParams, signal: AbortSignal): AsyncIterable<GenerationEvent> {
+    return this.#stream({ t: 'generate', params }, signal);
+  }
+
+  chat(params: ChatParams, signal: AbortSignal): AsyncIterable<GenerationEvent> {
+    return this.#stream({ t: 'chat', params }, signal);
+  }
+
+  embed(params: EmbedParams, signal: AbortSignal): Promise<EmbedResult> {
+    if (this.#dead) return Promise.reject(this.#dead);
+    const id = this.#nextId++;
+    return new Promise<EmbedResult>((resolve, reject) => {
+      const onAbort = () => {
+        this.#pending.delete(id);
+        this.#send({ t: 'abort', id });
+        reject(signal.reason);
+      };
+      if (signal.aborted) return onAbort();
+      signal.addEventListener('abort', onAbort, { once: true });
+      const settle = () => {
+        signal.removeEventListener('abort', onAbort);
+        this.#pending.delete(id);
+      };
+      this.#pending.set(id, {
+        event: () => undefined,
+        result: (r) => (settle(), resolve(r)),
+        error: (e) => (settle(), reject(e)),
+      });
+      this.#send({ t: 'embed', id, params });
+    });
+  }
+
+  async unload(): Promise<void> {
+    if (!this.#unloading) {
+      this.#unloading = true;
+      if (this.#child.exitCode === null && this.#child.signalCode === null) {
+        this.#send({ t: 'unload' });
+        const timer = setTimeout(() => this.#child.kill('SIGKILL'), EXIT_GRACE_MS);
+        await this.#exited;
+        clearTimeout(timer);
+      }
+    }
+    await this.#exited;
+  }
+
+  async *#stream(message: { t: 'generate'; params: GenerateParams } | { t: 'chat'; params: ChatParams }, signal: AbortSignal): AsyncGenerator<GenerationEvent> {
+    if (this.#dead) throw this.#dead;
+    const id = this.#nextId++;
+    const queue = new EventQueue<GenerationEvent>();
+    let finished = false;
+    this.#pending.set(id, {
+      event: (e) => queue.push(e),
+      result: () => undefined,
+      error: (e) => queue.fail(e),
+    });
+    const onAbort = () => queue.fail(signal.reason);
+    signal.addEventListener('abort', onAbort, { once: true });
+    try {
+      if (signal.aborted) throw signal.reason;
+      this.#send({ ...message, id } as ParentMessage);
+      for await (const event of queue) {
+        if (event.type === 'done') finished = true;
+        yield event;
+        if (finished) return;
+      }
+    } finally {
+      signal.removeEventListener('abort', onAbort);
+      this.#pending.delete(id);
+      // The consumer stopped early (client gone, error): stop the generation in the runner too.
+      if (!finished && !this.#dead) this.#send({ t: 'abort', id });
+    }
+  }
+
+  #onMessage(m: RunnerMessage): void {
+    switch (m.t) {
+      case 'event':
+        this.#pending.get(m.id)?.event(m.event);
+        return;
+      case 'result':
+        this.#pending.get(m.id)?.result(m.result);
+        return;
+      case 'error':
+        this.#pending.get(m.id)?.error(m.kind === 'bad_request' ? Errors.badRequest(m.message) : Errors.engineFailed(m.message));
+        return;
+      case 'log':
+        this.#options.log[m.level]({ runner: this.#child.pid }, m.message);
+        return;
+      default:
+        return;
+    }
+  }
+
+  #die(error: Error): void {
+    if (this.#dead) return;
+    this.#dead = error;
+    for (const p of this.#pending.values()) p.error(error);
+    this.#pending.clear();
+    if (!this.#unloading && this.#loaded) {
+      this.#options.log.error({ runner: this.#child.pid }, error.message);
+      this.#options.onExit?.(error);
+    }
+  }
+
+  #send(message: ParentMessage): void {
+    if (this.#child.connected) this.#child.send(message);
+  }
+}
+
+function forwardLines(stream: NodeJS.ReadableStream | null, sink: (line: string) => void): void {
+  if (!stream) return;
+  let buffer = '';
+  stream.setEncoding('utf8');
+  stream.on('data', (chunk: string) => {
+    buffer += chunk;
+    let nl: number;
+    while ((nl = buffer.indexOf('\n')) >= 0) {
+      const line = buffer.slice(0, nl).trim();
+      buffer = buffer.slice(nl + 1);
+      if (line) sink(line);
+    }
+  });
+}

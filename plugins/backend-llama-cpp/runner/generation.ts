@@ -1,0 +1,101 @@
+/**
+ * One generation call, wrapped: chunked prompt prefill that an abort can interrupt, text-level stop
+ * sequences, and the timings and token counts of the `done` event.
+ *
+ * @module
+ */
+import type { LlamaContextSequence, Token } from 'node-llama-cpp';
+import type { GenerationEvent } from '../../../core/contracts/backend.js';
+import { StopDetector } from './stops.js';
+
+/** Receives the events of one generation. */
+export type Emit = (event: GenerationEvent) => void;
+
+/** Prompts longer than this many uncached tokens are evaluated in chunks, so an abort lands fast. */
+const PREFILL_CHUNK = 256;
+
+/** A monotonic clock in nanoseconds. */
+export const now = (): bigint => process.hrtime.bigint();
+
+/**
+ * Evaluates the uncached part of a long prompt in chunks, checking the abort signal between them.
+ * node-llama-cpp does not cancel a prompt already queued for decoding (reference §4.7), so a
+ * client that leaves mid-prefill would otherwise hold the sequence until the whole prompt is done.
+ * The generation call that follows finds these tokens cached and evaluates only the last one.
+ */
+export async function prefill(seq: LlamaContextSequence, tokens: Token[], signal: AbortSignal): Promise<void> {
+  if (signal.aborted) throw signal.reason;
+  const start = seq.compareContextTokens(tokens).firstDifferentIndex;
+  const end = tokens.length - 1;
+  if (end - start <= PREFILL_CHUNK) return;
+  if (start < seq.nextTokenIndex) await seq.eraseContextTokenRanges([{ start, end: seq.nextTokenIndex }]);
+  for (let i = start; i < end; i += PREFILL_CHUNK) {
+    if (signal.aborted) throw signal.reason;
+    await seq.evaluateWithoutGeneratingNewTokens(tokens.slice(i, Math.min(end, i + PREFILL_CHUNK)));
+  }
+  if (signal.aborted) throw signal.reason;
+}
+
+/** What {@link generation} hands to the library call: streaming hooks and the abort signal. */
+export interface GenerationHooks {
+  signal: AbortSignal;
+  stopOnAbortSignal: true;
+  onToken(tokens: Token[]): void;
+  onTextChunk(text: string): void;
+}
+
+/**
+ * Runs one library generation call with text-level stop sequences (see stops.ts), measured timings
+ * and token counts. A stop sequence ends the call through its own abort signal; the client's abort
+ * (`signal`) throws. Returns the library's result (undefined when a stop sequence cut it short)
+ * and the `done` event to send after anything else.
+ */
+export async function generation<R extends { metadata: { stopReason: string } }>(
+  signal: AbortSignal,
+  stops: readonly string[],
+  emit: Emit,
+  started: bigint,
+  promptTokens: number,
+  call: (hooks: GenerationHooks) => Promise<R>,
+): Promise<{ result: R | undefined; done: GenerationEvent }> {
+  const ctl = new AbortController();
+  const onAbort = () => ctl.abort(signal.reason);
+  signal.addEventListener('abort', onAbort, { once: true });
+  let first = 0n;
+  let count = 0;
+  const detector = new StopDetector(stops, (text) => emit({ type: 'token', text }), () => ctl.abort(new Error('stop sequence')));
+  let result: R | undefined;
+  try {
+    result = await call({
+      signal: ctl.signal,
+      stopOnAbortSignal: true,
+      onToken(tokens) {
+        if (first === 0n) first = now();
+        count += tokens.length;
+      },
+      onTextChunk: (text) => detector.push(text),
+    });
+  } catch (err) {
+    // With nothing generated yet, an abort still throws (reference §4.2); a stop sequence is fine.
+    if (signal.aborted || !detector.stopped) throw err;
+  } finally {
+    signal.removeEventListener('abort', onAbort);
+  }
+  if (signal.aborted) throw signal.reason;
+  detector.flush();
+  const end = now();
+  const firstAt = first === 0n ? end : first;
+  const reason = !detector.stopped && result?.metadata.stopReason === 'maxTokens' ? 'length' : 'stop';
+  return {
+    result,
+    done: {
+      type: 'done',
+      reason,
+      promptTokens,
+      completionTokens: count,
+      promptEvalNs: Number(firstAt - started),
+      evalNs: Number(end - firstAt),
+    },
+  };
+}
+

@@ -1,0 +1,98 @@
+/**
+ * The runner: a child process that owns one loaded GGUF model, so a llama.cpp abort or a segfault
+ * kills only this process, never the appliance. The parent (`../runner-client.ts`) forks it (with
+ * tsx's loader when running from the TypeScript sources) and speaks the protocol of `../protocol.ts`
+ * over IPC: `prepare` loads the bindings early, `load` the model, then requests by id. The runner
+ * exits when the parent goes away or asks it to unload.
+ *
+ * @module
+ */
+import type { ParentMessage, RunnerMessage } from '../protocol.js';
+import { ModelSession, prepareLlama, RequestError, type Prepared } from './session.js';
+
+const send = (message: RunnerMessage): void => {
+  if (process.connected) process.send?.(message);
+};
+
+let session: ModelSession | null = null;
+let prepared: Prepared | undefined;
+const inflight = new Map<number, AbortController>();
+
+function fail(id: number, err: unknown): void {
+  const kind = err instanceof RequestError ? 'bad_request' : 'engine';
+  send({ t: 'error', id, kind, message: err instanceof Error ? err.message : String(err) });
+}
+
+async function run(id: number, work: (signal: AbortSignal) => Promise<void>): Promise<void> {
+  const ctl = new AbortController();
+  inflight.set(id, ctl);
+  try {
+    await work(ctl.signal);
+  } catch (err) {
+    if (!ctl.signal.aborted) fail(id, err);
+  } finally {
+    inflight.delete(id);
+  }
+}
+
+async function shutdown(code: number): Promise<never> {
+  for (const ctl of inflight.values()) ctl.abort(new Error('unloading'));
+  try {
+    await session?.dispose();
+  } catch {
+    // exiting anyway
+  }
+  process.exit(code);
+}
+
+function handle(message: ParentMessage): void {
+  switch (message.t) {
+    case 'prepare':
+      prepared = prepareLlama(message.gpu);
+      // A failure here surfaces (and is reported) when the model is loaded.
+      prepared.llama.catch(() => undefined);
+      return;
+    case 'load':
+      ModelSession.load(message.spec, prepared).then(
+        (s) => {
+          session = s;
+          send({ t: 'ready', info: s.info });
+        },
+        (err: unknown) => {
+          send({ t: 'load_error', message: err instanceof Error ? err.message : String(err) });
+          setImmediate(() => process.exit(1));
+        },
+      );
+      return;
+    case 'generate':
+    case 'chat': {
+      const s = session;
+      if (!s) return fail(message.id, new Error('the model is not loaded'));
+      const emit = (event: Parameters<Parameters<ModelSession['generate']>[2]>[0]) => send({ t: 'event', id: message.id, event });
+      void run(message.id, (signal) =>
+        message.t === 'generate' ? s.generate(message.params, signal, emit) : s.chat(message.params, signal, emit),
+      );
+      return;
+    }
+    case 'embed': {
+      const s = session;
+      if (!s) return fail(message.id, new Error('the model is not loaded'));
+      void run(message.id, async (signal) => send({ t: 'result', id: message.id, result: await s.embed(message.params, signal) }));
+      return;
+    }
+    case 'abort':
+      inflight.get(message.id)?.abort(new Error('aborted'));
+      return;
+    case 'unload':
+      void shutdown(0);
+      return;
+  }
+}
+
+process.on('message', (m) => handle(m as ParentMessage));
+// The parent is gone (crashed or exited): nobody can use this model any more.
+process.on('disconnect', () => void shutdown(0));
+// node-llama-cpp can reject inside its dispatch loop (reference §4.7); log instead of dying.
+process.on('unhandledRejection', (reason) => {
+  send({ t: 'log', level: 'warn', message: `unhandled rejection in runner: ${reason instanceof Error ? reason.message : String(reason)}` });
+});

@@ -1,0 +1,128 @@
+/**
+ * Chat-template resolution. Order, as documented in docs/engine.md:
+ *
+ * 1. the Jinja template stored in the GGUF (`tokenizer.chat_template`), through node-llama-cpp's
+ *    resolver, which prefers a specialised wrapper that renders identically;
+ * 2. the store's template layer (Ollama Go-template text): the common families (ChatML, Llama 3,
+ *    Llama 2, Mistral, Gemma) map onto node-llama-cpp's wrappers; a simple template that only uses
+ *    `.System`, `.Prompt` and `.Response` is rendered as it is (see {@link renderGoTemplate});
+ * 3. ChatML, the last resort.
+ *
+ * @module
+ */
+import {
+  ChatMLChatWrapper,
+  GemmaChatWrapper,
+  Llama2ChatWrapper,
+  Llama3ChatWrapper,
+  MistralChatWrapper,
+  resolveChatWrapper,
+  type ChatWrapper,
+  type LlamaModel,
+} from 'node-llama-cpp';
+
+/** A Go-template family we can translate to a built-in wrapper. */
+export type TemplateFamily = 'chatml' | 'llama3' | 'llama2' | 'mistral' | 'gemma';
+
+/** Recognises the family of an Ollama Go template by its markers; null when unknown. */
+export function goTemplateFamily(template: string): TemplateFamily | null {
+  if (template.includes('<|im_start|>')) return 'chatml';
+  if (template.includes('<|start_header_id|>')) return 'llama3';
+  if (template.includes('<start_of_turn>')) return 'gemma';
+  if (template.includes('[INST]')) return template.includes('<<SYS>>') ? 'llama2' : 'mistral';
+  return null;
+}
+
+function wrapperForFamily(family: TemplateFamily): ChatWrapper {
+  switch (family) {
+    case 'chatml':
+      return new ChatMLChatWrapper();
+    case 'llama3':
+      return new Llama3ChatWrapper();
+    case 'gemma':
+      return new GemmaChatWrapper();
+    case 'llama2':
+      return new Llama2ChatWrapper();
+    case 'mistral':
+      return new MistralChatWrapper();
+  }
+}
+
+/** How a model formats prompts: a chat wrapper, or plain text when it has no template at all. */
+export interface PromptFormat {
+  wrapper: ChatWrapper;
+  /** Where the wrapper came from, for the log and docs. */
+  source: 'gguf' | 'store' | 'fallback';
+  /** True when neither the GGUF nor the store has a template (generate passes the prompt through). */
+  untemplated: boolean;
+}
+
+/** Picks the chat wrapper of a loaded model. */
+export function resolvePromptFormat(model: LlamaModel, storeTemplate: string | undefined): PromptFormat {
+  const jinja = model.fileInfo.metadata.tokenizer?.chat_template;
+  if (typeof jinja === 'string' && jinja.trim() !== '') {
+    const wrapper = resolveChatWrapper(model, { fallbackToOtherWrappersOnJinjaError: true, warningLogs: false });
+    if (wrapper) return { wrapper, source: 'gguf', untemplated: false };
+  }
+  if (storeTemplate && storeTemplate.trim() !== '') {
+    const family = goTemplateFamily(storeTemplate);
+    if (family) return { wrapper: wrapperForFamily(family), source: 'store', untemplated: false };
+  }
+  return { wrapper: new ChatMLChatWrapper(), source: 'fallback', untemplated: !storeTemplate };
+}
+
+/** A wrapper for a request's own Go template, when it belongs to a known family. */
+export function wrapperForGoTemplate(template: string): ChatWrapper | null {
+  const family = goTemplateFamily(template);
+  return family ? wrapperForFamily(family) : null;
+}
+
+const ACTION = /\{\{(-?)\s*(.*?)\s*(-?)\}\}/gs;
+
+/**
+ * Renders the simple subset of Ollama's Go templates that generate-style templates use:
+ * `{{ .System }}`, `{{ .Prompt }}`, `{{ .Response }}` (output stops there, as Ollama does when it
+ * renders a prompt), `{{ if .X }}`, `{{ else }}`, `{{ end }}` and the `{{-`/`-}}` trim markers.
+ * Returns null for anything else (ranges over `.Messages`, functions), so the caller can fall
+ * back to a wrapper.
+ */
+export function renderGoTemplate(template: string, vars: { System?: string; Prompt?: string }): string | null {
+  type Frame = { emitting: boolean; taken: boolean };
+  const stack: Frame[] = [];
+  let out = '';
+  let last = 0;
+  let trimNext = false;
+  const emitting = (): boolean => stack.every((f) => f.emitting);
+  for (const m of template.matchAll(ACTION)) {
+    let text = template.slice(last, m.index);
+    if (trimNext) text = text.replace(/^\s+/, '');
+    if (m[1] === '-') text = text.replace(/\s+$/, '');
+    if (emitting()) out += text;
+    last = m.index + m[0].length;
+    trimNext = m[3] === '-';
+    const action = m[2] ?? '';
+    const field = /^\.(System|Prompt|Response)$/.exec(action);
+    const cond = /^if\s+\.(System|Prompt)$/.exec(action);
+    if (field) {
+      if (field[1] === 'Response') return out;
+      if (emitting()) out += vars[field[1] as 'System' | 'Prompt'] ?? '';
+    } else if (cond) {
+      const value = Boolean(vars[cond[1] as 'System' | 'Prompt']);
+      stack.push({ emitting: value, taken: value });
+    } else if (action === 'else') {
+      const top = stack.at(-1);
+      if (!top) return null;
+      top.emitting = !top.taken;
+    } else if (action === 'end') {
+      if (!stack.pop()) return null;
+    } else if (action.startsWith('/*')) {
+      // a comment
+    } else {
+      return null;
+    }
+  }
+  if (stack.length > 0) return null;
+  let tail = template.slice(last);
+  if (trimNext) tail = tail.replace(/^\s+/, '');
+  return out + tail;
+}

@@ -1,0 +1,110 @@
+/**
+ * Plugin "engine": the inference engine. It provides `hooks.inference` (the one inference path, also
+ * used by the OpenAI translator), implements the `svc-inference` service, and serves Ollama's
+ * native inference routes: `/api/generate`, `/api/chat`, `/api/embed`, `/api/embeddings`,
+ * `/api/ps`, `/api/version`. Models come from the store and run on the backend registered for
+ * their format. See docs/engine.md.
+ *
+ * @module
+ */
+import { Type } from '@sinclair/typebox';
+import { definePlugin } from '../../core/index.js';
+import { parseKeepAlive } from './keep-alive.js';
+import { memoryBudget } from './memory.js';
+import { chatRoute } from './routes/chat.js';
+import { embedRoutes } from './routes/embed.js';
+import { generateRoute } from './routes/generate.js';
+import { psRoutes } from './routes/ps.js';
+import { Scheduler } from './scheduler.js';
+import { EngineService } from './service.js';
+import { inferenceThreads } from './threads.js';
+
+export default definePlugin({
+  name: 'engine',
+  description: 'Inference engine (svc-inference): scheduler, /api/generate, chat, embed, embeddings, ps, version',
+  service: 'svc-inference',
+  options: Type.Object({
+    numParallel: Type.Integer({
+      minimum: 1,
+      maximum: 64,
+      default: 4,
+      description: 'Concurrent requests (sequences batched together) per loaded model. Defaults to 4.',
+    }),
+    maxQueue: Type.Integer({
+      minimum: 0,
+      default: 512,
+      description: 'Requests that may wait for a slot or a load; more get 503 with Retry-After. Defaults to 512.',
+    }),
+    keepAlive: Type.Union([Type.String(), Type.Number()], {
+      default: '5m',
+      description: 'How long an idle model stays loaded: seconds or a duration ("5m", "1h"); negative = forever. Defaults to "5m".',
+    }),
+    maxLoadedModels: Type.Integer({ minimum: 1, default: 3, description: 'Models loaded at once. Defaults to 3.' }),
+    memoryBudget: Type.Integer({
+      minimum: 0,
+      default: 0,
+      description: 'Bytes loaded models may use together; 0 = 80 % of RAM (or of the cgroup limit). Defaults to 0.',
+    }),
+    contextLength: Type.Integer({
+      minimum: 0,
+      default: 4096,
+      description: 'Context length per sequence unless a request sets num_ctx, capped at the model\'s; 0 = the model\'s. Defaults to 4096.',
+    }),
+    threads: Type.Integer({
+      minimum: 0,
+      maximum: 512,
+      default: 0,
+      description: 'CPU threads per model; 0 = automatic (1 on ≤ 2 cores, else cores − 1, cgroup-aware). Defaults to 0.',
+    }),
+  }),
+  env: {
+    LIA_NUM_PARALLEL: 'numParallel',
+    LIA_MAX_QUEUE: 'maxQueue',
+    LIA_KEEP_ALIVE: 'keepAlive',
+    LIA_MAX_LOADED_MODELS: 'maxLoadedModels',
+    LIA_MEMORY_BUDGET: 'memoryBudget',
+    LIA_CONTEXT_LENGTH: 'contextLength',
+    LIA_THREADS: 'threads',
+  },
+  async setup(app, ctx) {
+    const o = ctx.options;
+    const scheduler = new Scheduler({
+      backends: ctx.hooks.backends,
+      log: ctx.log,
+      parallel: o.numParallel,
+      maxQueue: o.maxQueue,
+      keepAliveMs: parseKeepAlive(o.keepAlive) ?? 5 * 60_000,
+      maxLoadedModels: o.maxLoadedModels,
+      memoryBudgetBytes: memoryBudget(o.memoryBudget),
+      contextLength: o.contextLength,
+      threads: inferenceThreads(o.threads),
+    });
+    const service = new EngineService(() => ctx.hooks.models.get(), scheduler);
+    ctx.hooks.inference.provide(service, 'engine');
+    ctx.hooks.services.implement('svc-inference', {
+      description: 'LIA inference engine (model scheduler and runners)',
+      async start() {
+        service.running = true;
+      },
+      async stop() {
+        service.running = false;
+        await scheduler.unloadAll();
+      },
+    });
+    ctx.hooks.models.maybe()?.onBeforeDelete(async (model) => scheduler.unload(model.name, true));
+    ctx.log.info(
+      { parallel: o.numParallel, threads: inferenceThreads(o.threads), maxQueue: o.maxQueue, keepAlive: o.keepAlive },
+      'inference engine ready',
+    );
+
+    const get = () => service;
+    generateRoute(app, get);
+    chatRoute(app, get);
+    embedRoutes(app, get);
+    psRoutes(app, get, (name) => scheduler.loadedModel(name)?.details);
+    app.addHook('onClose', async () => {
+      service.running = false;
+      await scheduler.shutdown();
+    });
+  },
+});

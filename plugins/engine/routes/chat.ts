@@ -1,0 +1,55 @@
+/**
+ * `POST /api/chat`: a conversation with the model's chat template, Ollama's shapes. Tool calls come
+ * back in `message.tool_calls` and are never executed. An empty `messages` only loads the model
+ * (`done_reason: "load"`), or unloads it with `keep_alive: 0` (`done_reason: "unload"`).
+ *
+ * @module
+ */
+import type { FastifyInstance } from 'fastify';
+import { clientGone } from '../../../core/index.js';
+import type { ToolCall } from '../../../core/contracts/backend.js';
+import type { InferenceService } from '../../../core/contracts/inference.js';
+import { parseKeepAlive } from '../keep-alive.js';
+import { parseSamplingOptions } from '../request-options.js';
+import { format, keepAlive, refuseUnsupported, messages, objectBody, optionalBool, requiredModel, tools } from './body.js';
+import { createdAt, respond } from './respond.js';
+
+const message = (content: string, calls?: ToolCall[]) => ({
+  message: { role: 'assistant', content, ...(calls && calls.length > 0 ? { tool_calls: calls } : {}) },
+});
+
+export function chatRoute(app: FastifyInstance, service: () => InferenceService): void {
+  app.post('/api/chat', async (request, reply) => {
+    const started = process.hrtime.bigint();
+    const body = objectBody(request.body);
+    const model = requiredModel(body);
+    refuseUnsupported(body, model);
+    const msgs = messages(body);
+    const keep = keepAlive(body);
+    const options = parseSamplingOptions(body['options']);
+    const stream = optionalBool(body, 'stream') ?? true;
+    const toolList = tools(body);
+    const fmt = format(body);
+
+    if (msgs.length === 0) {
+      const unload = parseKeepAlive(keep) === 0;
+      if (unload) await service().unload(model);
+      else await service().load(model, keep);
+      return { model, created_at: createdAt(), ...message(''), done_reason: unload ? 'unload' : 'load', done: true };
+    }
+
+    const signal = clientGone(reply);
+    const gen = await service().chat(
+      {
+        model,
+        messages: msgs,
+        options,
+        ...(toolList ? { tools: toolList } : {}),
+        ...(fmt !== undefined ? { format: fmt } : {}),
+        ...(keep !== undefined ? { keep_alive: keep } : {}),
+      },
+      signal,
+    );
+    return respond(reply, gen, { stream, started, model, shape: { chunk: message, final: message } });
+  });
+}

@@ -1,0 +1,38 @@
+/**
+ * `GET /api/ps` (the loaded models) and `GET /api/version`.
+ *
+ * @module
+ */
+import type { FastifyInstance } from 'fastify';
+import { VERSION } from '../../../core/index.js';
+import type { InferenceService } from '../../../core/contracts/inference.js';
+import type { ModelDetails } from '../../../core/contracts/model-store.js';
+
+/**
+ * The Ollama version `/api/version` reports. Integrations gate features on it, so it names the
+ * Ollama release whose API this engine follows; LIA's own version is in `lia_version`.
+ */
+export const OLLAMA_COMPAT_VERSION = '0.33.0';
+
+export function psRoutes(
+  app: FastifyInstance,
+  service: () => InferenceService,
+  details: (name: string) => ModelDetails | undefined,
+): void {
+  app.get('/api/ps', async () => ({
+    models: service()
+      .ps()
+      .map((m) => ({
+        name: m.name,
+        model: m.model,
+        size: m.size,
+        digest: m.digest,
+        details: details(m.name) ?? null,
+        expires_at: m.expires_at,
+        size_vram: m.size_vram,
+        context_length: m.context_length,
+      })),
+  }));
+
+  app.get('/api/version', async () => ({ version: OLLAMA_COMPAT_VERSION, lia_version: VERSION }));
+}

@@ -1,0 +1,98 @@
+/**
+ * Turns a {@link GenerationStream} into Ollama's answer: NDJSON chunks (the default) or one object
+ * (`"stream": false`). The first event is awaited before anything is written, so a failure before
+ * the first token (a runner crash, a bad schema) is a normal JSON error with its status; a failure
+ * later is an `{"error"}` line. A client that goes away stops the generation at once.
+ *
+ * @module
+ */
+import type { FastifyReply } from 'fastify';
+import { startNdjson } from '../../../core/index.js';
+import type { GenerationEvent, ToolCall } from '../../../core/contracts/backend.js';
+import type { GenerationStream } from '../../../core/contracts/inference.js';
+
+type DoneEvent = Extract<GenerationEvent, { type: 'done' }>;
+
+/** How one surface (generate or chat) shapes its objects. */
+export interface Shape {
+  /** A chunk carrying text (and tool calls, for chat). */
+  chunk(text: string, toolCalls?: ToolCall[]): Record<string, unknown>;
+  /** The last object's content fields (empty text). */
+  final(text: string, toolCalls: ToolCall[] | undefined): Record<string, unknown>;
+}
+
+/** Ollama's timestamp: RFC 3339 in UTC. */
+export const createdAt = (): string => new Date().toISOString();
+
+/** The metrics of the last object, in nanoseconds; zero values are left out, as Ollama does. */
+export function metrics(done: DoneEvent, totalNs: number, loadNs: number): Record<string, unknown> {
+  const all: Record<string, number> = {
+    total_duration: totalNs,
+    load_duration: loadNs,
+    prompt_eval_count: done.promptTokens,
+    prompt_eval_duration: done.promptEvalNs,
+    eval_count: done.completionTokens,
+    eval_duration: done.evalNs,
+  };
+  return Object.fromEntries(Object.entries(all).filter(([, v]) => v > 0));
+}
+
+export async function respond(
+  reply: FastifyReply,
+  gen: GenerationStream,
+  opts: { stream: boolean; started: bigint; model: string; shape: Shape },
+): Promise<unknown> {
+  const it = gen.events[Symbol.asyncIterator]();
+  const head = (): Record<string, unknown> => ({ model: opts.model, created_at: createdAt() });
+  const last = (done: DoneEvent, text: string, calls: ToolCall[] | undefined) => ({
+    ...head(),
+    ...opts.shape.final(text, calls),
+    done: true,
+    done_reason: done.reason,
+    ...metrics(done, Number(process.hrtime.bigint() - opts.started), gen.loadNs),
+  });
+
+  let first: IteratorResult<GenerationEvent>;
+  try {
+    first = await it.next();
+  } catch (err) {
+    await it.return?.();
+    throw err;
+  }
+
+  if (!opts.stream) {
+    let text = '';
+    const calls: ToolCall[] = [];
+    try {
+      for (let r = first; !r.done; r = await it.next()) {
+        const e = r.value;
+        if (e.type === 'token') text += e.text;
+        else if (e.type === 'tool_calls') calls.push(...e.calls);
+        else return reply.type('application/json; charset=utf-8').send(last(e, text, calls.length ? calls : undefined));
+      }
+    } finally {
+      await it.return?.();
+    }
+    throw new Error('the generation ended without a done event');
+  }
+
+  const out = startNdjson<Record<string, unknown>>(reply);
+  try {
+    for (let r = first; !r.done; r = await it.next()) {
+      if (out.closed) break;
+      const e = r.value;
+      if (e.type === 'token') out.write({ ...head(), ...opts.shape.chunk(e.text), done: false });
+      else if (e.type === 'tool_calls') out.write({ ...head(), ...opts.shape.chunk('', e.calls), done: false });
+      else {
+        out.write(last(e, '', undefined));
+        break;
+      }
+    }
+    out.end();
+  } catch (err) {
+    out.fail(err);
+  } finally {
+    await it.return?.();
+  }
+  return reply;
+}

@@ -1,0 +1,347 @@
+/**
+ * The scheduler: owns every loaded model's lifecycle, as Ollama's `sched.go` does. It loads a model
+ * on its first request (through the backend that runs its format), hands out one of `parallel`
+ * slots per request (the backend batches the slots' sequences together), queues requests beyond
+ * that up to `maxQueue` (then 503 with `Retry-After`), and unloads a model when its `keep_alive`
+ * runs out, when a load needs its memory (idle models first, least recently used first), or when
+ * asked. A model that is in use is never unloaded: it is marked and goes once its last request ends.
+ * A runner crash makes the scheduler forget the model; waiting requests load it again.
+ *
+ * @module
+ */
+import type { FastifyBaseLogger } from 'fastify';
+import { Errors, type BackendRegistry } from '../../core/index.js';
+import type { InferenceBackend, LoadedModel } from '../../core/contracts/backend.js';
+import type { LoadedModelInfo } from '../../core/contracts/inference.js';
+import type { ResolvedModel } from '../../core/contracts/model-store.js';
+
+export interface SchedulerOptions {
+  backends: BackendRegistry;
+  log: FastifyBaseLogger;
+  /** Slots (concurrent sequences) per model. */
+  parallel: number;
+  /** Requests that may wait for a slot or a load, across all models; more get a 503. */
+  maxQueue: number;
+  /** Default keep-alive in ms (Infinity = forever). */
+  keepAliveMs: number;
+  /** Models loaded at once. */
+  maxLoadedModels: number;
+  /** Bytes the loaded models may use together (estimates before loading, real sizes after). */
+  memoryBudgetBytes: number;
+  /** Default context length per sequence (0 = the model's trained context). */
+  contextLength: number;
+  threads: number;
+  batchSize?: number;
+}
+
+/** A held slot of a loaded model; `release` exactly once when the request ends (extra calls are ignored). */
+export interface Lease {
+  model: LoadedModel;
+  /** Nanoseconds this request waited for the model to load (0 when it was loaded). */
+  loadNs: number;
+  release(): void;
+}
+
+export interface AcquireOptions {
+  /** The request's keep_alive in ms; undefined keeps the model's current one. */
+  keepAliveMs?: number;
+  /** The request's `num_ctx`, used when this request loads the model. */
+  contextLength?: number;
+}
+
+type Waiter = { grant: (retry: boolean) => void; reject: (err: unknown) => void };
+
+/** Far-future expiry shown for "forever", like Ollama's now + MaxInt64 ns. */
+const FOREVER_MS = 292 * 365.25 * 24 * 3600 * 1000;
+
+class Instance {
+  model: LoadedModel | null = null;
+  estimateBytes = 0;
+  active = 0;
+  waiters: Waiter[] = [];
+  timer: NodeJS.Timeout | null = null;
+  expiresAt = 0;
+  lastUsed = Date.now();
+  gone = false;
+  unloading: Promise<void> | null = null;
+  readonly goneWaiters: (() => void)[] = [];
+  constructor(
+    readonly resolved: ResolvedModel,
+    readonly backend: InferenceBackend,
+    public keepAliveMs: number,
+  ) {}
+
+  get idle(): boolean {
+    return this.active === 0 && this.waiters.length === 0;
+  }
+}
+
+export class Scheduler {
+  readonly #o: SchedulerOptions;
+  readonly #instances = new Map<string, Instance>();
+  #queued = 0;
+  #loadChain: Promise<unknown> = Promise.resolve();
+  #changed: (() => void)[] = [];
+
+  constructor(options: SchedulerOptions) {
+    this.#o = options;
+  }
+
+  /** Loads `model` if needed and waits for a free slot. */
+  async acquire(model: ResolvedModel, options: AcquireOptions, signal: AbortSignal): Promise<Lease> {
+    const started = process.hrtime.bigint();
+    let loaded = true;
+    for (;;) {
+      if (signal.aborted) throw signal.reason;
+      let inst = this.#instances.get(model.name);
+      if (inst && inst.resolved.digest !== model.digest && inst.idle && inst.model) {
+        await this.#unload(inst);
+        continue;
+      }
+      const free = inst?.model && inst.active < this.#o.parallel && inst.waiters.length === 0;
+      if (!free && this.#queued >= this.#o.maxQueue) {
+        throw Errors.unavailable('server busy, please try again.  maximum pending requests exceeded', {
+          headers: { 'Retry-After': '1' },
+        });
+      }
+      if (!inst) {
+        inst = this.#create(model, options);
+        loaded = false;
+      }
+      if (options.keepAliveMs !== undefined) inst.keepAliveMs = options.keepAliveMs;
+      this.#clearTimer(inst);
+      if (free) {
+        inst.active++;
+        return this.#lease(inst, started, loaded);
+      }
+      if (!inst.model) loaded = false;
+      // A granted waiter's slot is already counted (see #pump).
+      const retry = await this.#wait(inst, signal);
+      if (!retry) return this.#lease(inst, started, loaded);
+    }
+  }
+
+  /** The loaded models, longest-lived first (as `/api/ps` lists them). */
+  ps(): LoadedModelInfo[] {
+    const now = Date.now();
+    return [...this.#instances.values()]
+      .filter((i) => i.model !== null && !i.gone)
+      .map((i) => {
+        const m = i.model as LoadedModel;
+        const expires = i.idle ? i.expiresAt : now + (i.keepAliveMs === Infinity ? FOREVER_MS : i.keepAliveMs);
+        return {
+          name: i.resolved.name,
+          model: i.resolved.name,
+          digest: i.resolved.digest,
+          size: m.sizeBytes,
+          size_vram: m.vramBytes,
+          expires_at: new Date(Math.min(expires, 8.64e15)).toISOString(),
+          context_length: m.contextLength,
+        };
+      })
+      .sort((a, b) => b.expires_at.localeCompare(a.expires_at));
+  }
+
+  /** Requests waiting for a slot or a load, and requests holding a slot, across all models. */
+  stats(): { queued: number; active: number; loaded: number } {
+    let active = 0;
+    for (const i of this.#instances.values()) active += i.active;
+    return { queued: this.#queued, active, loaded: this.ps().length };
+  }
+
+  /** The resolved model behind a loaded name (for `/api/ps` details). */
+  loadedModel(name: string): ResolvedModel | undefined {
+    return this.#instances.get(name)?.resolved;
+  }
+
+  /**
+   * Unloads `name` now if it is idle, else as soon as its last request ends. With `wait`, resolves
+   * only once it is gone (the store's delete waits for this).
+   */
+  async unload(name: string, wait = false): Promise<void> {
+    const inst = this.#instances.get(name);
+    if (!inst) return;
+    inst.keepAliveMs = 0;
+    if (inst.idle) return this.#unload(inst);
+    if (wait) await new Promise<void>((resolve) => inst.goneWaiters.push(resolve));
+  }
+
+  /** Unloads every model, waiting for requests in flight (shutdown, svc-inference stop). */
+  async unloadAll(): Promise<void> {
+    await Promise.all([...this.#instances.keys()].map((name) => this.unload(name, true)));
+  }
+
+  /** Unloads every model at once, failing requests in flight (process shutdown). */
+  async shutdown(): Promise<void> {
+    const all = [...this.#instances.values()];
+    for (const inst of all) for (const w of inst.waiters.splice(0)) w.reject(Errors.unavailable('the appliance is shutting down'));
+    await Promise.all(all.map((inst) => this.#unload(inst)));
+  }
+
+  #create(model: ResolvedModel, options: AcquireOptions): Instance {
+    const inst = new Instance(model, this.#o.backends.forFormat(model.format), options.keepAliveMs ?? this.#o.keepAliveMs);
+    this.#instances.set(model.name, inst);
+    const contextLength = options.contextLength ?? this.#o.contextLength;
+    this.#loadChain = this.#loadChain.then(() => this.#load(inst, contextLength));
+    return inst;
+  }
+
+  async #load(inst: Instance, contextLength: number): Promise<void> {
+    const loadOptions = {
+      parallel: this.#o.parallel,
+      threads: this.#o.threads,
+      ...(contextLength > 0 ? { contextLength } : {}),
+      ...(this.#o.batchSize ? { batchSize: this.#o.batchSize } : {}),
+      onExit: (err: Error) => this.#crashed(inst, err),
+    };
+    try {
+      if (inst.gone) return;
+      inst.estimateBytes = (await inst.backend.estimateMemory(inst.resolved, loadOptions)).totalBytes;
+      await this.#makeRoom(inst);
+      if (inst.gone) return;
+      const model = await inst.backend.load(inst.resolved, loadOptions);
+      if (inst.gone) {
+        await model.unload();
+        return;
+      }
+      inst.model = model;
+      this.#pump(inst);
+      if (inst.idle) this.#scheduleExpiry(inst);
+    } catch (err) {
+      this.#o.log.error({ err, model: inst.resolved.name }, 'model load failed');
+      this.#forget(inst);
+      for (const w of inst.waiters.splice(0)) w.reject(err);
+    }
+  }
+
+  /** Unloads idle models (least recently used first) until `inst` fits the count and memory limits. */
+  async #makeRoom(inst: Instance): Promise<void> {
+    for (;;) {
+      const others = [...this.#instances.values()].filter((i) => i !== inst && !i.gone);
+      // Like with like: the estimate (which counts the runner process too) unless the real size is larger.
+      const used = others.reduce((sum, i) => sum + Math.max(i.estimateBytes, i.model?.sizeBytes ?? 0), 0);
+      if (others.length < this.#o.maxLoadedModels && used + inst.estimateBytes <= this.#o.memoryBudgetBytes) return;
+      if (others.length === 0) return;
+      const victim = others.filter((i) => i.idle && i.model).sort((a, b) => a.lastUsed - b.lastUsed)[0];
+      if (victim) {
+        this.#o.log.info({ model: victim.resolved.name, for: inst.resolved.name }, 'unloading an idle model to make room');
+        await this.#unload(victim);
+      } else {
+        // Every other model is busy: wait until one is released or gone, then look again.
+        await new Promise<void>((resolve) => this.#changed.push(resolve));
+      }
+      if (inst.gone) return;
+    }
+  }
+
+  /** Wraps a slot already counted in `inst.active` into a lease. */
+  #lease(inst: Instance, started: bigint, loaded: boolean): Lease {
+    inst.lastUsed = Date.now();
+    let released = false;
+    return {
+      model: inst.model as LoadedModel,
+      loadNs: loaded ? 0 : Number(process.hrtime.bigint() - started),
+      release: () => {
+        if (released) return;
+        released = true;
+        inst.active--;
+        inst.lastUsed = Date.now();
+        if (inst.gone) return;
+        this.#pump(inst);
+        if (inst.idle) {
+          this.#scheduleExpiry(inst);
+          this.#notifyChanged();
+        }
+      },
+    };
+  }
+
+  /** Waits for a slot; resolves true when the instance died and the caller must start over. */
+  #wait(inst: Instance, signal: AbortSignal): Promise<boolean> {
+    this.#queued++;
+    return new Promise<boolean>((resolve, reject) => {
+      const waiter: Waiter = {
+        grant: (retry) => (done(), resolve(retry)),
+        reject: (err) => (done(), reject(err)),
+      };
+      const onAbort = () => {
+        const i = inst.waiters.indexOf(waiter);
+        if (i >= 0) inst.waiters.splice(i, 1);
+        waiter.reject(signal.reason);
+        if (inst.idle && inst.model && !inst.gone) this.#scheduleExpiry(inst);
+      };
+      const done = () => {
+        this.#queued--;
+        signal.removeEventListener('abort', onAbort);
+      };
+      signal.addEventListener('abort', onAbort, { once: true });
+      inst.waiters.push(waiter);
+    });
+  }
+
+  /** Grants free slots to waiters, in arrival order. */
+  #pump(inst: Instance): void {
+    while (inst.model && !inst.gone && inst.active < this.#o.parallel && inst.waiters.length > 0) {
+      const w = inst.waiters.shift() as Waiter;
+      // Count the slot before the waiter's continuation runs, so a new arrival cannot take it.
+      inst.active++;
+      w.grant(false);
+    }
+  }
+
+  #scheduleExpiry(inst: Instance): void {
+    this.#clearTimer(inst);
+    const ms = inst.keepAliveMs;
+    if (ms === Infinity) {
+      inst.expiresAt = Date.now() + FOREVER_MS;
+      return;
+    }
+    inst.expiresAt = Date.now() + ms;
+    if (ms <= 0) {
+      void this.#unload(inst);
+      return;
+    }
+    inst.timer = setTimeout(() => void this.#unload(inst), Math.min(ms, 2 ** 31 - 1));
+    inst.timer.unref();
+  }
+
+  #clearTimer(inst: Instance): void {
+    if (inst.timer) clearTimeout(inst.timer);
+    inst.timer = null;
+  }
+
+  #unload(inst: Instance): Promise<void> {
+    if (inst.unloading) return inst.unloading;
+    this.#forget(inst);
+    inst.unloading = (async () => {
+      try {
+        await inst.model?.unload();
+        this.#o.log.info({ model: inst.resolved.name }, 'model unloaded');
+      } catch (err) {
+        this.#o.log.warn({ err, model: inst.resolved.name }, 'model unload failed');
+      }
+      this.#notifyChanged();
+    })();
+    return inst.unloading;
+  }
+
+  #crashed(inst: Instance, err: Error): void {
+    this.#o.log.error({ model: inst.resolved.name, err: err.message }, 'model runner died; it will be loaded again on the next request');
+    this.#forget(inst);
+    // Requests waiting for this instance start over and load a fresh runner.
+    for (const w of inst.waiters.splice(0)) w.grant(true);
+    this.#notifyChanged();
+  }
+
+  /** Removes the instance from the table and wakes whoever waits for it to be gone. */
+  #forget(inst: Instance): void {
+    inst.gone = true;
+    this.#clearTimer(inst);
+    if (this.#instances.get(inst.resolved.name) === inst) this.#instances.delete(inst.resolved.name);
+    for (const w of inst.goneWaiters.splice(0)) w();
+  }
+
+  #notifyChanged(): void {
+    for (const w of this.#changed.splice(0)) w();
+  }
+}

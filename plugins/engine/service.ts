@@ -1,0 +1,182 @@
+/**
+ * The {@link InferenceService}: the one inference path of the appliance. It resolves the model in
+ * the store, layers the model's stored system prompt, messages and parameters under the request,
+ * takes a slot from the scheduler and starts the generation on the loaded model. The Ollama routes
+ * of this plugin and the OpenAI translator both call it.
+ *
+ * @module
+ */
+import { Errors } from '../../core/index.js';
+import type { ChatMessage, GenerationEvent, OutputFormat } from '../../core/contracts/backend.js';
+import type {
+  EmbedResponse,
+  GenerationStream,
+  InferenceChatRequest,
+  InferenceEmbedRequest,
+  InferenceGenerateRequest,
+  InferenceService,
+  KeepAlive,
+  LoadedModelInfo,
+} from '../../core/contracts/inference.js';
+import type { ModelStore, ResolvedModel } from '../../core/contracts/model-store.js';
+import { parseKeepAlive } from './keep-alive.js';
+import { mergeOptions } from './request-options.js';
+import type { Lease, Scheduler } from './scheduler.js';
+
+export class EngineService implements InferenceService {
+  /** False while svc-inference is stopped: every request is a 503. */
+  running = true;
+  readonly #store: () => ModelStore;
+  readonly #scheduler: Scheduler;
+
+  constructor(store: () => ModelStore, scheduler: Scheduler) {
+    this.#store = store;
+    this.#scheduler = scheduler;
+  }
+
+  async generate(req: InferenceGenerateRequest, signal: AbortSignal): Promise<GenerationStream> {
+    if (req.raw && (req.template || req.system)) throw Errors.badRequest('raw mode does not support template, system, or context');
+    const model = await this.#resolve(req.model, 'generate');
+    const options = mergeOptions(model.parameters, req.options);
+    const lease = await this.#acquire(model, req.keep_alive, options.num_ctx, signal);
+    const system = req.system ?? model.system;
+    const events = lease.model.generate(
+      {
+        prompt: req.prompt,
+        raw: req.raw ?? false,
+        options,
+        ...(system ? { system } : {}),
+        ...(req.suffix ? { suffix: req.suffix } : {}),
+        ...(req.template ? { template: req.template } : {}),
+        ...formatField(req.format),
+      },
+      signal,
+    );
+    return { model: model.name, loadNs: lease.loadNs, events: leased(lease, events) };
+  }
+
+  async chat(req: InferenceChatRequest, signal: AbortSignal): Promise<GenerationStream> {
+    const model = await this.#resolve(req.model, 'chat');
+    const options = mergeOptions(model.parameters, req.options);
+    const lease = await this.#acquire(model, req.keep_alive, options.num_ctx, signal);
+    const messages: ChatMessage[] = [];
+    if (model.system && req.messages[0]?.role !== 'system') messages.push({ role: 'system', content: model.system });
+    for (const m of model.messages) {
+      if (m.role === 'system' || m.role === 'user' || m.role === 'assistant') messages.push({ role: m.role, content: m.content });
+    }
+    messages.push(...req.messages);
+    const events = lease.model.chat(
+      { messages, options, ...(req.tools && req.tools.length > 0 ? { tools: req.tools } : {}), ...formatField(req.format) },
+      signal,
+    );
+    return { model: model.name, loadNs: lease.loadNs, events: leased(lease, events) };
+  }
+
+  async embed(req: InferenceEmbedRequest, signal: AbortSignal): Promise<EmbedResponse> {
+    const started = process.hrtime.bigint();
+    const model = await this.#resolve(req.model, 'embed');
+    const options = mergeOptions(model.parameters, req.options);
+    const lease = await this.#acquire(model, req.keep_alive, options.num_ctx, signal);
+    try {
+      const result =
+        req.input.length === 0
+          ? { embeddings: [], promptTokens: 0 }
+          : await lease.model.embed(
+              {
+                inputs: req.input,
+                truncate: req.truncate ?? true,
+                normalize: req.normalize ?? true,
+                ...(req.dimensions ? { dimensions: req.dimensions } : {}),
+              },
+              signal,
+            );
+      return {
+        model: model.name,
+        embeddings: result.embeddings,
+        promptTokens: result.promptTokens,
+        loadNs: lease.loadNs,
+        totalNs: Number(process.hrtime.bigint() - started),
+      };
+    } finally {
+      lease.release();
+    }
+  }
+
+  async load(name: string, keepAlive?: KeepAlive): Promise<{ model: string; loadNs: number }> {
+    const model = await this.#resolve(name, 'load');
+    const lease = await this.#acquire(model, keepAlive, undefined, new AbortController().signal);
+    lease.release();
+    return { model: model.name, loadNs: lease.loadNs };
+  }
+
+  async unload(name: string): Promise<void> {
+    const model = await this.#resolve(name, 'unload');
+    await this.#scheduler.unload(model.name);
+  }
+
+  unloadAll(): Promise<void> {
+    return this.#scheduler.unloadAll();
+  }
+
+  ps(): LoadedModelInfo[] {
+    return this.#scheduler.ps();
+  }
+
+  /** Queue depth, busy slots and loaded models (for status pages and tests). */
+  stats(): { queued: number; active: number; loaded: number } {
+    return this.#scheduler.stats();
+  }
+
+  async #resolve(name: string, action: 'generate' | 'chat' | 'embed' | 'load' | 'unload'): Promise<ResolvedModel> {
+    if (!this.running) throw Errors.unavailable('svc-inference is stopped; start it with POST /system/services/svc-inference/start');
+    if (typeof name !== 'string' || name.trim() === '') throw Errors.badRequest('model is required', { param: 'model' });
+    const model = await this.#store().resolve(name);
+    const caps = model.capabilities;
+    if ((action === 'generate' || action === 'chat') && caps.includes('embedding') && !caps.includes('completion')) {
+      throw Errors.badRequest(`"${name}" does not support ${action}`);
+    }
+    return model;
+  }
+
+  #acquire(model: ResolvedModel, keepAlive: KeepAlive | undefined, numCtx: number | undefined, signal: AbortSignal): Promise<Lease> {
+    const keepAliveMs = parseKeepAlive(keepAlive);
+    return this.#scheduler.acquire(
+      model,
+      { ...(keepAliveMs !== undefined ? { keepAliveMs } : {}), ...(numCtx && numCtx > 0 ? { contextLength: numCtx } : {}) },
+      signal,
+    );
+  }
+}
+
+function formatField(format: OutputFormat | undefined | null | ''): { format?: OutputFormat } {
+  return format === undefined || format === null || format === '' ? {} : { format };
+}
+
+/**
+ * Gives the slot back as soon as the generation is over: on its `done` event, on an error, or when
+ * the consumer stops iterating (also when it never started).
+ */
+function leased(lease: Lease, source: AsyncIterable<GenerationEvent>): AsyncIterable<GenerationEvent> {
+  return {
+    [Symbol.asyncIterator]() {
+      const it = source[Symbol.asyncIterator]();
+      return {
+        async next() {
+          try {
+            const r = await it.next();
+            if (r.done || r.value.type === 'done') lease.release();
+            return r;
+          } catch (err) {
+            lease.release();
+            throw err;
+          }
+        },
+        async return(value?: unknown) {
+          lease.release();
+          await it.return?.();
+          return { done: true as const, value: value as GenerationEvent };
+        },
+      };
+    },
+  };
+}

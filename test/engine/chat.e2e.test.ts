@@ -1,0 +1,120 @@
+/**
+ * `/api/chat` end to end with the official `ollama` client: the chat template stored in the GGUF
+ * (stories260K-chatml), the store's template and system layers, the ChatML fallback, tools
+ * (declared to the model; calls returned, never run; tool results accepted in the history),
+ * structured output and the load/unload forms.
+ */
+import t from 'tap';
+import { createModel } from '../helpers/models.js';
+import { ndjson, ollamaClient, startEngineAppliance } from './helpers.js';
+
+const app = await startEngineAppliance();
+t.teardown(() => app.close());
+await createModel(app, 'chatml', 'gguf/stories260K-chatml.gguf');
+const ollama = ollamaClient(app);
+const hi = [{ role: 'user', content: 'Tell me a story about a cat.' }];
+
+t.test('chat with the GGUF template, streamed and not', async (t) => {
+  const r = await ollama.chat({ model: 'chatml', messages: hi, options: { num_predict: 16 } });
+  t.match(r, { model: 'chatml', done: true, done_reason: 'length', message: { role: 'assistant', content: String } });
+  t.ok(r.message.content.length > 0, `text: ${JSON.stringify(r.message.content)}`);
+  t.equal(r.eval_count, 16);
+  t.ok(r.total_duration > 0 && r.eval_duration > 0 && r.prompt_eval_duration > 0);
+
+  const res = await app.fetch('/api/chat', { method: 'POST', body: JSON.stringify({ model: 'chatml', messages: hi, options: { num_predict: 6 } }) });
+  const lines = await ndjson(res);
+  t.ok(lines.length >= 2);
+  for (const l of lines.slice(0, -1)) t.match(l, { done: false, message: { role: 'assistant', content: String } });
+  t.match(lines.at(-1), { done: true, done_reason: 'length', message: { role: 'assistant', content: '' }, eval_count: 6 });
+
+  // The ChatML template wraps the turn: more prompt tokens than the raw text alone.
+  const raw = await ollama.generate({ model: 'chatml', prompt: hi[0]!.content, raw: true, options: { num_predict: 1 } });
+  t.ok(r.prompt_eval_count > raw.prompt_eval_count + 5, `templated ${r.prompt_eval_count} vs raw ${raw.prompt_eval_count}`);
+});
+
+t.test('the store system layer is prepended unless the request brings its own', async (t) => {
+  await createModel(app, 'teller', 'gguf/stories260K-chatml.gguf', { system: 'You are a teller of very short stories for children.' });
+  const opts = { num_predict: 1, temperature: 0 };
+  const plain = await ollama.chat({ model: 'chatml', messages: hi, options: opts });
+  const withStored = await ollama.chat({ model: 'teller', messages: hi, options: opts });
+  t.ok(withStored.prompt_eval_count > plain.prompt_eval_count, 'the stored system prompt was rendered');
+  const own = await ollama.chat({ model: 'teller', messages: [{ role: 'system', content: 'Hi.' }, ...hi], options: opts });
+  t.ok(own.prompt_eval_count < withStored.prompt_eval_count, 'a request system message replaces it');
+});
+
+t.test('a model without any template chats through ChatML; a store template layer is honoured', async (t) => {
+  await createModel(app, 'bare', 'gguf/stories260K.gguf');
+  const bare = await ollama.chat({ model: 'bare', messages: hi, options: { num_predict: 4 } });
+  t.equal(bare.done, true);
+  await createModel(app, 'llama3ish', 'gguf/stories260K.gguf', {
+    template: '{{- range .Messages }}<|start_header_id|>{{ .Role }}<|end_header_id|>\n\n{{ .Content }}<|eot_id|>{{ end }}<|start_header_id|>assistant<|end_header_id|>\n\n',
+  });
+  const l3 = await ollama.chat({ model: 'llama3ish', messages: hi, options: { num_predict: 4 } });
+  t.equal(l3.done, true);
+  t.not(l3.prompt_eval_count, bare.prompt_eval_count, 'a different template shapes the prompt differently');
+});
+
+t.test('tools are declared to the model; tool results are accepted in the history', async (t) => {
+  const tools = [
+    {
+      type: 'function',
+      function: {
+        name: 'get_weather',
+        description: 'Get the weather of a city',
+        parameters: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] },
+      },
+    },
+  ];
+  const opts = { num_predict: 8, temperature: 0 };
+  const without = await ollama.chat({ model: 'chatml', messages: hi, options: opts });
+  const withTools = await ollama.chat({ model: 'chatml', messages: hi, tools, options: opts });
+  t.ok(withTools.prompt_eval_count > without.prompt_eval_count + 10, 'the tool is documented in the prompt');
+  t.equal(withTools.done, true);
+  for (const call of withTools.message.tool_calls ?? []) t.match(call, { function: { name: 'get_weather', arguments: Object } });
+
+  const followUp = await ollama.chat({
+    model: 'chatml',
+    tools,
+    options: opts,
+    messages: [
+      { role: 'user', content: 'Weather in Paris?' },
+      { role: 'assistant', content: '', tool_calls: [{ function: { name: 'get_weather', arguments: { city: 'Paris' } } }] },
+      { role: 'tool', content: '{"temperature": 21}', tool_name: 'get_weather' },
+    ],
+  });
+  t.equal(followUp.done, true, 'a history with a tool call and its result is answered');
+
+  const both = await app.fetch('/api/chat', { method: 'POST', body: JSON.stringify({ model: 'chatml', messages: hi, tools, format: 'json' }) });
+  t.equal(both.status, 400);
+  t.match(await both.json(), { error: /format.*tools/ });
+});
+
+t.test('format with a JSON schema gives parseable JSON', async (t) => {
+  const schema = { type: 'object', properties: { name: { type: 'string', enum: ['Lily', 'Tom'] } }, required: ['name'] };
+  const r = await ollama.chat({ model: 'chatml', messages: hi, format: schema, options: { num_predict: 40 } });
+  t.equal(r.done_reason, 'stop');
+  t.match(JSON.parse(r.message.content), { name: /^(Lily|Tom)$/ });
+});
+
+t.test('empty messages load; with keep_alive 0 they unload', async (t) => {
+  t.match(await ollama.chat({ model: 'chatml', messages: [] }), { done: true, done_reason: 'load', message: { role: 'assistant', content: '' } });
+  t.ok((await ollama.ps()).models.some((m) => m.name === 'chatml:latest'));
+  t.match(await ollama.chat({ model: 'chatml', messages: [], keep_alive: 0 }), { done_reason: 'unload' });
+  t.notOk((await ollama.ps()).models.some((m) => m.name === 'chatml:latest'));
+});
+
+t.test('bad chat requests are 4xx', async (t) => {
+  const cases: [unknown, number, RegExp][] = [
+    [{ model: 'chatml', messages: 'hi' }, 400, /messages/],
+    [{ model: 'chatml', messages: [{ role: 'wizard', content: 'x' }] }, 400, /role/],
+    [{ model: 'chatml', messages: [{ role: 'user', content: 5 }] }, 400, /content/],
+    [{ model: 'chatml', messages: hi, tools: [{ type: 'function', function: {} }] }, 400, /tools/],
+    [{ messages: hi }, 400, /model is required/],
+    [{ model: 'ghost', messages: hi }, 404, /not found/],
+  ];
+  for (const [body, status, message] of cases) {
+    const res = await app.fetch('/api/chat', { method: 'POST', body: JSON.stringify(body) });
+    t.equal(res.status, status, JSON.stringify(body));
+    t.match(await res.json(), { error: message });
+  }
+});

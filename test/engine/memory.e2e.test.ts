@@ -1,0 +1,36 @@
+/**
+ * Memory-budget eviction: with a budget that holds the two small models but not all three, loading
+ * the large one unloads the least recently used idle model, estimated from the GGUF before loading.
+ */
+import t from 'tap';
+import { LlamaCppBackend } from '../../plugins/backend-llama-cpp/backend.js';
+import { createModel } from '../helpers/models.js';
+import { ollamaClient, startEngineAppliance } from './helpers.js';
+
+const MB = 1024 * 1024;
+const app = await startEngineAppliance({ plugins: { engine: { options: { memoryBudget: 450 * MB } } } });
+t.teardown(() => app.close());
+await createModel(app, 'small1', 'gguf/stories260K.gguf');
+await createModel(app, 'small2', 'gguf/stories260K-chatml.gguf');
+await createModel(app, 'large', 'gguf/bench-random-135m-q4_0.gguf');
+const ollama = ollamaClient(app);
+const names = async () => (await ollama.ps()).models.map((m) => m.name).sort();
+
+t.test('the estimates are what the budget is checked against', async (t) => {
+  const backend = app.hooks.backends.list().find((b) => b.name === 'llama-cpp') as LlamaCppBackend;
+  const store = app.hooks.models.get();
+  const opts = { parallel: 4, threads: 1, contextLength: 4096 };
+  const small = (await backend.estimateMemory(await store.resolve('small1'), opts)).totalBytes;
+  const large = (await backend.estimateMemory(await store.resolve('large'), opts)).totalBytes;
+  t.ok(2 * small < 450 * MB, `two small models fit (${Math.round(small / MB)} MB each)`);
+  t.ok(2 * small + large > 450 * MB && small + large <= 450 * MB, `the large one (${Math.round(large / MB)} MB) fits beside one`);
+});
+
+t.test('loading past the budget unloads the least recently used idle model', async (t) => {
+  await ollama.generate({ model: 'small1', prompt: '' });
+  await ollama.generate({ model: 'small2', prompt: '' });
+  await ollama.generate({ model: 'small2', prompt: 'Hi', options: { num_predict: 1 } });
+  t.same(await names(), ['small1:latest', 'small2:latest']);
+  await ollama.generate({ model: 'large', prompt: '' });
+  t.same(await names(), ['large:latest', 'small2:latest'], 'small1 was the least recently used');
+});

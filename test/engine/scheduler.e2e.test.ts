@@ -1,0 +1,110 @@
+/**
+ * The scheduler as a user meets it, with 2 slots per model, a queue of 2 and 1 loaded model:
+ * concurrent requests share a model, the queue overflows into 503 + Retry-After, a client that
+ * leaves frees its slot at once, keep_alive expires models, a new model evicts an idle one but
+ * waits for a busy one, deleting a loaded model unloads it, and stopping svc-inference answers 503.
+ */
+import t from 'tap';
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { EngineService } from '../../plugins/engine/service.js';
+import { createModel } from '../helpers/models.js';
+import { ollamaClient, startEngineAppliance } from './helpers.js';
+
+const app = await startEngineAppliance({
+  plugins: { engine: { options: { numParallel: 2, maxQueue: 2, maxLoadedModels: 1 } } },
+});
+t.teardown(() => app.close());
+// Random weights: it rarely emits an end token, so a long num_predict really runs long.
+await createModel(app, 'a', 'gguf/bench-random-135m-q4_0.gguf');
+await createModel(app, 'b', 'gguf/stories260K-chatml.gguf');
+const ollama = ollamaClient(app);
+const engine = app.hooks.inference.get() as EngineService;
+const names = async () => (await ollama.ps()).models.map((m) => m.name);
+
+/** Starts a streaming generation and resolves once its first chunk has arrived. */
+async function startStream(model: string, numPredict: number) {
+  const ctl = new AbortController();
+  const res = await app.fetch('/api/generate', {
+    method: 'POST',
+    signal: ctl.signal,
+    body: JSON.stringify({ model, prompt: 'Once upon a time', options: { num_predict: numPredict, temperature: 1 } }),
+  });
+  const reader = (res.body as ReadableStream<Uint8Array>).getReader();
+  await reader.read();
+  const rest = (async () => {
+    let text = '';
+    const decoder = new TextDecoder();
+    try {
+      for (let r = await reader.read(); !r.done; r = await reader.read()) text += decoder.decode(r.value);
+    } catch {
+      return 'aborted';
+    }
+    return text;
+  })();
+  return { status: res.status, abort: () => ctl.abort(), rest };
+}
+
+t.test('slots, queue and 503; a client that leaves frees its slot at once', async (t) => {
+  const long1 = await startStream('a', 1900);
+  const long2 = await startStream('a', 1900);
+  t.equal(long1.status, 200);
+  t.equal(long2.status, 200, 'two requests share the model at once');
+
+  const queued = [1, 2].map(() => ollama.generate({ model: 'a', prompt: 'Hi', options: { num_predict: 3 } }));
+  while (engine.stats().queued < 2) await sleep(20);
+  t.match(engine.stats(), { queued: 2, active: 2 });
+  const busy = await app.fetch('/api/generate', { method: 'POST', body: JSON.stringify({ model: 'a', prompt: 'Hi', stream: false, options: { num_predict: 1 } }) });
+  t.equal(busy.status, 503, 'past the queue: 503');
+  t.equal(busy.headers.get('retry-after'), '1');
+  t.match(await busy.json(), { error: /server busy/ });
+
+  long1.abort();
+  t.equal(await long1.rest, 'aborted');
+  const first = await queued[0]!;
+  t.equal(first.done, true, 'a queued request got the freed slot');
+  let secondDone = false;
+  void queued[1]!.then(() => (secondDone = true));
+  long2.abort();
+  await queued[1];
+  t.ok(secondDone);
+  t.same(await names(), ['a:latest']);
+});
+
+t.test('keep_alive: the model goes when it expires', async (t) => {
+  await ollama.generate({ model: 'a', prompt: 'Hi', keep_alive: 1, options: { num_predict: 1 } });
+  t.same(await names(), ['a:latest']);
+  await sleep(2500);
+  t.same(await names(), [], 'unloaded after 1 s idle');
+});
+
+t.test('a new model evicts an idle one, but waits for one in use', async (t) => {
+  await ollama.generate({ model: 'a', prompt: '', keep_alive: -1 });
+  await ollama.chat({ model: 'b', messages: [], keep_alive: -1 });
+  t.same(await names(), ['b:latest'], 'an idle model, even a keep-forever one, makes room');
+
+  const busy = await startStream('b', 40);
+  const other = ollama.generate({ model: 'a', prompt: 'Hi', options: { num_predict: 2 } });
+  const text = await busy.rest;
+  t.match(text, /"done":true/, 'the model in use finished its answer');
+  t.notMatch(text, /"error"/, 'no error line');
+  t.equal((await other).done, true, 'then the other model was loaded');
+  t.same(await names(), ['a:latest']);
+});
+
+t.test('deleting a loaded model unloads it first', async (t) => {
+  await createModel(app, 'c', 'gguf/stories260K.gguf');
+  await ollama.generate({ model: 'c', prompt: '', keep_alive: -1 });
+  t.same(await names(), ['c:latest']);
+  const res = await app.fetch('/api/delete', { method: 'DELETE', body: JSON.stringify({ model: 'c' }) });
+  t.equal(res.status, 200);
+  t.same(await names(), []);
+});
+
+t.test('svc-inference stopped: 503; started again: answers', async (t) => {
+  await app.hooks.services.stop('svc-inference');
+  const res = await app.fetch('/api/generate', { method: 'POST', body: JSON.stringify({ model: 'a', prompt: 'Hi' }) });
+  t.equal(res.status, 503);
+  t.match(await res.json(), { error: /svc-inference is stopped/ });
+  await app.hooks.services.start('svc-inference');
+  t.equal((await ollama.generate({ model: 'a', prompt: 'Hi', options: { num_predict: 1 } })).done, true);
+});
