@@ -7,7 +7,6 @@
  * @module
  */
 import { stat } from 'node:fs/promises';
-import { readGgufFileInfo } from 'node-llama-cpp';
 
 /** Resident memory of an idle runner process (Node + the llama.cpp bindings), measured ~45 MB. */
 export const RUNNER_OVERHEAD_BYTES = 48 * 1024 * 1024;
@@ -26,6 +25,9 @@ const IGNORED = ['tokenizer.ggml.merges', 'tokenizer.ggml.token_type', 'tokenize
 
 /** Reads the shape of a model from its GGUF header. */
 export async function readShape(modelPath: string): Promise<GgufShape> {
+  // Imported on first use: node-llama-cpp's JavaScript alone holds ~20 MB that an idle appliance
+  // without a loaded model should not pay for.
+  const { readGgufFileInfo } = await import('node-llama-cpp');
   const info = await readGgufFileInfo(modelPath, { readTensorInfo: false, ignoreKeys: IGNORED, logWarnings: false });
   const arch = info.architectureMetadata as Record<string, unknown> & { attention?: Record<string, unknown> };
   const num = (v: unknown, fallback: number): number => (typeof v === 'number' && v > 0 ? v : fallback);

@@ -11,8 +11,7 @@
  * @module
  */
 import { createInterface } from 'node:readline';
-import type { ApiClient } from '../client.js';
-import { CliError, type CliArgs, type CliCommand, type CliIO } from '../types.js';
+import { CliError, type ApiClient, type CliArgs, type CliCommand, type CliIO } from '../../../core/index.js';
 
 interface ChatChunk {
   message?: { content?: string };
