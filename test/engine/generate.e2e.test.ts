@@ -69,6 +69,8 @@ t.test('seed + temperature 0 are deterministic; stop words end the answer withou
 t.test('raw, system and a request template shape the prompt', async (t) => {
   const base = { model: 'stories', options: { num_predict: 1, temperature: 0 } };
   const plain = await ollama.generate({ ...base, prompt: 'Once upon a time', raw: true });
+  const upon = await ollama.generate({ ...base, prompt: 'Once upon', raw: true, options: { num_predict: 3, temperature: 0 } });
+  t.match(upon.response, /^ \S/, `the first word keeps its leading space: ${JSON.stringify(upon.response)}`);
   const templated = await ollama.generate({ ...base, prompt: 'Once upon a time', template: 'Tell a story. {{ .Prompt }}' });
   t.ok(templated.prompt_eval_count > plain.prompt_eval_count, 'the template text was added');
   const withSystem = await ollama.generate({ ...base, prompt: 'Once upon a time', system: 'A long system prompt here.', template: '{{ if .System }}{{ .System }} {{ end }}{{ .Prompt }}' });

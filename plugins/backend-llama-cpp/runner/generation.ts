@@ -48,7 +48,8 @@ export interface GenerationHooks {
  * Runs one library generation call with text-level stop sequences (see stops.ts), measured timings
  * and token counts. A stop sequence ends the call through its own abort signal; the client's abort
  * (`signal`) throws. Returns the library's result (undefined when a stop sequence cut it short)
- * and the `done` event to send after anything else.
+ * and the `done` event to send after anything else. `firstText`, when given, re-detokenizes the
+ * first generated tokens in the context of the prompt (see the comment at its use).
  */
 export async function generation<R extends { metadata: { stopReason: string } }>(
   signal: AbortSignal,
@@ -57,12 +58,14 @@ export async function generation<R extends { metadata: { stopReason: string } }>
   started: bigint,
   promptTokens: number,
   call: (hooks: GenerationHooks) => Promise<R>,
+  firstText?: (tokens: Token[]) => string,
 ): Promise<{ result: R | undefined; done: GenerationEvent }> {
   const ctl = new AbortController();
   const onAbort = () => ctl.abort(signal.reason);
   signal.addEventListener('abort', onAbort, { once: true });
   let first = 0n;
   let count = 0;
+  let firstTokens: Token[] | null = [];
   const detector = new StopDetector(stops, (text) => emit({ type: 'token', text }), () => ctl.abort(new Error('stop sequence')));
   let result: R | undefined;
   try {
@@ -72,8 +75,15 @@ export async function generation<R extends { metadata: { stopReason: string } }>
       onToken(tokens) {
         if (first === 0n) first = now();
         count += tokens.length;
+        firstTokens?.push(...tokens);
       },
-      onTextChunk: (text) => detector.push(text),
+      onTextChunk: (text) => {
+        // The library detokenizes the first tokens without the prompt before them, which drops a
+        // SentencePiece word's leading space ("Once upon" + "a time"); `firstText` redoes it in context.
+        if (firstTokens && firstText) text = firstText(firstTokens);
+        firstTokens = null;
+        detector.push(text);
+      },
     });
   } catch (err) {
     // With nothing generated yet, an abort still throws (reference §4.2); a stop sequence is fine.

@@ -148,6 +148,7 @@ export class ModelSession {
           disableContextShift: true,
           ...(grammar ? { grammar } : {}),
         }),
+        (generated) => this.#model.detokenize(generated, false, tokens.slice(-8)),
       );
       emit(done);
     });
