@@ -27,3 +27,4 @@ export type * from './contracts/network.js';
 export type * from './contracts/tls.js';
 export { CliError, type CliCommand, type CliIO, type CliArgs } from './cli/types.js';
 export { responseError, type ApiClient } from './cli/client.js';
+export { runTool, firstLine, ToolError, type ToolResult } from './host/run-tool.js';

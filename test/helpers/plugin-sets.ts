@@ -16,3 +16,13 @@ export const RUNTIME_ONLY: Record<string, PluginEntry> = {
   engine: false,
   'api-openai': false,
 };
+
+/** The runtime and the host plugins, no models; mDNS off so tests do not multicast. */
+export const HOST_ONLY: Record<string, PluginEntry> = {
+  'model-store': false,
+  'backend-llama-cpp': false,
+  'backend-transformers': false,
+  engine: false,
+  'api-openai': false,
+  'host-network': { options: { mdns: 'off' } },
+};

@@ -8,19 +8,10 @@ import { chmod, mkdtemp, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import t, { type Test } from 'tap';
-import type { PluginEntry } from '../../core/config/schema.js';
+import { HOST_ONLY } from '../helpers/plugin-sets.js';
 import { startTestAppliance, type TestAppliance } from '../helpers/appliance.js';
 import { fakeTool, hostFixture } from './fake-tool.js';
 
-/** Only the runtime and the host plugins: the GPU API needs no models. */
-const HOST_ONLY: Record<string, PluginEntry> = {
-  'model-store': false,
-  'backend-llama-cpp': false,
-  'backend-transformers': false,
-  engine: false,
-  'api-openai': false,
-  'host-network': { options: { mdns: 'off' } },
-};
 
 interface GpuBody {
   vendor: string;

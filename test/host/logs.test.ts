@@ -7,18 +7,10 @@ import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import t from 'tap';
-import type { PluginEntry } from '../../core/config/schema.js';
 import { LogFiles } from '../../plugins/host-services/log-files.js';
+import { HOST_ONLY } from '../helpers/plugin-sets.js';
 import { startTestAppliance } from '../helpers/appliance.js';
 
-const HOST_ONLY: Record<string, PluginEntry> = {
-  'model-store': false,
-  'backend-llama-cpp': false,
-  'backend-transformers': false,
-  engine: false,
-  'api-openai': false,
-  'host-network': { options: { mdns: 'off' } },
-};
 
 interface LogsBody {
   service: string;

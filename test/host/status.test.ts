@@ -7,21 +7,13 @@ import { mkdir, mkdtemp, readFile, rm, statfs, writeFile } from 'node:fs/promise
 import os from 'node:os';
 import path from 'node:path';
 import t from 'tap';
-import type { PluginEntry } from '../../core/config/schema.js';
 import { StatusSampler } from '../../plugins/host-services/status/sampler.js';
 import { cpuPercent, parseMeminfo, parseProcStat } from '../../plugins/host-services/status/proc.js';
 import { toGiB, toTiBOrGiB } from '../../plugins/host-services/status/format.js';
+import { HOST_ONLY } from '../helpers/plugin-sets.js';
 import { startTestAppliance } from '../helpers/appliance.js';
 import { ROOT } from '../helpers/fixtures.js';
 
-const HOST_ONLY: Record<string, PluginEntry> = {
-  'model-store': false,
-  'backend-llama-cpp': false,
-  'backend-transformers': false,
-  engine: false,
-  'api-openai': false,
-  'host-network': { options: { mdns: 'off' } },
-};
 
 t.test('GET /system/status', async (t) => {
   const modelsDir = await mkdtemp(path.join(os.tmpdir(), 'lia-models-'));

@@ -6,18 +6,10 @@
  */
 import t from 'tap';
 import { SERVICE_NAMES } from '../../core/index.js';
-import type { PluginEntry } from '../../core/config/schema.js';
+import { HOST_ONLY } from '../helpers/plugin-sets.js';
 import { startTestAppliance } from '../helpers/appliance.js';
 import { fakeTool } from './fake-tool.js';
 
-const HOST_ONLY: Record<string, PluginEntry> = {
-  'model-store': false,
-  'backend-llama-cpp': false,
-  'backend-transformers': false,
-  engine: false,
-  'api-openai': false,
-  'host-network': { options: { mdns: 'off' } },
-};
 
 t.test('systemd manager', async (t) => {
   const systemctl = await fakeTool('systemctl', {

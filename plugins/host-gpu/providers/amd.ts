@@ -9,7 +9,7 @@
 import { readdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { GpuProvider, GpuReport } from '../../../core/index.js';
-import { firstLine, runTool } from '../run-tool.js';
+import { firstLine, runTool } from '../../../core/index.js';
 import { which } from '../which.js';
 import { parseAmdSmiJson, parseAmdSysfs, parseRocmSmiJson, type SysfsCard } from './amd-parse.js';
 

@@ -7,7 +7,7 @@
  * @module
  */
 import type { GpuDevice, GpuProvider, GpuReport } from '../../../core/index.js';
-import { firstLine, runTool } from '../run-tool.js';
+import { firstLine, runTool } from '../../../core/index.js';
 import { which } from '../which.js';
 
 /** The fields asked for, in this order (the order gpustat and telegraf use). */

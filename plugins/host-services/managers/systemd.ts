@@ -8,7 +8,7 @@
  */
 import { Errors, SERVICE_NAMES, type LogLine, type ServiceAction, type ServiceManager, type ServiceName, type ServiceStatus } from '../../../core/index.js';
 import { serviceManagerFailed } from '../errors.js';
-import { firstLine, runTool, ToolError } from '../run-tool.js';
+import { firstLine, runTool, ToolError } from '../../../core/index.js';
 import { parseJournalJson, parseShowBlocks, serviceStatusOf } from './systemd-parse.js';
 
 /** The executables and the deadline of one call. */

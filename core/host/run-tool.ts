@@ -4,8 +4,7 @@
  * `sleep` included); the promise settles at the deadline even if a grandchild still holds the
  * pipes, so a hung tool can never hang a caller.
  *
- * The same file sits in each host plugin (host-gpu, host-network, host-services) so that each
- * stays self-contained: a vendor may ship or disable any one of them alone. Keep them identical.
+ * Shared by the host plugins (host-gpu, host-network, host-services) through `core/index.ts`.
  *
  * @module
  */
