@@ -36,7 +36,13 @@ t.test('a running avahi gets a service file with the real port, removed on stop'
   t.match(xml, '<type>_https._tcp</type>');
   t.match(xml, `<port>${app.port}</port>`);
   t.match(xml, '<name replace-wildcards="yes">LIA on %h</name>');
-  const net = (await (await app.fetch('/system/network')).json()) as { mdns: { responder: string; hostname: string; services: { port: number }[] } };
+  // The file is written before avahi is asked for its host name; wait for publishing to finish.
+  type Net = { mdns: { responder: string; hostname: string; services: { port: number }[] } };
+  let net = (await (await app.fetch('/system/network')).json()) as Net;
+  for (let i = 0; i < 200 && net.mdns.responder !== 'avahi'; i++) {
+    await new Promise((r) => setTimeout(r, 50));
+    net = (await (await app.fetch('/system/network')).json()) as Net;
+  }
   t.equal(net.mdns.responder, 'avahi');
   t.match(net.mdns.hostname, /\.local$/);
   t.equal(net.mdns.services[0]?.port, app.port);
