@@ -21,7 +21,7 @@ import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { Agent, fetch } from 'undici';
 import { inferenceThreads } from '../../plugins/engine/threads.js';
-import { startTestAppliance } from '../../test/helpers/appliance.js';
+import { startApplianceProcess } from '../lib/appliance-process.js';
 import { fixture, ROOT } from '../../test/helpers/fixtures.js';
 import { createModel } from '../../test/helpers/models.js';
 import { buildLlamaServer, startLlamaServer } from './llama-server.js';
@@ -99,7 +99,7 @@ async function main(): Promise<void> {
   const binary = await buildLlamaServer();
   const port = Number(values.port);
   const server = await startLlamaServer(binary, { model, port, threads: THREADS, parallel: SLOTS, contextPerSlot: CONTEXT });
-  const app = await startTestAppliance({
+  const app = await startApplianceProcess({
     plugins: {
       'host-network': false,
       'host-gpu': false,

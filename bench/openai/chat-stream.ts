@@ -35,7 +35,7 @@ import { performance } from 'node:perf_hooks';
 import { parseArgs } from 'node:util';
 import { fetch as undiciFetch, type Dispatcher } from 'undici';
 import { inferenceThreads } from '../../plugins/engine/threads.js';
-import { startTestAppliance } from '../../test/helpers/appliance.js';
+import { startApplianceProcess } from '../lib/appliance-process.js';
 import { fixture, ROOT } from '../../test/helpers/fixtures.js';
 import { createModel } from '../../test/helpers/models.js';
 
@@ -159,7 +159,7 @@ async function startLlamaServer(binary: string, model: string, threads: number):
 async function main(): Promise<void> {
   const modelFile = fixture(FIXTURE);
   const threads = inferenceThreads(0);
-  const app = await startTestAppliance({ plugins: { 'host-network': false, 'host-gpu': false, 'host-services': false, webui: false } });
+  const app = await startApplianceProcess({ plugins: { 'host-network': false, 'host-gpu': false, 'host-services': false, webui: false } });
   let server: { url: string; proc: ChildProcess } | null = null;
   try {
     await createModel(app, 'bench', FIXTURE);

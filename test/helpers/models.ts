@@ -51,7 +51,7 @@ async function listFiles(dir: string, prefix = ''): Promise<string[]> {
 }
 
 /** Uploads one file as a blob (no-op when the appliance has it); returns its digest. */
-export async function uploadBlob(app: TestAppliance, file: string): Promise<string> {
+export async function uploadBlob(app: Pick<TestAppliance, 'fetch'>, file: string): Promise<string> {
   const digest = await fileDigest(file);
   const head = await app.fetch(`/api/blobs/${digest}`, { method: 'HEAD' });
   if (head.status === 200) return digest;
@@ -70,7 +70,7 @@ export async function uploadBlob(app: TestAppliance, file: string): Promise<stri
  * Creates model `name` from a fixture (`gguf/<file>.gguf` or an `onnx/<folder>`) and returns the
  * create request's final status line. Throws with the server's message when anything fails.
  */
-export async function createModel(app: TestAppliance, name: string, fixtureName: string, extra: CreateExtra = {}): Promise<void> {
+export async function createModel(app: Pick<TestAppliance, 'fetch'>, name: string, fixtureName: string, extra: CreateExtra = {}): Promise<void> {
   const source = fixture(fixtureName);
   const files: Record<string, string> = {};
   if ((await stat(source)).isDirectory()) {
