@@ -22,6 +22,7 @@ import { parseArgs } from 'node:util';
 import { Agent, fetch } from 'undici';
 import { inferenceThreads } from '../../plugins/engine/threads.js';
 import { startApplianceProcess } from '../lib/appliance-process.js';
+import { ENGINE_ONLY } from '../../test/helpers/plugin-sets.js';
 import { fixture, ROOT } from '../../test/helpers/fixtures.js';
 import { createModel } from '../../test/helpers/models.js';
 import { buildLlamaServer, startLlamaServer } from './llama-server.js';
@@ -100,19 +101,11 @@ async function main(): Promise<void> {
   const port = Number(values.port);
   const server = await startLlamaServer(binary, { model, port, threads: THREADS, parallel: SLOTS, contextPerSlot: CONTEXT });
   const app = await startApplianceProcess({
-    plugins: {
-      'host-network': false,
-      'host-gpu': false,
-      'host-services': false,
-      'backend-transformers': false,
-      'api-openai': false,
-      webui: false,
-      engine: { options: { numParallel: SLOTS, contextLength: CONTEXT, threads: THREADS, keepAlive: -1 } },
-    },
+    plugins: { ...ENGINE_ONLY, engine: { options: { numParallel: SLOTS, contextLength: CONTEXT, threads: THREADS, keepAlive: -1 } } },
   });
   try {
     await createModel(app, 'bench', 'gguf/bench-random-135m-q4_0.gguf');
-    const agent = new Agent({ connect: { ca: app.ca }, bodyTimeout: 0, headersTimeout: 0, connections: 64 });
+    const agent = app.dispatcher();
     const appliance: Target = {
       name: 'appliance',
       async generate() {

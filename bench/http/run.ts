@@ -18,37 +18,11 @@ import { mkdtemp, readFile, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { parseArgs, promisify } from 'node:util';
+import { freePort, startApplianceProcess } from '../lib/appliance-process.js';
 import { TLS_POLICY } from '../../core/http/tls-policy.js';
 
 const run = promisify(execFile);
-const ROOT = path.resolve(import.meta.dirname, '..', '..');
 const { values } = parseArgs({ options: { duration: { type: 'string', default: '10' }, connections: { type: 'string', default: '32' } } });
-
-async function freePort(): Promise<number> {
-  const net = await import('node:net');
-  return new Promise((resolve) => {
-    const s = net.createServer().listen(0, '127.0.0.1', () => {
-      const port = (s.address() as { port: number }).port;
-      s.close(() => resolve(port));
-    });
-  });
-}
-
-async function startAppliance(dataDir: string, port: number): Promise<ChildProcess> {
-  const child = spawn(process.execPath, [path.join(ROOT, 'bin', 'lia.js'), 'serve', '--host', '127.0.0.1', '--port', String(port), '--data-dir', dataDir], {
-    env: { ...process.env, LIA_LOG_LEVEL: 'warn' },
-    stdio: ['ignore', 'pipe', 'inherit'],
-  });
-  await new Promise<void>((resolve, reject) => {
-    let out = '';
-    child.stdout!.on('data', (c: Buffer) => {
-      out += c.toString();
-      if (out.includes('Master key')) resolve();
-    });
-    child.on('exit', (code) => reject(new Error(`appliance exited ${code}: ${out}`)));
-  });
-  return child;
-}
 
 async function startNginx(dir: string, port: number, certDir: string): Promise<ChildProcess> {
   const conf = `
@@ -103,16 +77,15 @@ async function rssMb(pid: number): Promise<number> {
 }
 
 const dir = await mkdtemp(path.join(os.tmpdir(), 'lia-bench-http-'));
-const dataDir = path.join(dir, 'data');
-const [appPort, nginxPort, barePort] = [await freePort(), await freePort(), await freePort()];
-const app = await startAppliance(dataDir, appPort);
-const nginx = await startNginx(dir, nginxPort, path.join(dataDir, 'pki'));
-const bare = await startBareNode(barePort, path.join(dataDir, 'pki'));
+const app = await startApplianceProcess();
+const appPort = app.port;
+const [nginxPort, barePort] = [await freePort(), await freePort()];
+const nginx = await startNginx(dir, nginxPort, path.join(app.dataDir, 'pki'));
+const bare = await startBareNode(barePort, path.join(app.dataDir, 'pki'));
 try {
   await new Promise((r) => setTimeout(r, 5000));
-  const idleRss = await rssMb(app.pid!);
-  const key = (await readFile(path.join(dataDir, 'keys', 'master.key'), 'utf8')).trim();
-  const auth = [`Authorization: Bearer ${key}`];
+  const idleRss = await rssMb(app.pid);
+  const auth = [`Authorization: Bearer ${app.key}`];
   // Warm up both servers.
   await wrk(`https://127.0.0.1:${appPort}/health`);
   const nginxResult = await wrk(`https://127.0.0.1:${nginxPort}/health`);
@@ -134,7 +107,7 @@ try {
   };
   console.log(JSON.stringify(result, null, 2));
 } finally {
-  app.kill('SIGTERM');
+  await app.close();
   nginx.kill('SIGQUIT');
   bare.kill('SIGTERM');
 }

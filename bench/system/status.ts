@@ -11,43 +11,17 @@
  *
  * @module
  */
-import { spawn, type ChildProcess } from 'node:child_process';
-import { chmod, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
-import net from 'node:net';
+import { chmod, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import autocannon, { type Result } from 'autocannon';
+import { startApplianceProcess } from '../lib/appliance-process.js';
 
 const ROOT = path.resolve(import.meta.dirname, '..', '..');
 const { values } = parseArgs({ options: { duration: { type: 'string', default: '10' }, connections: { type: 'string', default: '50' } } });
 const duration = Number(values.duration);
 const connections = Number(values.connections);
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const s = net.createServer().listen(0, '127.0.0.1', () => {
-      const port = (s.address() as { port: number }).port;
-      s.close(() => resolve(port));
-    });
-  });
-}
-
-async function startAppliance(dataDir: string, port: number, nvidiaSmi: string): Promise<ChildProcess> {
-  const child = spawn(process.execPath, [path.join(ROOT, 'bin', 'lia.js'), 'serve', '--host', '127.0.0.1', '--port', String(port), '--data-dir', dataDir], {
-    env: { ...process.env, LIA_LOG_LEVEL: 'warn', LIA_NVIDIA_SMI: nvidiaSmi, LIA_MDNS: 'off' },
-    stdio: ['ignore', 'pipe', 'inherit'],
-  });
-  await new Promise<void>((resolve, reject) => {
-    let out = '';
-    child.stdout!.on('data', (c: Buffer) => {
-      out += c.toString();
-      if (out.includes('Master key')) resolve();
-    });
-    child.on('exit', (code) => reject(new Error(`appliance exited ${code}: ${out}`)));
-  });
-  return child;
-}
 
 interface Figures {
   p50: number;
@@ -62,17 +36,14 @@ async function load(url: string, headers: Record<string, string>, ca: string, se
 }
 
 const dir = await mkdtemp(path.join(os.tmpdir(), 'lia-bench-system-'));
-const dataDir = path.join(dir, 'data');
 const fakeSmi = path.join(dir, 'nvidia-smi');
 await writeFile(fakeSmi, `#!/bin/sh\ncat '${path.join(ROOT, 'test/fixtures/host/nvidia/8x-titan-x.csv')}'\n`);
 await chmod(fakeSmi, 0o755);
-const port = await freePort();
-const app = await startAppliance(dataDir, port, fakeSmi);
+const app = await startApplianceProcess({}, { LIA_NVIDIA_SMI: fakeSmi, LIA_MDNS: 'off' });
 try {
-  const key = (await readFile(path.join(dataDir, 'keys', 'master.key'), 'utf8')).trim();
-  const ca = await readFile(path.join(dataDir, 'pki', 'root.crt'), 'utf8');
-  const auth = { authorization: `Bearer ${key}` };
-  const base = `https://127.0.0.1:${port}`;
+  const { ca } = app;
+  const auth = { authorization: `Bearer ${app.key}` };
+  const base = app.url;
   await load(`${base}/health`, {}, ca, 3); // warm-up: JIT, TLS session setup
   await load(`${base}/system/status`, auth, ca, 2);
   await load(`${base}/system/gpu`, auth, ca, 2);
@@ -104,7 +75,6 @@ try {
     ),
   );
 } finally {
-  app.kill('SIGTERM');
-  await new Promise((r) => app.once('exit', r));
+  await app.close();
   await rm(dir, { recursive: true, force: true });
 }

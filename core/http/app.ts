@@ -88,8 +88,12 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   });
 
   // Ollama's CLI and clients probe `/` as a heartbeat; a browser is sent to the web UI.
+  let hasUi = false;
+  app.addHook('onReady', async () => {
+    hasUi = routes.list().some((r) => r.url === '/ui/');
+  });
   app.get('/', { config: { public: true } }, async (request, reply) => {
-    if (String(request.headers.accept ?? '').includes('text/html') && routes.list().some((r) => r.url === '/ui/')) return reply.redirect('/ui/');
+    if (hasUi && String(request.headers.accept ?? '').includes('text/html')) return reply.redirect('/ui/');
     return reply.type('text/plain; charset=utf-8').send('Ollama is running');
   });
 

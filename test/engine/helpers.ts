@@ -8,21 +8,11 @@
 import { execFileSync } from 'node:child_process';
 import { Ollama } from 'ollama';
 import { fetch as undiciFetch } from 'undici';
-import type { PluginEntry } from '../../core/config/schema.js';
+import { ENGINE_ONLY } from '../helpers/plugin-sets.js';
 import { startTestAppliance, type TestAppliance, type TestApplianceOptions } from '../helpers/appliance.js';
 
-/** Only what inference needs: PKI, keys, the store, the llama.cpp backend and the engine. */
-export const ENGINE_PLUGINS: Record<string, PluginEntry> = {
-  'host-network': false,
-  'host-gpu': false,
-  'host-services': false,
-  'backend-transformers': false,
-  'api-openai': false,
-  webui: false,
-};
-
 export function startEngineAppliance(options: TestApplianceOptions = {}): Promise<TestAppliance> {
-  return startTestAppliance({ ...options, plugins: { ...ENGINE_PLUGINS, ...options.plugins } });
+  return startTestAppliance({ ...options, plugins: { ...ENGINE_ONLY, ...options.plugins } });
 }
 
 /** The official ollama npm client, talking HTTPS to the appliance with its CA and Bearer key. */

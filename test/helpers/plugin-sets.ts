@@ -26,3 +26,13 @@ export const HOST_ONLY: Record<string, PluginEntry> = {
   'api-openai': false,
   'host-network': { options: { mdns: 'off' } },
 };
+
+/** Only what inference needs: PKI, keys, the store, the llama.cpp backend and the engine. */
+export const ENGINE_ONLY: Record<string, PluginEntry> = {
+  'host-network': false,
+  'host-gpu': false,
+  'host-services': false,
+  'backend-transformers': false,
+  'api-openai': false,
+  webui: false,
+};

@@ -11,11 +11,10 @@ import type { Config } from '../../core/config/schema.js';
 import { loadPlugins } from '../../core/plugin/host.js';
 import { RUNTIME_ONLY } from '../helpers/plugin-sets.js';
 
-/** The config with only the runtime plugins plus the file's own entries. */
+/** The config of `cwd` with the non-runtime plugins switched off (the file's own entries are all runtime or extra). */
 async function runtimeConfig(cwd: string): Promise<Config> {
   const config = await loadConfig({ cwd, env: {} });
-  const own = Object.fromEntries(Object.entries(config.plugins).filter(([k]) => !(k in RUNTIME_ONLY) || config.plugins[k] !== true));
-  return { ...config, plugins: { ...config.plugins, ...RUNTIME_ONLY, ...own } };
+  return { ...config, plugins: { ...config.plugins, ...RUNTIME_ONLY } };
 }
 
 async function dir(files: Record<string, string>): Promise<string> {

@@ -28,8 +28,6 @@ export const commands: CliCommand[] = [
       service: { type: 'string' },
     },
     async run({ values }, io) {
-      // Each runner and sampler would otherwise share libuv's 4 threads with file I/O.
-      io.env['UV_THREADPOOL_SIZE'] ??= '16';
       let config;
       try {
         config = await loadConfig({

@@ -14,7 +14,7 @@
  * @module
  */
 import type { GenerationEvent, ToolCall } from '../../../core/index.js';
-import { newId, SYSTEM_FINGERPRINT, type ResponseMeta } from './ids.js';
+import { newId, envelope, type ResponseMeta } from './ids.js';
 
 /** OpenAI's `finish_reason` for chat. */
 export type ChatFinishReason = 'stop' | 'length' | 'tool_calls';
@@ -122,11 +122,7 @@ export class ChatCollector {
     };
     if (hasCalls) message.tool_calls = this.#calls;
     return {
-      id: this.#meta.id,
-      object: 'chat.completion',
-      created: this.#meta.created,
-      model: this.#meta.model,
-      system_fingerprint: SYSTEM_FINGERPRINT,
+      ...envelope(this.#meta, 'chat.completion'),
       choices: [{ index: 0, message, logprobs: null, finish_reason: finishReason(this.#done, hasCalls) }],
       usage: this.#done ? usageOf(this.#done) : ZERO_USAGE,
     };
@@ -147,11 +143,7 @@ export class ChatChunker {
 
   #chunk(delta: ChatDelta, finish: ChatFinishReason | null = null): ChatCompletionChunk {
     return {
-      id: this.#meta.id,
-      object: 'chat.completion.chunk',
-      created: this.#meta.created,
-      model: this.#meta.model,
-      system_fingerprint: SYSTEM_FINGERPRINT,
+      ...envelope(this.#meta, 'chat.completion.chunk'),
       choices: [{ index: 0, delta, logprobs: null, finish_reason: finish }],
     };
   }
@@ -181,11 +173,7 @@ export class ChatChunker {
   /** The trailing usage chunk (`choices: []`), for `stream_options.include_usage`. */
   usage(): ChatCompletionChunk {
     return {
-      id: this.#meta.id,
-      object: 'chat.completion.chunk',
-      created: this.#meta.created,
-      model: this.#meta.model,
-      system_fingerprint: SYSTEM_FINGERPRINT,
+      ...envelope(this.#meta, 'chat.completion.chunk'),
       choices: [],
       usage: this.#done ? usageOf(this.#done) : ZERO_USAGE,
     };

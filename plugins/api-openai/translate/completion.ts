@@ -14,7 +14,7 @@ import type { GenerationEvent, InferenceGenerateRequest } from '../../../core/in
 import { samplingOptions, streamFlags } from './chat-request.js';
 import { usageOf, type Usage } from './chat-response.js';
 import { asBody, invalid, optionalBool, optionalInt, optionalString, requiredString, singleChoice } from './fields.js';
-import { SYSTEM_FINGERPRINT, type ResponseMeta } from './ids.js';
+import { envelope, type ResponseMeta } from './ids.js';
 
 /** OpenAI's default `max_tokens` for legacy completions. */
 export const DEFAULT_COMPLETION_TOKENS = 16;
@@ -81,11 +81,7 @@ export interface TextCompletion {
 /** Builds a `text_completion` object. */
 export function textCompletion(meta: ResponseMeta, choices: TextCompletion['choices'], usage?: Usage): TextCompletion {
   const out: TextCompletion = {
-    id: meta.id,
-    object: 'text_completion',
-    created: meta.created,
-    model: meta.model,
-    system_fingerprint: SYSTEM_FINGERPRINT,
+    ...envelope(meta, 'text_completion'),
     choices,
   };
   if (usage) out.usage = usage;

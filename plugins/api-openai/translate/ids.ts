@@ -26,3 +26,8 @@ export interface ResponseMeta {
   created: number;
   model: string;
 }
+
+/** The fields every response object starts with, for one `object` type. */
+export function envelope<O extends string>(meta: ResponseMeta, object: O) {
+  return { id: meta.id, object, created: meta.created, model: meta.model, system_fingerprint: SYSTEM_FINGERPRINT };
+}
