@@ -53,14 +53,18 @@ export async function run(runs = 7): Promise<{ pullMBps: number; curlMBps: numbe
     const curls: number[] = [];
     for (let i = 0; i < runs + 1; i++) {
       await json('DELETE', '/api/delete', { name }).catch(() => undefined);
+      // Each timed run starts with the previous run's file written back, so neither pays for the other's disk flush.
+      execFileSync('sync');
       const t0 = performance.now();
       await json('POST', '/api/pull', { name, insecure: true, stream: false });
       const pullSecs = (performance.now() - t0) / 1000;
       const out = path.join(tmp, 'blob');
+      execFileSync('sync');
       const curlSecs = Number(execFileSync('curl', ['-sS', '-o', out, '-w', '%{time_total}', blobUrl], { encoding: 'utf8' }));
       await rm(out, { force: true });
       if (i === 0) continue; // warm-up: page cache, connections, lazy imports
       pulls.push(pullSecs);
+      if (process.env.BENCH_VERBOSE) console.error(`pull ${(pullSecs * 1000).toFixed(1)} ms  curl ${(curlSecs * 1000).toFixed(1)} ms`);
       curls.push(curlSecs);
     }
     const pullMBps = bytes / 1e6 / median(pulls);

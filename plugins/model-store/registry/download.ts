@@ -6,13 +6,12 @@
  *
  * @module
  */
-import { createHash, type Hash } from 'node:crypto';
-import { createReadStream, createWriteStream, type WriteStream } from 'node:fs';
+import { createHash } from 'node:crypto';
 import { open, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
-import { once } from 'node:events';
 import { isAppError, Errors } from '../../../core/index.js';
 import type { BlobStore } from '../store/blobs.js';
 import { storageError } from '../store/errors.js';
+import { Batcher, BlobFile } from './blob-file.js';
 import type { RegistryClient, Repository } from './client.js';
 
 /** Tuning of downloads (plugin options). */
@@ -35,9 +34,8 @@ interface Part {
   written?: number;
 }
 
-/** A running SHA-256 and how many bytes from the start of the blob it has seen. */
+/** How many bytes from the start of the blob the running SHA-256 (in the {@link BlobFile}) has seen. */
 interface Hasher {
-  hash: Hash;
   cursor: number;
 }
 
@@ -63,18 +61,7 @@ export function planParts(total: number, min: number, max: number): Part[] {
 function retryable(err: unknown): boolean {
   if (isAppError(err)) return err.statusCode >= 500 && err.code !== 'LIA_ERR_INSUFFICIENT_STORAGE';
   const code = (err as NodeJS.ErrnoException)?.code;
-  return code !== 'ENOSPC' && code !== 'EDQUOT' && code !== 'ABORT_ERR';
-}
-
-/** Resolves on 'drain', or when the stream fails or closes (the caller checks why). */
-function drained(out: WriteStream): Promise<void> {
-  return new Promise((resolve) => {
-    const done = (): void => {
-      out.off('drain', done).off('error', done).off('close', done);
-      resolve();
-    };
-    out.on('drain', done).on('error', done).on('close', done);
-  });
+  return code !== 'ENOSPC' && code !== 'EDQUOT' && code !== 'ABORT_ERR' && code !== 'LIA_WRITER_GONE';
 }
 
 const sleep = (ms: number, signal: AbortSignal): Promise<void> =>
@@ -198,28 +185,46 @@ export class BlobDownload {
     }
     this.#markReady();
     for (const p of this.#parts) p.written = p.completed;
-    // The first part is hashed as it arrives (for blobs under two parts' size, that is all of
-    // it); the rest is read back from the file after the download, while it is in the page cache.
-    const hasher: Hasher = { hash: createHash('sha256'), cursor: 0 };
-    const first = this.#parts[0];
-    if (first && first.completed > 0) hasher.cursor = await this.#hashFile(hasher.hash, 0, first.completed);
-    const saver = setInterval(() => void this.#saveState(), 1000);
+    let file: BlobFile;
     try {
-      await Promise.all(this.#parts.map((p, i) => this.#downloadPart(p, i === 0 ? hasher : null, signal)));
+      file = await BlobFile.open(this.#partial);
     } catch (err) {
-      await this.#saveState();
-      throw err;
-    } finally {
-      clearInterval(saver);
+      throw storageError(err, 'preparing a download');
     }
-    if (hasher.cursor < this.total) hasher.cursor += await this.#hashFile(hasher.hash, hasher.cursor, this.total);
-    const got = `sha256:${hasher.hash.digest('hex')}`;
+    let got: string;
+    try {
+      got = `sha256:${await this.#fetchParts(file, signal)}`;
+    } finally {
+      await file.close();
+    }
     if (got !== this.digest) {
       await this.#discard();
       throw Errors.badGateway(`digest mismatch, file must be downloaded again: want ${this.digest}, got ${got}`);
     }
     await rename(this.#partial, this.#final);
     await rm(this.#stateFile, { force: true });
+  }
+
+  /**
+   * Downloads every part into `file` and returns the hex SHA-256 of the whole blob. The first
+   * part is hashed as it arrives (for blobs under two parts' size, that is all of it); the rest
+   * is read back from the file afterwards, while it is still in the page cache.
+   */
+  async #fetchParts(file: BlobFile, signal: AbortSignal): Promise<string> {
+    const hasher: Hasher = { cursor: 0 };
+    const first = this.#parts[0];
+    if (first && first.completed > 0) hasher.cursor = await file.hashFile(0, first.completed);
+    const saver = setInterval(() => void this.#saveState(), 1000);
+    try {
+      await Promise.all(this.#parts.map((p, i) => this.#downloadPart(p, i === 0 ? hasher : null, file, signal)));
+    } catch (err) {
+      await this.#saveState();
+      throw err;
+    } finally {
+      clearInterval(saver);
+    }
+    if (hasher.cursor < this.total) hasher.cursor += await file.hashFile(hasher.cursor, this.total);
+    return file.digest();
   }
 
   /**
@@ -271,24 +276,13 @@ export class BlobDownload {
     await rm(this.#stateFile, { force: true });
   }
 
-  /** Hashes the file bytes [from, to) and returns how many were hashed. */
-  async #hashFile(hash: Hash, from: number, to: number): Promise<number> {
-    if (to <= from) return 0;
-    let n = 0;
-    for await (const chunk of createReadStream(this.#partial, { start: from, end: to - 1, highWaterMark: 1 << 20 })) {
-      hash.update(chunk as Buffer);
-      n += (chunk as Buffer).length;
-    }
-    return n;
-  }
-
-  async #downloadPart(part: Part, hasher: Hasher | null, signal: AbortSignal): Promise<void> {
+  async #downloadPart(part: Part, hasher: Hasher | null, file: BlobFile, signal: AbortSignal): Promise<void> {
     const size = part.end - part.start + 1;
     let failures = 0;
     while (part.completed < size) {
       const before = part.completed;
       try {
-        await this.#attempt(part, hasher, signal);
+        await this.#attempt(part, hasher, file, signal);
         if (part.completed < size) throw Object.assign(new Error('the registry closed the connection early'), { code: 'ECONNRESET' });
       } catch (err) {
         if (signal.aborted) throw signal.reason;
@@ -302,7 +296,7 @@ export class BlobDownload {
     }
   }
 
-  async #attempt(part: Part, hasher: Hasher | null, signal: AbortSignal): Promise<void> {
+  async #attempt(part: Part, hasher: Hasher | null, file: BlobFile, signal: AbortSignal): Promise<void> {
     const from = part.start + part.completed;
     const res = await this.client.getBlob(this.repo, this.digest, [from, part.end], signal);
     if (res.status === 200 && from !== 0) {
@@ -322,43 +316,54 @@ export class BlobDownload {
     // Hash inline only when this range continues exactly where the hash stopped.
     const inline = hasher !== null && hasher.cursor === from ? hasher : null;
     const limit = part.end - from + 1;
-    let out: WriteStream;
-    try {
-      out = createWriteStream(this.#partial, { flags: 'r+', start: from, highWaterMark: 1 << 20 });
-      await once(out, 'open');
-    } catch (err) {
-      res.body.destroy();
-      throw storageError(err, 'writing a download');
-    }
-    let writeError: unknown = null;
-    out.on('error', (err) => (writeError = err));
+    const batcher = new Batcher();
+    let pos = from;
+    /** Hands a batch to the file; false when the body must pause until the file has room. */
+    const put = (batch: Buffer[] | null): boolean => {
+      if (!batch) return true;
+      const at = pos;
+      const size = batch.reduce((n, b) => n + b.length, 0);
+      pos += size;
+      if (inline) inline.cursor += size;
+      return file.write(batch, at, inline !== null, (n) => (part.written = (part.written ?? 0) + n));
+    };
+    const body = res.body;
     let received = 0;
     try {
-      for await (const raw of res.body) {
-        let chunk = raw as Buffer;
-        if (received + chunk.length > limit) chunk = chunk.subarray(0, limit - received);
-        if (inline) {
-          inline.hash.update(chunk);
-          inline.cursor += chunk.length;
-        }
-        received += chunk.length;
-        part.completed += chunk.length;
-        const length = chunk.length;
-        const flushed = out.write(chunk, (err) => {
-          if (!err) part.written = (part.written ?? 0) + length;
-        });
-        if (!flushed && !writeError) await drained(out);
-        if (writeError) throw writeError;
-        if (received >= limit) break;
-      }
+      // 'data' events rather than async iteration: a pull handles a thousand chunks a second.
+      await new Promise<void>((resolve, reject) => {
+        const stop = (err?: unknown): void => {
+          body.off('data', onData).off('end', stop).off('close', stop).off('error', stop);
+          if (err) reject(err);
+          else resolve();
+        };
+        const onData = (raw: Buffer): void => {
+          try {
+            const chunk = received + raw.length > limit ? raw.subarray(0, limit - received) : raw;
+            received += chunk.length;
+            part.completed += chunk.length;
+            if (!put(batcher.push(chunk))) {
+              body.pause();
+              void file.room().then(() => body.resume());
+            }
+            if (received >= limit) stop();
+          } catch (err) {
+            stop(err);
+          }
+        };
+        // A cut connection ends the body early ('close' or 'error'); the caller retries from `completed`.
+        body.on('data', onData).on('end', stop).on('close', stop).on('error', stop);
+      });
     } finally {
-      res.body.destroy();
-      if (!out.closed) {
-        const closed = once(out, 'close').catch(() => undefined);
-        out.end();
-        await closed;
+      body.destroy();
+      // What arrived is kept (written, and counted for a resume) however the attempt ended.
+      try {
+        put(batcher.take());
+        await file.drain();
+      } catch (err) {
+        // eslint-disable-next-line no-unsafe-finally
+        throw storageError(err, 'writing a download');
       }
-      if (writeError) throw storageError(writeError, 'writing a download');
     }
   }
 }

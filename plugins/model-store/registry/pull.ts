@@ -1,8 +1,9 @@
 /**
- * Pulling a model: the manifest, then every layer (config included) one after another, each
- * reported as `pulling layer` lines with `digest`, `total` and `completed` (at its start, at most
- * every 100 ms while it downloads, and at its end). The manifest is written, exactly as the
- * registry sent it, only after every blob is in place and checked.
+ * Pulling a model: the manifest, then every layer (config included). All missing layers download
+ * at once (the small ones finish while the weights still stream); progress is reported layer by
+ * layer in manifest order as `pulling layer` lines with `digest`, `total` and `completed` (at its
+ * start, at most every 100 ms while it downloads, and at its end). The manifest is written,
+ * exactly as the registry sent it, only after every blob is in place and checked.
  *
  * @module
  */
@@ -13,7 +14,7 @@ import type { Layer } from '../store/manifest.js';
 import type { ModelStoreService } from '../store/store.js';
 import type { Progress } from '../routes/progress.js';
 import type { RegistryClient, Repository } from './client.js';
-import { Downloads, type DownloadOptions } from './download.js';
+import { Downloads, type BlobDownload, type DownloadOptions } from './download.js';
 
 /** How often progress lines go out while a layer downloads. */
 const TICK_MS = 100;
@@ -24,6 +25,12 @@ function bytes(n: number): string {
   let i = 0;
   while (n >= 1000 && i < units.length - 1) (n /= 1000), i++;
   return `${n.toFixed(i === 0 ? 0 : 1)} ${units[i]}`;
+}
+
+/** A layer download this pull has joined. */
+interface Started {
+  download: BlobDownload;
+  done: Promise<void>;
 }
 
 /** Pulls models from registries into the store; downloads are shared between pulls. */
@@ -46,9 +53,14 @@ export class Puller {
     const { bytes: manifestBytes, manifest } = await this.#client.getManifest(repo, signal);
     const layers = [...manifest.layers, manifest.config];
     const unpin = this.#store.blobs.pin(layers.map((l) => l.digest));
+    // Leaves every download this pull joined when it ends early (a failed layer, a gone client).
+    const mine = new AbortController();
+    const leave = (): void => mine.abort(signal.reason);
+    signal.addEventListener('abort', leave, { once: true });
     try {
       await this.#checkSpace(layers);
-      for (const layer of layers) await this.#pullLayer(repo, layer, emit, signal);
+      const started = await Promise.all(layers.map((l) => this.#start(repo, l, mine.signal)));
+      for (const [i, layer] of layers.entries()) await this.#report(layer, started[i]!, emit);
       const previous = await this.#store.find(repo.name);
       await this.#store.writeManifest(repo.name, manifestBytes);
       if (previous) {
@@ -56,6 +68,8 @@ export class Puller {
         if (now && now.digest !== previous.digest) await this.#store.collectGarbage(previous);
       }
     } finally {
+      signal.removeEventListener('abort', leave);
+      if (!mine.signal.aborted) mine.abort(new Error('pull finished'));
       unpin();
     }
   }
@@ -73,13 +87,23 @@ export class Puller {
     }
   }
 
-  async #pullLayer(repo: Repository, layer: Layer, emit: (p: Progress) => void, signal: AbortSignal): Promise<void> {
+  /** Joins (or starts) the download of `layer`; null when the store already has it. */
+  async #start(repo: Repository, layer: Layer, signal: AbortSignal): Promise<Started | null> {
+    if ((await this.#store.blobs.size(layer.digest)) === layer.size) return null;
+    const download = this.downloads.get(repo, layer.digest, layer.size);
+    const done = download.join(signal);
+    done.catch(() => undefined); // awaited in #report; a pull that fails earlier never gets there
+    return { download, done };
+  }
+
+  /** Reports one layer's progress until its download settles. */
+  async #report(layer: Layer, started: Started | null, emit: (p: Progress) => void): Promise<void> {
     const line = (completed: number): Progress => ({ status: 'pulling layer', digest: layer.digest, total: layer.size, completed });
-    if ((await this.#store.blobs.size(layer.digest)) === layer.size) {
+    if (!started) {
       emit(line(layer.size));
       return;
     }
-    const download = this.downloads.get(repo, layer.digest, layer.size);
+    const { download, done } = started;
     await download.ready;
     let last = -1;
     const tick = (): void => {
@@ -89,7 +113,7 @@ export class Puller {
     tick();
     const timer = setInterval(tick, TICK_MS);
     try {
-      await download.join(signal);
+      await done;
     } finally {
       clearInterval(timer);
     }

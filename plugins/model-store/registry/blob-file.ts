@@ -1,0 +1,245 @@
+/**
+ * The file a download writes into, with its SHA-256, run on a worker thread. The main thread only
+ * receives from the registry and hands batches of about 1 MiB over (the buffer is transferred, not
+ * copied); the worker writes each batch at its position and, when asked, feeds it to the running
+ * hash. Receiving, hashing and writing so overlap on separate cores instead of taking turns on
+ * the event loop, which is what lets a pull keep up with `curl` while it also checks the digest.
+ *
+ * Workers are pooled: an idle one is kept (unreferenced) for the next download.
+ *
+ * @module
+ */
+import { Worker } from 'node:worker_threads';
+
+/**
+ * The worker's code, plain CommonJS evaluated as a string so that it runs the same from the
+ * TypeScript sources (under tsx) and from the transpiled `dist/`. One job at a time; every message
+ * gets exactly one reply, in order.
+ */
+const WORKER_SOURCE = `
+const { parentPort } = require('node:worker_threads');
+const fs = require('node:fs');
+const { createHash } = require('node:crypto');
+let fd = -1;
+let hash = null;
+function writeAll(bufs, pos) {
+  let n = fs.writevSync(fd, bufs, pos);
+  for (const buf of bufs) {
+    if (n >= buf.length) { n -= buf.length; pos += buf.length; continue; }
+    let off = n;
+    n = 0;
+    while (off < buf.length) off += fs.writeSync(fd, buf, off, buf.length - off, pos + off);
+    pos += buf.length;
+  }
+}
+function hashFile(from, to) {
+  const chunk = Buffer.allocUnsafe(1 << 20);
+  let pos = from;
+  while (pos < to) {
+    const n = fs.readSync(fd, chunk, 0, Math.min(chunk.length, to - pos), pos);
+    if (n === 0) throw Object.assign(new Error('the file ended before ' + to + ' bytes'), { code: 'LIA_SHORT_FILE' });
+    hash.update(chunk.subarray(0, n));
+    pos += n;
+  }
+  return to - from;
+}
+parentPort.on('message', (m) => {
+  try {
+    switch (m.op) {
+      case 'open': fd = fs.openSync(m.path, 'r+'); hash = createHash('sha256'); return parentPort.postMessage({ ok: 0 });
+      case 'write': {
+        const bufs = m.bufs.map((ab) => Buffer.from(ab));
+        writeAll(bufs, m.pos);
+        let size = 0;
+        for (const buf of bufs) {
+          if (m.hash) hash.update(buf);
+          size += buf.length;
+        }
+        return parentPort.postMessage({ ok: size });
+      }
+      case 'hashFile': return parentPort.postMessage({ ok: hashFile(m.from, m.to) });
+      case 'digest': { const hex = hash.digest('hex'); hash = createHash('sha256'); return parentPort.postMessage({ ok: hex }); }
+      case 'close': if (fd >= 0) fs.closeSync(fd); fd = -1; hash = null; return parentPort.postMessage({ ok: 0 });
+    }
+  } catch (err) {
+    parentPort.postMessage({ error: { message: err.message, code: err.code } });
+  }
+});
+`;
+
+/** Idle workers kept for the next download. */
+const MAX_IDLE = 2;
+const idle: Worker[] = [];
+
+type Reply = { ok: number | string } | { error: { message: string; code?: string } };
+interface Pending {
+  resolve(value: number | string): void;
+  reject(err: Error): void;
+}
+
+/** The worker itself failed: nothing more can be written through it (not worth a retry). */
+function writerGone(message: string): Error {
+  return Object.assign(new Error(message), { name: 'WorkerGone', code: 'LIA_WRITER_GONE' });
+}
+
+/** Bytes a download may have handed over but not yet written before it waits. */
+const MAX_IN_FLIGHT = 16 * 1024 * 1024;
+
+/** A file being downloaded, written and hashed on a worker thread. */
+export class BlobFile {
+  readonly #worker: Worker;
+  readonly #pending: Pending[] = [];
+  #inFlight = 0;
+  #waiters: Array<() => void> = [];
+  #failure: Error | null = null;
+  #closed = false;
+
+  private constructor(worker: Worker) {
+    this.#worker = worker;
+    worker.on('message', this.#onMessage);
+    worker.on('error', this.#onCrash);
+    worker.on('exit', this.#onExit);
+  }
+
+  /** Opens `path` (which must exist, at its full size) for positional writes and a fresh hash. */
+  static async open(path: string): Promise<BlobFile> {
+    const worker = idle.pop() ?? new Worker(WORKER_SOURCE, { eval: true });
+    const file = new BlobFile(worker);
+    try {
+      await file.#call({ op: 'open', path });
+    } catch (err) {
+      await file.close();
+      throw err;
+    }
+    return file;
+  }
+
+  /**
+   * Hands a batch over to be written at `pos`, and hashed when `hash` is true (the caller keeps
+   * hashed writes contiguous from the start of the blob). Every buffer must own its whole
+   * ArrayBuffer (see {@link Batcher}): they are transferred, not copied, and unusable afterwards.
+   * `onWritten` runs once the batch is on disk. Returns false, like a stream's `write`, when 16 MiB
+   * or more are in flight: wait for {@link room} before the next batch. Throws the first failure
+   * of an earlier write.
+   */
+  write(batch: Buffer[], pos: number, hash: boolean, onWritten?: (bytes: number) => void): boolean {
+    if (this.#failure) throw this.#failure;
+    let size = 0;
+    for (const b of batch) size += b.length;
+    this.#inFlight += size;
+    const bufs = batch.map((b) => b.buffer as ArrayBuffer);
+    this.#call({ op: 'write', bufs, pos, hash }, bufs).then(
+      () => onWritten?.(size),
+      () => undefined, // recorded in #failure by #onMessage / #fail
+    ).finally(() => {
+      this.#inFlight -= size;
+      for (const w of this.#waiters.splice(0)) w();
+    });
+    return this.#inFlight < MAX_IN_FLIGHT;
+  }
+
+  /** Resolves when there is room for more writes (or a write failed: the next one throws). */
+  async room(): Promise<void> {
+    while (this.#inFlight >= MAX_IN_FLIGHT && !this.#failure) await this.#idle();
+  }
+
+  /** Waits until every accepted write is on disk; throws the first failure. */
+  async drain(): Promise<void> {
+    while (this.#inFlight > 0 && !this.#failure) await this.#idle();
+    if (this.#failure) throw this.#failure;
+  }
+
+  #idle(): Promise<void> {
+    return new Promise<void>((resolve) => this.#waiters.push(resolve));
+  }
+
+  /** Hashes the file's bytes [from, to) (after the contiguous hashed writes). */
+  async hashFile(from: number, to: number): Promise<number> {
+    return (await this.#call({ op: 'hashFile', from, to })) as number;
+  }
+
+  /** The hex SHA-256 of everything hashed so far. */
+  async digest(): Promise<string> {
+    return (await this.#call({ op: 'digest' })) as string;
+  }
+
+  /** Closes the file and returns the worker to the pool (or ends it). Safe to call twice. */
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    this.#closed = true;
+    const healthy = !this.#failure || this.#failure.name !== 'WorkerGone';
+    if (healthy) await this.#call({ op: 'close' }).catch(() => undefined);
+    this.#worker.off('message', this.#onMessage).off('error', this.#onCrash).off('exit', this.#onExit);
+    if (healthy && idle.length < MAX_IDLE) {
+      this.#worker.unref();
+      idle.push(this.#worker);
+    } else {
+      await this.#worker.terminate();
+    }
+  }
+
+  #call(message: Record<string, unknown>, transfer: ArrayBuffer[] = []): Promise<number | string> {
+    if (this.#failure?.name === 'WorkerGone') return Promise.reject(this.#failure);
+    return new Promise((resolve, reject) => {
+      this.#pending.push({ resolve, reject });
+      this.#worker.postMessage(message, transfer);
+    });
+  }
+
+  readonly #onMessage = (reply: Reply): void => {
+    const p = this.#pending.shift();
+    if (!p) return;
+    if ('ok' in reply) return p.resolve(reply.ok);
+    const err = Object.assign(new Error(reply.error.message), { code: reply.error.code });
+    this.#failure ??= err;
+    p.reject(err);
+  };
+
+  readonly #onCrash = (err: Error): void => this.#fail(writerGone(`the download writer failed: ${err.message}`));
+  readonly #onExit = (): void => this.#fail(writerGone('the download writer stopped'));
+
+  #fail(err: Error): void {
+    this.#failure = err;
+    for (const p of this.#pending.splice(0)) p.reject(err);
+    for (const w of this.#waiters.splice(0)) w();
+  }
+}
+
+/** True when `buf` is the whole of its ArrayBuffer, so transferring it gives away nothing else. */
+function ownsMemory(buf: Buffer): boolean {
+  return buf.byteOffset === 0 && buf.byteLength === buf.buffer.byteLength && !(buf.buffer instanceof SharedArrayBuffer);
+}
+
+/**
+ * Gathers network chunks into batches of at least `size` bytes (1 MiB by default) whose buffers
+ * each own their memory: a socket read usually does (it is passed on as it is), a slice of a
+ * larger buffer is copied.
+ */
+export class Batcher {
+  #chunks: Buffer[] = [];
+  #bytes = 0;
+
+  constructor(readonly size = 1 << 20) {}
+
+  /** Adds a chunk; returns a full batch when one is ready. */
+  push(chunk: Buffer): Buffer[] | null {
+    if (chunk.length === 0) return null;
+    if (!ownsMemory(chunk)) {
+      const copy = Buffer.allocUnsafeSlow(chunk.length);
+      chunk.copy(copy);
+      chunk = copy;
+    }
+    this.#chunks.push(chunk);
+    this.#bytes += chunk.length;
+    return this.#bytes >= this.size ? this.take() : null;
+  }
+
+  /** Whatever is gathered (null when nothing is). */
+  take(): Buffer[] | null {
+    if (this.#bytes === 0) return null;
+    const out = this.#chunks;
+    this.#chunks = [];
+    this.#bytes = 0;
+    return out;
+  }
+}
