@@ -178,7 +178,6 @@ async function main(): Promise<void> {
     const out = path.join(ROOT, 'bench/results');
     await mkdir(out, { recursive: true });
     await writeFile(path.join(out, `engine-${new Date().toISOString().replace(/[:.]/g, '-')}.json`), JSON.stringify({ threads: THREADS, tokens: TOKENS, slots: SLOTS, context: CONTEXT, rows, raw: results }, null, 2));
-    await agent.close();
     await plain.close();
   } finally {
     await app.close();

@@ -5,7 +5,7 @@ import path from 'node:path';
 import t from 'tap';
 import { Batcher, BlobFile } from '../../plugins/model-store/registry/blob-file.js';
 
-const tmpFile = async (t: Tap.Test, size: number): Promise<string> => {
+const tmpFile = async (t: { teardown(fn: () => unknown): void }, size: number): Promise<string> => {
   const dir = await mkdtemp(path.join(os.tmpdir(), 'lia-blobfile-'));
   t.teardown(() => rm(dir, { recursive: true, force: true }));
   const file = path.join(dir, 'blob-partial');

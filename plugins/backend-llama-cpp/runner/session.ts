@@ -43,6 +43,8 @@ export class RequestError extends Error {
 
 
 interface Slot {
+  /** Creation order, which is also the sequence id the context gave it (the lowest free one). */
+  index: number;
   seq: LlamaContextSequence;
   completion: LlamaCompletion;
   chat: LlamaChat;
@@ -86,6 +88,7 @@ export class ModelSession {
     for (let i = 0; i < spec.parallel; i++) {
       const seq = context.getSequence();
       this.#free.push({
+        index: i,
         seq,
         completion: new LlamaCompletion({ contextSequence: seq }),
         chat: new LlamaChat({ contextSequence: seq, chatWrapper: format.wrapper }),
@@ -136,7 +139,7 @@ export class ModelSession {
     if (promptTokens >= this.info.contextLength) {
       throw new RequestError(`the prompt is ${promptTokens} tokens long; the context length is ${this.info.contextLength}`);
     }
-    await this.#withSlot(tokens, async (slot) => {
+    await this.#withSlot(this.#withBos(tokens), async (slot) => {
       const started = now();
       await prefill(slot.seq, this.#withBos(tokens), signal);
       const { done } = await generation(signal, sampling.customStopTriggers, emit, started, promptTokens, (o) =>
@@ -276,7 +279,10 @@ export class ModelSession {
     });
   }
 
-  /** Runs `fn` on a free sequence (longest cached prefix first) and always gives it back. */
+  /**
+   * Runs `fn` on a free sequence and always gives it back. `tokens` are the prompt as the sequence
+   * will hold it (BOS included), so that a cached prefix is found.
+   */
   async #withSlot(tokens: Token[], fn: (slot: Slot) => Promise<void>): Promise<void> {
     const slot = this.#free.length > 0 ? this.#takeBest(tokens) : await new Promise<Slot>((r) => this.#waiting.push(r));
     try {
@@ -288,12 +294,17 @@ export class ModelSession {
     }
   }
 
+  /**
+   * The free sequence whose cached tokens share the longest prefix with `tokens` (KV reuse); among
+   * equals the lowest sequence id, so busy sequences stay consecutive and llama.cpp decodes them
+   * as one micro-batch (see batching.ts).
+   */
   #takeBest(tokens: Token[]): Slot {
     let best = 0;
     let bestLength = -1;
     this.#free.forEach((slot, i) => {
       const length = tokens.length === 0 ? 0 : slot.seq.compareContextTokens(tokens).firstDifferentIndex;
-      if (length > bestLength) {
+      if (length > bestLength || (length === bestLength && slot.index < this.#free[best]!.index)) {
         best = i;
         bestLength = length;
       }

@@ -1,0 +1,52 @@
+/**
+ * The batch fixes of plugins/backend-llama-cpp/runner/batching.ts, on a real context (stories260K,
+ * one thread): concurrent streams share each decode, and every batch lists its sequences in
+ * ascending id order, which is what lets llama.cpp decode them as one micro-batch.
+ */
+import t from 'tap';
+import { getLlama, LlamaCompletion } from 'node-llama-cpp';
+import { fixBatchDispatch } from '../../plugins/backend-llama-cpp/runner/batching.js';
+import { fixture } from '../helpers/fixtures.js';
+
+t.test('four streams: one decode per step, sequences in id order in every batch', async (t) => {
+  const llama = await getLlama({ gpu: false, build: 'never', maxThreads: 1, logLevel: 'error' as never });
+  const model = await llama.loadModel({ modelPath: fixture('gguf/stories260K.gguf') });
+  const context = await model.createContext({ sequences: 4, contextSize: 256, threads: 1 });
+  t.teardown(async () => {
+    await context.dispose();
+    await model.dispose();
+    await llama.dispose();
+  });
+  t.ok(fixBatchDispatch(context), 'the library internals the fix relies on are there');
+
+  // Record what reaches llama.cpp: the sequence of every batch entry, and each decode.
+  const batches: number[][] = [];
+  const inner = (context as unknown as { _ctx: Record<string, (...a: unknown[]) => unknown> })._ctx;
+  (context as unknown as { _ctx: unknown })._ctx = new Proxy(inner, {
+    get(target, key) {
+      const value = target[key as string];
+      if (key === 'initBatch') return (...a: unknown[]) => (batches.push([]), value!.apply(target, a));
+      if (key === 'addToBatch') return (...a: unknown[]) => (batches.at(-1)!.push(a[0] as number), value!.apply(target, a));
+      return typeof value === 'function' ? value.bind(target) : value;
+    },
+  });
+
+  const sequences = [0, 1, 2, 3].map(() => context.getSequence());
+  const tokens = 40;
+  // Start them in reverse order so the library would queue them out of order.
+  const runs = [...sequences].reverse().map((seq, i) =>
+    new LlamaCompletion({ contextSequence: seq }).generateCompletionWithMeta('Once upon a time', {
+      maxTokens: tokens,
+      temperature: 0.8,
+      seed: i,
+    }),
+  );
+  const results = await Promise.all(runs);
+  t.ok(results.every((r) => r.metadata.stopReason === 'maxTokens'), 'every stream generated its tokens');
+
+  const unordered = batches.filter((b) => b.some((s, i) => i > 0 && s < b[i - 1]!));
+  t.same(unordered, [], 'no batch lists a higher sequence before a lower one');
+  const shared = batches.filter((b) => b.length === 4).length;
+  t.ok(shared >= tokens - 2, `the four streams shared ${shared} of ${batches.length} decodes (at least ${tokens - 2})`);
+  t.ok(batches.length <= tokens + 3, `${batches.length} decodes for ${tokens} steps of four streams`);
+});
