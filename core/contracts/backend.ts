@@ -53,6 +53,18 @@ export interface ChatMessage {
   tool_name?: string;
 }
 
+/**
+ * Whether and which tool the model must call (OpenAI's `tool_choice`; Ollama has no such field):
+ *
+ * - `'auto'` (the default): the model decides; it may answer with text or call any of `tools`;
+ * - `'none'`: no tool call (callers normally just leave `tools` out);
+ * - `'required'`: exactly one call of one of `tools`, enforced by a JSON-schema grammar;
+ * - `{ name }`: exactly one call of that tool, enforced the same way.
+ *
+ * `'required'` and `{ name }` need a non-empty `tools` (and `{ name }` a tool of that name).
+ */
+export type ToolChoice = 'auto' | 'none' | 'required' | { name: string };
+
 /** Structured-output constraint: `'json'` (any JSON) or a JSON schema object. */
 export type OutputFormat = 'json' | Record<string, unknown>;
 
@@ -75,6 +87,8 @@ export interface GenerateParams {
 export interface ChatParams {
   messages: ChatMessage[];
   tools?: ToolDefinition[];
+  /** Forces a tool call (see {@link ToolChoice}). Defaults to `'auto'`. */
+  toolChoice?: ToolChoice;
   format?: OutputFormat;
   options: SamplingOptions;
 }

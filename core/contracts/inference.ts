@@ -11,6 +11,7 @@ import type {
   GenerationEvent,
   OutputFormat,
   SamplingOptions,
+  ToolChoice,
   ToolDefinition,
 } from './backend.js';
 
@@ -33,6 +34,11 @@ export interface InferenceChatRequest {
   model: string;
   messages: ChatMessage[];
   tools?: ToolDefinition[];
+  /**
+   * Forces a tool call (see {@link ToolChoice}). Defaults to `'auto'`. Set by the OpenAI
+   * translator only; the Ollama `/api/chat` route has no such field.
+   */
+  toolChoice?: ToolChoice;
   format?: OutputFormat;
   options?: SamplingOptions;
   keep_alive?: KeepAlive;

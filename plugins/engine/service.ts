@@ -7,7 +7,7 @@
  * @module
  */
 import { Errors } from '../../core/index.js';
-import type { ChatMessage, GenerationEvent, OutputFormat } from '../../core/contracts/backend.js';
+import type { ChatMessage, ChatParams, GenerationEvent, OutputFormat, ToolChoice, ToolDefinition } from '../../core/contracts/backend.js';
 import type {
   EmbedResponse,
   GenerationStream,
@@ -56,6 +56,7 @@ export class EngineService implements InferenceService {
   }
 
   async chat(req: InferenceChatRequest, signal: AbortSignal): Promise<GenerationStream> {
+    const tools = toolFields(req.tools, req.toolChoice);
     const model = await this.#resolve(req.model, 'chat');
     const options = mergeOptions(model.parameters, req.options);
     const lease = await this.#acquire(model, req.keep_alive, options.num_ctx, signal);
@@ -66,7 +67,7 @@ export class EngineService implements InferenceService {
     }
     messages.push(...req.messages);
     const events = lease.model.chat(
-      { messages, options, ...(req.tools && req.tools.length > 0 ? { tools: req.tools } : {}), ...formatField(req.format) },
+      { messages, options, ...tools, ...formatField(req.format) },
       signal,
     );
     return { model: model.name, loadNs: lease.loadNs, events: leased(lease, events) };
@@ -146,6 +147,28 @@ export class EngineService implements InferenceService {
       signal,
     );
   }
+}
+
+/**
+ * `tools` and `toolChoice` as the backend gets them: `none` drops the tools, `auto` is left out
+ * (the default), and a forced choice is checked here, before a model is loaded for it.
+ */
+function toolFields(tools: ToolDefinition[] | undefined, choice: ToolChoice | undefined): Pick<ChatParams, 'tools' | 'toolChoice'> {
+  if (choice === 'none' || !tools || tools.length === 0) {
+    if (choice === 'required' || (typeof choice === 'object' && choice !== null)) {
+      throw Errors.badRequest('a required or named tool choice needs tools', { param: 'tool_choice' });
+    }
+    return {};
+  }
+  if (choice === undefined || choice === 'auto') return { tools };
+  if (choice === 'required') return { tools, toolChoice: 'required' };
+  if (typeof choice === 'object' && choice !== null && typeof choice.name === 'string') {
+    if (!tools.some((t) => t.function.name === choice.name)) {
+      throw Errors.badRequest(`tool choice "${choice.name}" is not one of the tools`, { param: 'tool_choice' });
+    }
+    return { tools, toolChoice: { name: choice.name } };
+  }
+  throw Errors.badRequest(`invalid tool choice: ${JSON.stringify(choice)}`, { param: 'tool_choice' });
 }
 
 function formatField(format: OutputFormat | undefined | null | ''): { format?: OutputFormat } {

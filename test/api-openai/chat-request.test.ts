@@ -127,18 +127,39 @@ t.test('translates what clients send', async (t) => {
         tools: [{ type: 'function', function: { name: 'f' } }, { type: 'function', function: { name: 'g' } }],
         tool_choice: { type: 'function', function: { name: 'g' } },
       },
-      expect: { native: { tools: [{ type: 'function', function: { name: 'g' } }] } },
+      expect: { native: { tools: [{ type: 'function', function: { name: 'g' } }], toolChoice: { name: 'g' } } },
+    },
+    {
+      name: 'required keeps every tool and forces a call',
+      body: {
+        model: 'm', messages: [user],
+        tools: [{ type: 'function', function: { name: 'f' } }, { type: 'function', function: { name: 'g' } }],
+        tool_choice: 'required',
+      },
+      expect: {
+        native: { tools: [{ type: 'function', function: { name: 'f' } }, { type: 'function', function: { name: 'g' } }], toolChoice: 'required' },
+      },
     },
   ];
   for (const c of cases) t.match(translateChatRequest(c.body), c.expect, c.name);
 
-  const none = translateChatRequest({ model: 'm', messages: [user], tools: [{ type: 'function', function: { name: 'f' } }], tool_choice: 'none' });
+  const tools = [{ type: 'function', function: { name: 'f' } }];
+  const none = translateChatRequest({ model: 'm', messages: [user], tools, tool_choice: 'none' });
   t.equal(none.native.tools, undefined, 'tool_choice none drops the tools');
+  t.equal(none.native.toolChoice, undefined, 'and forces nothing');
+  for (const choice of ['auto', null, undefined]) {
+    const auto = translateChatRequest({ model: 'm', messages: [user], tools, tool_choice: choice });
+    t.equal(auto.native.tools?.length, 1, `tool_choice ${String(choice)} keeps the tools`);
+    t.notOk('toolChoice' in auto.native, `tool_choice ${String(choice)} leaves toolChoice unset (auto)`);
+  }
+  const noTools = translateChatRequest({ model: 'm', messages: [user], tool_choice: 'none' });
+  t.notOk('tools' in noTools.native || 'toolChoice' in noTools.native, 'none without tools is fine');
   const text = translateChatRequest({ model: 'm', messages: [user], response_format: { type: 'text' } });
   t.equal(text.native.format, undefined, 'response_format text sets no format');
 });
 
 t.test('rejects bad input with a 400 naming the param', async (t) => {
+  const tools = [{ type: 'function', function: { name: 'f' } }];
   const cases: { body: unknown; param: string | null }[] = [
     { body: null, param: null },
     { body: [], param: null },
@@ -174,6 +195,14 @@ t.test('rejects bad input with a 400 naming the param', async (t) => {
     { body: { model: 'm', messages: [user], tools: [{ type: 'custom', custom: { name: 'x' } }] }, param: 'tools[0].type' },
     { body: { model: 'm', messages: [user], tools: [{ type: 'function', function: {} }] }, param: 'tools[0].function.name' },
     { body: { model: 'm', messages: [user], tool_choice: 'sometimes' }, param: 'tool_choice' },
+    { body: { model: 'm', messages: [user], tools, tool_choice: 'sometimes' }, param: 'tool_choice' },
+    { body: { model: 'm', messages: [user], tools, tool_choice: ['required'] }, param: 'tool_choice' },
+    { body: { model: 'm', messages: [user], tools, tool_choice: { type: 'custom', function: { name: 'f' } } }, param: 'tool_choice' },
+    { body: { model: 'm', messages: [user], tools, tool_choice: { type: 'function', function: {} } }, param: 'tool_choice.function.name' },
+    // OpenAI: "'tool_choice' is only allowed when 'tools' are specified".
+    { body: { model: 'm', messages: [user], tool_choice: 'required' }, param: 'tool_choice' },
+    { body: { model: 'm', messages: [user], tools: [], tool_choice: 'required' }, param: 'tool_choice' },
+    { body: { model: 'm', messages: [user], tool_choice: { type: 'function', function: { name: 'f' } } }, param: 'tool_choice' },
     {
       body: { model: 'm', messages: [user], tools: [{ type: 'function', function: { name: 'f' } }], tool_choice: { type: 'function', function: { name: 'g' } } },
       param: 'tool_choice.function.name',

@@ -3,7 +3,7 @@
  * `stories260K-chatml.gguf` created through the store. Every response and chunk the client gets
  * is validated against the OpenAI schemas (see openai-client.ts).
  */
-import t from 'tap';
+import t, { type Test } from 'tap';
 import type { GenerationEvent, InferenceService } from '../../core/index.js';
 import { openaiFixture } from './openai-client.js';
 import { checkSse, validateOpenAI } from '../helpers/openai-schema.js';
@@ -184,6 +184,136 @@ t.test('tools through the stream helper', async (t) => {
   } else {
     t.ok(['stop', 'length'].includes(choice.finish_reason), 'a text answer ends normally');
   }
+  await fx.conforms(t);
+});
+
+const weatherAndTime = [
+  {
+    type: 'function' as const,
+    function: { name: 'get_weather', description: 'Weather of a city', parameters: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] } },
+  },
+  {
+    type: 'function' as const,
+    function: { name: 'get_time', description: 'Time in a zone', parameters: { type: 'object', properties: { zone: { type: 'string' } }, required: ['zone'] } },
+  },
+];
+const askWeather = [{ role: 'user' as const, content: 'What is the weather in Paris?' }];
+
+/** The arguments of a call, parsed: must be a JSON object. */
+function parsedArguments(t: Test, args: string): Record<string, unknown> {
+  let parsed: unknown;
+  t.doesNotThrow(() => (parsed = JSON.parse(args)), `arguments are JSON: ${args}`);
+  t.ok(parsed !== null && typeof parsed === 'object' && !Array.isArray(parsed), 'arguments are an object');
+  return parsed as Record<string, unknown>;
+}
+
+t.test('tool_choice required forces one call of one of the tools', async (t) => {
+  // The fixture writes nonsense: only the structure is checked, never what it says.
+  const res = await client.chat.completions.create({
+    model: MODEL, messages: askWeather, tools: weatherAndTime, tool_choice: 'required', max_tokens: 200, seed: 1, temperature: 0,
+  });
+  const choice = res.choices[0]!;
+  t.equal(choice.finish_reason, 'tool_calls');
+  t.equal(choice.message.content, null, 'no text next to the call');
+  const calls = choice.message.tool_calls ?? [];
+  t.equal(calls.length, 1, 'one call');
+  const call = calls[0] as { id: string; type: string; function: { name: string; arguments: string } };
+  t.match(call, { id: /^call_/, type: 'function' });
+  t.ok(['get_weather', 'get_time'].includes(call.function.name), `a tool's name: ${call.function.name}`);
+  const args = parsedArguments(t, call.function.arguments);
+  const key = call.function.name === 'get_weather' ? 'city' : 'zone';
+  t.same(Object.keys(args), [key], "the tool's required parameter, nothing else");
+  t.type(args[key], 'string');
+  t.ok(res.usage!.completion_tokens > 0);
+  await fx.conforms(t);
+});
+
+t.test('a named tool_choice forces a call of that tool', async (t) => {
+  for (const seed of [1, 2]) {
+    const res = await client.chat.completions.create({
+      model: MODEL, messages: askWeather, tools: weatherAndTime, max_tokens: 200, seed, temperature: 0,
+      tool_choice: { type: 'function', function: { name: 'get_time' } },
+    });
+    const choice = res.choices[0]!;
+    t.equal(choice.finish_reason, 'tool_calls', `seed ${seed}: tool_calls`);
+    t.equal(choice.message.tool_calls?.length, 1);
+    const call = choice.message.tool_calls![0] as { function: { name: string; arguments: string } };
+    t.equal(call.function.name, 'get_time', 'the named tool');
+    const args = parsedArguments(t, call.function.arguments);
+    t.type(args.zone, 'string', 'zone (required by the schema) is a string');
+  }
+  await fx.conforms(t, 2);
+});
+
+t.test('a forced call streamed: one tool-call delta, finish_reason tool_calls', async (t) => {
+  const stream = await client.chat.completions.create({
+    model: MODEL, messages: askWeather, tools: weatherAndTime, tool_choice: 'required', max_tokens: 200, seed: 1, temperature: 0,
+    stream: true, stream_options: { include_usage: true },
+  });
+  const chunks = [];
+  for await (const c of stream) chunks.push(c);
+  t.same(chunks[0]!.choices[0]!.delta, { role: 'assistant', content: '' }, 'role first');
+  const withChoices = chunks.filter((c) => c.choices.length > 0);
+  t.notOk(withChoices.some((c) => c.choices[0]!.delta.content), 'no JSON text streamed as content');
+  const fragments = withChoices.flatMap((c) => c.choices[0]!.delta.tool_calls ?? []);
+  t.ok(fragments.length >= 1, 'tool-call deltas');
+  for (const f of fragments) t.equal(f.index, 0, 'every fragment has the index');
+  t.match(fragments[0], { index: 0, id: /^call_/, type: 'function', function: { name: /^(get_weather|get_time)$/ } }, 'the first has id, type and name');
+  parsedArguments(t, fragments.map((f) => f.function?.arguments ?? '').join(''));
+  const finishes = withChoices.map((c) => c.choices[0]!.finish_reason);
+  t.same(finishes.slice(0, -1).filter((f) => f !== null), [], 'finish_reason null until the last');
+  t.equal(finishes.at(-1), 'tool_calls');
+  t.ok(chunks.at(-1)!.usage!.completion_tokens > 0, 'usage last');
+
+  // The stream helper assembles the same call.
+  const runner = client.chat.completions.stream({
+    model: MODEL, messages: askWeather, tools: weatherAndTime, max_tokens: 200, seed: 1, temperature: 0,
+    tool_choice: { type: 'function', function: { name: 'get_weather' } },
+  });
+  const final = await runner.finalChatCompletion();
+  t.equal(final.choices[0]!.finish_reason, 'tool_calls');
+  const call = final.choices[0]!.message.tool_calls![0] as { function: { name: string; arguments: string } };
+  t.equal(call.function.name, 'get_weather');
+  t.type(parsedArguments(t, call.function.arguments).city, 'string');
+  await fx.conforms(t, chunks.length + 1);
+});
+
+t.test('a forced call cut by max_tokens ends with length and no call', async (t) => {
+  const res = await client.chat.completions.create({
+    model: MODEL, messages: askWeather, tools: weatherAndTime, tool_choice: 'required', max_tokens: 3, seed: 1, temperature: 0,
+  });
+  const choice = res.choices[0]!;
+  t.equal(choice.finish_reason, 'length');
+  t.equal(choice.message.tool_calls, undefined, 'no partial call');
+  t.equal(choice.message.content, '', 'and no partial JSON as text');
+  t.equal(res.usage!.completion_tokens, 3);
+  await fx.conforms(t);
+});
+
+t.test('forced calls: a tool schema the grammar cannot express, or no tools, is a 400', async (t) => {
+  const unsupported = [{ type: 'function', function: { name: 'f', parameters: { type: 'object', properties: { a: { allOf: [{ type: 'string' }] } } } } }];
+  const cases = [
+    { tools: unsupported, tool_choice: 'required', message: /allOf/ },
+    { tools: unsupported, tool_choice: { type: 'function', function: { name: 'f' } }, message: /allOf/ },
+    { tool_choice: 'required', message: /tools/ },
+  ];
+  for (const c of cases) {
+    for (const stream of [false, true]) {
+      const res = await app.fetch('/v1/chat/completions', {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ model: MODEL, messages: askWeather, max_tokens: 4, stream, tools: c.tools, tool_choice: c.tool_choice }),
+      });
+      t.equal(res.status, 400, `${JSON.stringify(c.tool_choice)}, stream ${stream}: 400`);
+      const err = (await res.json()) as { error: { type: string; message: string } };
+      t.same(validateOpenAI('ErrorResponse', err), [], 'OpenAI error envelope');
+      t.equal(err.error.type, 'invalid_request_error');
+      t.match(err.error.message, c.message);
+    }
+  }
+  // auto with the same schema keeps today's behaviour (node-llama-cpp's function calling).
+  const auto = await client.chat.completions.create({ model: MODEL, messages: askWeather, max_tokens: 4, tools: unsupported as never });
+  t.ok(['stop', 'length', 'tool_calls'].includes(auto.choices[0]!.finish_reason));
   await fx.conforms(t);
 });
 

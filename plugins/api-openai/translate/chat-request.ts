@@ -6,12 +6,13 @@
  * `num_predict`; `temperature`, `top_p`, `seed`, `presence_penalty`, `frequency_penalty` as they
  * are; `stop` → `stop[]`; `response_format` `json_object` → `format: 'json'`, `json_schema` →
  * `format: <schema>` (enforced by a grammar in the engine); `tools` → `tools`; `tool_choice`
- * `none` drops the tools, a named function keeps only that tool. Unset sampling fields are left
- * to the model's defaults (its Modelfile parameters), as Ollama does.
+ * `none` drops the tools, `required` → `toolChoice: 'required'`, a named function keeps only that
+ * tool and → `toolChoice: {name}` (both forced by a JSON-schema grammar in the engine). Unset
+ * sampling fields are left to the model's defaults (its Modelfile parameters), as Ollama does.
  *
  * @module
  */
-import type { InferenceChatRequest, OutputFormat, SamplingOptions, ToolDefinition } from '../../../core/index.js';
+import type { InferenceChatRequest, OutputFormat, SamplingOptions, ToolChoice, ToolDefinition } from '../../../core/index.js';
 import {
   asBody,
   invalid,
@@ -98,22 +99,31 @@ function toolDefinitions(body: Body): ToolDefinition[] | undefined {
   });
 }
 
-/** Applies `tool_choice` to the tool list: `none` → no tools, a named function → that tool only. */
-function chooseTools(body: Body, tools: ToolDefinition[] | undefined): ToolDefinition[] | undefined {
+const TOOL_CHOICE_SHAPE = "'tool_choice' must be none, auto, required or {type: 'function', function: {name}}";
+
+/**
+ * Applies `tool_choice`: `none` → no tools; `auto` or unset → the tools as given; `required` →
+ * the tools and `toolChoice: 'required'`; a named function → that tool only and `toolChoice:
+ * {name}`. A forced choice without tools is a 400, as OpenAI answers.
+ */
+function chooseTools(
+  body: Body,
+  tools: ToolDefinition[] | undefined,
+): { tools?: ToolDefinition[]; toolChoice?: ToolChoice } {
   const choice = body.tool_choice;
-  if (choice === undefined || choice === null || choice === 'auto' || choice === 'required') return tools;
-  if (choice === 'none') return undefined;
-  if (typeof choice === 'object' && !Array.isArray(choice)) {
-    const fn = optionalObject(choice as Body, 'function', 'tool_choice.function');
-    const name = fn ? requiredString(fn, 'name', 'tool_choice.function.name') : undefined;
-    if ((choice as Body).type !== 'function' || !name) {
-      invalid('tool_choice', "'tool_choice' must be none, auto, required or {type: 'function', function: {name}}");
-    }
-    const picked = tools?.filter((t) => t.function.name === name) ?? [];
-    if (picked.length === 0) invalid('tool_choice.function.name', `tool '${name}' is not in 'tools'`);
-    return picked;
-  }
-  return invalid('tool_choice', "'tool_choice' must be none, auto, required or {type: 'function', function: {name}}");
+  const some = tools !== undefined && tools.length > 0;
+  if (choice === undefined || choice === null || choice === 'auto') return some ? { tools } : {};
+  if (choice === 'none') return {};
+  const forced = choice === 'required' || (typeof choice === 'object' && !Array.isArray(choice));
+  if (!forced) return invalid('tool_choice', TOOL_CHOICE_SHAPE);
+  if (!tools || tools.length === 0) return invalid('tool_choice', "'tool_choice' is only allowed when 'tools' are specified");
+  if (choice === 'required') return { tools, toolChoice: 'required' };
+  const fn = optionalObject(choice as Body, 'function', 'tool_choice.function');
+  const name = fn ? requiredString(fn, 'name', 'tool_choice.function.name') : undefined;
+  if ((choice as Body).type !== 'function' || !name) invalid('tool_choice', TOOL_CHOICE_SHAPE);
+  const picked = tools.filter((t) => t.function.name === name);
+  if (picked.length === 0) invalid('tool_choice.function.name', `tool '${name}' is not in 'tools'`);
+  return { tools: picked, toolChoice: { name } };
 }
 
 /** Translates a chat completion request body; throws a 400 with `param` on bad input. */
@@ -128,7 +138,8 @@ export function translateChatRequest(raw: unknown): ChatTranslation {
   const native: InferenceChatRequest = { model, messages, options: samplingOptions(body, maxTokens) };
   const format = outputFormat(body);
   if (format !== undefined) native.format = format;
-  const tools = chooseTools(body, toolDefinitions(body));
-  if (tools && tools.length > 0) native.tools = tools;
+  const { tools, toolChoice } = chooseTools(body, toolDefinitions(body));
+  if (tools) native.tools = tools;
+  if (toolChoice) native.toolChoice = toolChoice;
   return { native, ...streamFlags(body) };
 }

@@ -27,10 +27,12 @@ import type {
   GenerateParams,
   GenerationEvent,
   OutputFormat,
+  ToolDefinition,
 } from '../../../core/contracts/backend.js';
 import type { ModelCapability } from '../../../core/contracts/model-store.js';
 import type { LoadSpec, RunnerInfo } from '../protocol.js';
 import { fixBatchDispatch } from './batching.js';
+import { forcedChoice, forcedToolSchema, parseForcedCall, ToolSchemaError, type ForcedToolChoice } from './forced-tools.js';
 import { toChatHistory, toFunctions, toToolCalls } from './history.js';
 import { maxTokensFor, toLlamaSampling } from './sampling.js';
 import { generation, now, prefill, type Emit } from './generation.js';
@@ -161,6 +163,8 @@ export class ModelSession {
   async chat(params: ChatParams, signal: AbortSignal, emit: Emit): Promise<void> {
     const tools = params.tools ?? [];
     if (tools.length > 0 && params.format) throw new RequestError('"format" and "tools" cannot be used together');
+    const forced = forcedChoice(params.toolChoice);
+    if (forced) return this.#forcedToolCall(params, forced, signal, emit);
     const grammar = await this.#grammar(params.format);
     const functions = tools.length > 0 ? toFunctions(tools) : undefined;
     const sampling = toLlamaSampling(params.options, this.info.contextLength);
@@ -184,6 +188,78 @@ export class ModelSession {
       if (result?.functionCalls && result.functionCalls.length > 0) emit({ type: 'tool_calls', calls: toToolCalls(result.functionCalls) });
       emit(done);
     });
+  }
+
+  /**
+   * A chat turn that must be one tool call (`toolChoice` `required` or named; see forced-tools.ts):
+   * the prompt is the one {@link chat} builds (tools documented), the answer is sampled under the
+   * call's JSON-schema grammar and never streamed as text. The parsed call goes out as one
+   * `tool_calls` event before `done`. Cut by the token limit, the answer has no call and ends with
+   * reason `length`. Stop sequences do not apply (they would cut the JSON).
+   */
+  async #forcedToolCall(params: ChatParams, choice: ForcedToolChoice, signal: AbortSignal, emit: Emit): Promise<void> {
+    const tools = params.tools ?? [];
+    const grammar = await this.#toolGrammar(tools, choice);
+    const sampling = toLlamaSampling(params.options, this.info.contextLength);
+    const state = this.#format.wrapper.generateContextState({
+      chatHistory: [...toChatHistory(params.messages), { type: 'model', response: [] }],
+      availableFunctions: toFunctions(tools),
+    });
+    // LlamaCompletion prepends BOS itself, as for generate.
+    let tokens = state.contextText.tokenize(this.#model.tokenizer);
+    const bos = this.#bos();
+    if (bos !== null && tokens[0] === bos) tokens = tokens.slice(1);
+    const promptTokens = tokens.length + (bos === null ? 0 : 1);
+    if (promptTokens >= this.info.contextLength) {
+      throw new RequestError(`the prompt is ${promptTokens} tokens long; the context length is ${this.info.contextLength}`);
+    }
+    await this.#withSlot(this.#withBos(tokens), async (slot) => {
+      const started = now();
+      await prefill(slot.seq, this.#withBos(tokens), signal);
+      const maxTokens = Math.max(1, maxTokensFor(params.options, this.info.contextLength, promptTokens));
+      const { result, done } = await generation(signal, [], () => undefined, started, promptTokens, (o) =>
+        slot.completion.generateCompletionWithMeta(tokens, {
+          ...sampling,
+          ...o,
+          customStopTriggers: [],
+          maxTokens,
+          disableContextShift: true,
+          grammar,
+        }),
+      );
+      const text = result?.response ?? '';
+      const calls = parseForcedCall(text, tools, choice);
+      if (calls) emit({ type: 'tool_calls', calls });
+      else if (done.type === 'done' && done.reason !== 'length') {
+        // The grammar admits only complete calls, so this is an engine fault, not the client's.
+        throw new Error(`the forced tool call is not a valid call: ${JSON.stringify(text.slice(0, 200))}`);
+      }
+      emit(done);
+    });
+  }
+
+  /** The grammar of a forced tool call, cached with the format grammars; a bad tool schema is a 400. */
+  #toolGrammar(tools: readonly ToolDefinition[], choice: ForcedToolChoice): Promise<LlamaGrammar> {
+    let schema: Record<string, unknown>;
+    try {
+      schema = forcedToolSchema(tools, choice);
+    } catch (err) {
+      throw err instanceof ToolSchemaError ? new RequestError(err.message) : err;
+    }
+    const key = `tool_choice:${JSON.stringify(schema)}`;
+    let grammar = this.#grammars.get(key);
+    if (!grammar) {
+      grammar = this.#llama
+        .createGrammarForJsonSchema(schema as never)
+        .then((g) => g as LlamaGrammar)
+        .catch((err: unknown) => {
+          this.#grammars.delete(key);
+          throw new RequestError(`the tool schema cannot be compiled to a grammar: ${(err as Error).message}`);
+        });
+      if (this.#grammars.size > 32) this.#grammars.clear();
+      this.#grammars.set(key, grammar);
+    }
+    return grammar;
   }
 
   /** Embeddings, one input at a time (the embedding context serialises them anyway). */
