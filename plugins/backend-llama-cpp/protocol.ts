@@ -58,4 +58,6 @@ export type RunnerMessage =
   | { t: 'event'; id: number; event: GenerationEvent }
   | { t: 'result'; id: number; result: EmbedResult }
   | { t: 'error'; id: number; kind: RunnerErrorKind; message: string }
-  | { t: 'log'; level: 'debug' | 'info' | 'warn' | 'error'; message: string };
+  | { t: 'log'; level: 'debug' | 'info' | 'warn' | 'error'; message: string }
+  /** Several messages sent together (the tokens of one decode step, for every stream of it). */
+  | { t: 'batch'; messages: RunnerMessage[] };

@@ -116,8 +116,10 @@ export class RunnerModel implements LoadedModel {
         reject(Errors.engineFailed(`loading ${path.basename(spec.modelPath)} took longer than ${LOAD_TIMEOUT_MS / 1000} s`));
         child.kill('SIGKILL');
       }, LOAD_TIMEOUT_MS);
-      child.on('message', (m: RunnerMessage) => {
-        if (m.t === 'ready') {
+      const receive = (m: RunnerMessage): void => {
+        if (m.t === 'batch') {
+          for (const one of m.messages) receive(one);
+        } else if (m.t === 'ready') {
           clearTimeout(timer);
           this.info = m.info;
           this.capabilities = m.info.capabilities;
@@ -132,7 +134,8 @@ export class RunnerModel implements LoadedModel {
         } else {
           this.#onMessage(m);
         }
-      });
+      };
+      child.on('message', receive);
       child.once('exit', (code, signal) => {
         clearTimeout(timer);
         const how = signal ? `signal ${signal}` : `exit code ${code}`;
@@ -227,6 +230,8 @@ export class RunnerModel implements LoadedModel {
 
   #onMessage(m: RunnerMessage): void {
     switch (m.t) {
+      case 'batch': // unwrapped by the listener in the constructor
+        return;
       case 'event':
         this.#pending.get(m.id)?.event(m.event);
         return;

@@ -10,13 +10,30 @@
 import type { ParentMessage, RunnerMessage } from '../protocol.js';
 import { ModelSession, prepareLlama, RequestError, type Prepared } from './session.js';
 
-const send = (message: RunnerMessage): void => {
-  if (process.connected) process.send?.(message);
-};
-
 let session: ModelSession | null = null;
 let prepared: Prepared | undefined;
 const inflight = new Map<number, AbortController>();
+
+/**
+ * With several generations in flight, messages wait for the end of the current event-loop turn and
+ * leave together: one decode step yields a token for every stream, and one IPC write (and one
+ * wake-up of the parent) per step costs less than one per token, which matters on a machine whose
+ * other core serves the HTTP side. A lone generation's messages leave at once (its first token is
+ * its time to first token).
+ */
+let outbox: RunnerMessage[] = [];
+const flush = (): void => {
+  const messages = outbox;
+  outbox = [];
+  if (process.connected && messages.length > 0) process.send?.(messages.length === 1 ? messages[0] : { t: 'batch', messages });
+};
+const send = (message: RunnerMessage): void => {
+  if (inflight.size <= 1 && outbox.length === 0) {
+    if (process.connected) process.send?.(message);
+    return;
+  }
+  if (outbox.push(message) === 1) setImmediate(flush);
+};
 
 function fail(id: number, err: unknown): void {
   const kind = err instanceof RequestError ? 'bad_request' : 'engine';

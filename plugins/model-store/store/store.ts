@@ -5,7 +5,7 @@
  *
  * @module
  */
-import { mkdir, readFile, rm, rmdir, utimes } from 'node:fs/promises';
+import { mkdir, readFile, rm, rmdir, stat, utimes } from 'node:fs/promises';
 import path from 'node:path';
 import { Errors, type BeforeDeleteHook, type ModelStore, type ResolvedModel } from '../../../core/index.js';
 import { BlobStore } from './blobs.js';
@@ -22,6 +22,8 @@ export class ModelStoreService implements ModelStore {
   readonly blobs: BlobStore;
   readonly describer: Describer;
   readonly #beforeDelete: BeforeDeleteHook[] = [];
+  /** Resolved models by manifest file, valid while the file's identity (inode, size, mtime) holds. */
+  readonly #resolved = new Map<string, { stamp: string; model: ResolvedModel }>();
 
   constructor(root: string) {
     this.paths = new StorePaths(root);
@@ -69,8 +71,23 @@ export class ModelStoreService implements ModelStore {
     return this.describer.view(await this.get(raw));
   }
 
+  /**
+   * The model behind a name, as the engine needs it on every request. Blobs are content-addressed,
+   * so while a manifest file is unchanged its answer is too: it is kept per manifest file and
+   * checked with one `stat`, instead of reading the manifest and its small layers each time.
+   */
   async resolve(raw: string): Promise<ResolvedModel> {
-    return this.toResolved(await this.view(raw));
+    const file = this.paths.manifest(parseName(raw, 'model'));
+    const st = await stat(file).catch(() => null);
+    const stamp = st ? `${st.ino}:${st.size}:${st.mtimeMs}` : null;
+    const hit = this.#resolved.get(file);
+    if (stamp !== null && hit?.stamp === stamp) return hit.model;
+    const model = await this.toResolved(await this.view(raw));
+    if (stamp !== null) {
+      if (this.#resolved.size >= 256) this.#resolved.clear();
+      this.#resolved.set(file, { stamp, model });
+    }
+    return model;
   }
 
   async list(): Promise<ResolvedModel[]> {
