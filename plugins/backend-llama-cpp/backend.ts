@@ -103,7 +103,7 @@ export class LlamaCppBackend implements InferenceBackend {
   /** Starts a new spare runner unless there is one (it does not keep the process alive). */
   #refill(): void {
     if (!this.#options.prewarm || this.#closed || this.#spare) return;
-    const spare = spawnRunner(this.#options.gpu, 4);
+    const spare = spawnRunner(this.#options.gpu);
     spare.once('exit', () => {
       if (this.#spare === spare) this.#spare = null;
     });

@@ -45,7 +45,7 @@ export class RequestError extends Error {
 
 
 interface Slot {
-  /** Creation order, which is also the sequence id the context gave it (the lowest free one). */
+  /** The sequence id in the context (node-llama-cpp hands out the lowest free one: creation order). */
   index: number;
   seq: LlamaContextSequence;
   completion: LlamaCompletion;
@@ -89,13 +89,15 @@ export class ModelSession {
     this.#free = [];
     for (let i = 0; i < spec.parallel; i++) {
       const seq = context.getSequence();
+      const id = (seq as unknown as { _sequenceId?: unknown })._sequenceId;
       this.#free.push({
-        index: i,
+        index: typeof id === 'number' ? id : i,
         seq,
         completion: new LlamaCompletion({ contextSequence: seq }),
         chat: new LlamaChat({ contextSequence: seq, chatWrapper: format.wrapper }),
       });
     }
+    fixBatchDispatch(context);
   }
 
   /** Loads the model and provisions its context, on `prepared` bindings when they match. */
@@ -113,7 +115,6 @@ export class ModelSession {
       threads: spec.threads,
       flashAttention: 'auto' as never,
     });
-    fixBatchDispatch(context);
     const format = resolvePromptFormat(model, spec.template);
     const usage = await llama.getLlamaMemoryUsage();
     const capabilities: ModelCapability[] = ['completion'];
