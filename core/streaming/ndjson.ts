@@ -24,7 +24,10 @@ export function startNdjson<T>(reply: FastifyReply, contentType = 'application/x
   reply.hijack();
   const res = reply.raw;
   res.writeHead(200, { 'Content-Type': contentType, 'Cache-Control': 'no-store', 'X-Accel-Buffering': 'no' });
-  res.flushHeaders();
+  // The head leaves with the first frames: those written in this turn (the caller has its first
+  // event already) go out as one TLS write instead of one per frame.
+  res.cork();
+  setImmediate(() => res.uncork());
   let closed = false;
   res.on('close', () => (closed = true));
   return {

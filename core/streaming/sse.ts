@@ -17,7 +17,10 @@ export function startSse<T>(reply: FastifyReply): StreamWriter<T> & { done(): vo
     Connection: 'keep-alive',
     'X-Accel-Buffering': 'no',
   });
-  res.flushHeaders();
+  // The head leaves with the first frames: those written in this turn (the caller has its first
+  // event already) go out as one TLS write instead of one per frame.
+  res.cork();
+  setImmediate(() => res.uncork());
   let closed = false;
   res.on('close', () => (closed = true));
   const send = (data: string): boolean => (closed || res.writableEnded ? false : res.write(`data: ${data}\n\n`));
