@@ -50,3 +50,39 @@ t.test('four streams: one decode per step, sequences in id order in every batch'
   t.ok(shared >= tokens - 2, `the four streams shared ${shared} of ${batches.length} decodes (at least ${tokens - 2})`);
   t.ok(batches.length <= tokens + 3, `${batches.length} decodes for ${tokens} steps of four streams`);
 });
+
+t.test('a request on a sequence holding an old answer starts while another stream runs', async (t) => {
+  const llama = await getLlama({ gpu: false, build: 'never', maxThreads: 1, logLevel: 'error' as never });
+  const model = await llama.loadModel({ modelPath: fixture('gguf/stories260K.gguf') });
+  const context = await model.createContext({ sequences: 4, contextSize: 512, threads: 1 });
+  t.teardown(async () => {
+    await context.dispose();
+    await model.dispose();
+    await llama.dispose();
+  });
+  const busy = new Set<number>();
+  t.ok(fixBatchDispatch(context, () => busy), 'the library internals the fix relies on are there');
+  const completions = [0, 1, 2, 3].map(() => new LlamaCompletion({ contextSequence: context.getSequence() }));
+  const run = async (i: number, tokens: number) => {
+    busy.add(i);
+    const started = performance.now();
+    let first = 0;
+    await completions[i]!.generateCompletionWithMeta('Once upon a time', {
+      maxTokens: tokens,
+      temperature: 0.8,
+      seed: i,
+      onToken: () => (first ||= performance.now()),
+    });
+    busy.delete(i);
+    return { started, first, ended: performance.now() };
+  };
+  // Every sequence ends up holding an answer, which the next prompt must trim under the context lock.
+  await Promise.all([0, 1, 2, 3].map((i) => run(i, 200)));
+  const long = run(0, 200);
+  await new Promise((r) => setTimeout(r, 20));
+  const late = await Promise.all([1, 2, 3].map((i) => run(i, 20)));
+  const first = await long;
+  for (const [i, r] of late.entries()) {
+    t.ok(r.first < first.ended, `sequence ${i + 1} got its first token while sequence 0 was still generating`);
+  }
+});

@@ -75,6 +75,8 @@ export class ModelSession {
   readonly #format: PromptFormat;
   readonly #spec: LoadSpec;
   readonly #free: Slot[];
+  /** Sequence ids with a request running (what a batch waits for, see batching.ts). */
+  readonly #busy = new Set<number>();
   readonly #waiting: ((slot: Slot) => void)[] = [];
   readonly #grammars = new Map<string, Promise<LlamaGrammar>>();
   #embedding: Promise<LlamaEmbeddingContext> | null = null;
@@ -97,7 +99,7 @@ export class ModelSession {
         chat: new LlamaChat({ contextSequence: seq, chatWrapper: format.wrapper }),
       });
     }
-    fixBatchDispatch(context);
+    fixBatchDispatch(context, () => this.#busy);
   }
 
   /** Loads the model and provisions its context, on `prepared` bindings when they match. */
@@ -362,9 +364,11 @@ export class ModelSession {
    */
   async #withSlot(tokens: Token[], fn: (slot: Slot) => Promise<void>): Promise<void> {
     const slot = this.#free.length > 0 ? this.#takeBest(tokens) : await new Promise<Slot>((r) => this.#waiting.push(r));
+    this.#busy.add(slot.index);
     try {
       await fn(slot);
     } finally {
+      this.#busy.delete(slot.index);
       const next = this.#waiting.shift();
       if (next) next(slot);
       else this.#free.push(slot);
