@@ -10,6 +10,7 @@ export { Slot, Registry, BackendRegistry, type Hooks } from './plugin/hooks.js';
 export { AppError, Errors, defineError, isAppError, type ErrorFactory, type OpenAIErrorType } from './errors.js';
 export { startNdjson, clientGone, type StreamWriter } from './streaming/ndjson.js';
 export { startSse } from './streaming/sse.js';
+export { primed } from './streaming/primed.js';
 export { toAppError, errorBody } from './http/error-handler.js';
 export { normalizePath, surfaceOf, type Surface } from './http/surface.js';
 export { SERVICE_NAMES, isServiceName, ServiceRegistry, type ServiceName, type ServiceRole, type ServiceState } from './services/registry.js';

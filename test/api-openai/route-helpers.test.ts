@@ -3,8 +3,8 @@
  * that an error before the first event is thrown (and keeps its status) instead of streamed.
  */
 import t from 'tap';
-import { Errors, isAppError, type GenerationEvent } from '../../core/index.js';
-import { primed, resolveAlias, withModelParam } from '../../plugins/api-openai/routes/common.js';
+import { Errors, isAppError, primed, type GenerationEvent } from '../../core/index.js';
+import { resolveAlias, withModelParam } from '../../plugins/api-openai/routes/common.js';
 
 t.test('aliases', async (t) => {
   const options = { aliases: { 'gpt-4o-mini': 'qwen:7b' } };

@@ -7,11 +7,11 @@
  * @module
  */
 import type { FastifyInstance } from 'fastify';
-import { clientGone, startSse, type Hooks } from '../../../core/index.js';
+import { clientGone, primed, startSse, type Hooks } from '../../../core/index.js';
 import { ChatChunker, ChatCollector, type ChatCompletionChunk } from '../translate/chat-response.js';
 import { translateChatRequest } from '../translate/chat-request.js';
 import { newId, unixSeconds, type ResponseMeta } from '../translate/ids.js';
-import { primed, requestIdHeader, resolveAlias, withModelParam, type RouteOptions } from './common.js';
+import { requestIdHeader, resolveAlias, withModelParam, type RouteOptions } from './common.js';
 
 /** Registers the route. */
 export function chatRoute(app: FastifyInstance, hooks: Hooks, options: RouteOptions): void {

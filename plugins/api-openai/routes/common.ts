@@ -1,11 +1,11 @@
 /**
  * What the three inference routes share: the model-name aliasing, the `param` of a 404 for an
- * unknown model, and the response headers.
+ * unknown model, and the response headers (awaiting the first event is core's `primed`).
  *
  * @module
  */
 import type { FastifyReply } from 'fastify';
-import { Errors, isAppError, type GenerationEvent } from '../../../core/index.js';
+import { Errors, isAppError } from '../../../core/index.js';
 
 /** Options every route reads. */
 export interface RouteOptions {
@@ -32,27 +32,4 @@ export function withModelParam(err: unknown, model: string): never {
 /** Sets `x-request-id` (the completion id) on the raw response, so SSE replies carry it too. */
 export function requestIdHeader(reply: FastifyReply, id: string): void {
   reply.raw.setHeader('x-request-id', id);
-}
-
-/**
- * Awaits the first event before anything is written, so that a failure before any output (a
- * runner crash, a schema the grammar compiler refuses) is still an error response with its own
- * status rather than an error frame in a 200 stream. Returns the same events, first one included.
- */
-export async function primed(events: AsyncIterable<GenerationEvent>): Promise<AsyncIterable<GenerationEvent>> {
-  const it = events[Symbol.asyncIterator]();
-  let first: IteratorResult<GenerationEvent>;
-  try {
-    first = await it.next();
-  } catch (err) {
-    await it.return?.();
-    throw err;
-  }
-  return (async function* () {
-    try {
-      for (let r = first; !r.done; r = await it.next()) yield r.value;
-    } finally {
-      await it.return?.();
-    }
-  })();
 }

@@ -7,7 +7,7 @@
  * @module
  */
 import type { FastifyInstance } from 'fastify';
-import { clientGone, startSse, type GenerationStream, type Hooks } from '../../../core/index.js';
+import { clientGone, primed, startSse, type GenerationStream, type Hooks } from '../../../core/index.js';
 import {
   CompletionCollector,
   sumUsage,
@@ -17,7 +17,7 @@ import {
 } from '../translate/completion.js';
 import type { Usage } from '../translate/chat-response.js';
 import { newId, unixSeconds, type ResponseMeta } from '../translate/ids.js';
-import { primed, requestIdHeader, resolveAlias, withModelParam, type RouteOptions } from './common.js';
+import { requestIdHeader, resolveAlias, withModelParam, type RouteOptions } from './common.js';
 
 /** Registers the route. */
 export function completionsRoute(app: FastifyInstance, hooks: Hooks, options: RouteOptions): void {

@@ -101,11 +101,19 @@ export function fixBatchDispatch(context: LlamaContext, busy?: () => Iterable<nu
   let decodes = 0;
   let gatedAt = -1;
   const native = (context as unknown as { _ctx: Record<string, unknown> })._ctx;
+  // The library reads `_ctx.<method>` several times per token: bind each method once.
+  const bound = new Map<PropertyKey, unknown>();
   (context as unknown as { _ctx: unknown })._ctx = new Proxy(native, {
     get(target, key) {
       const value = target[key as string];
-      if (key === 'decodeBatch') return (...args: unknown[]) => (decodes++, (value as (...a: unknown[]) => unknown).apply(target, args));
-      return typeof value === 'function' ? value.bind(target) : value;
+      if (typeof value !== 'function') return value;
+      let fn = bound.get(key);
+      if (fn === undefined) {
+        const method = value as (...a: unknown[]) => unknown;
+        fn = key === 'decodeBatch' ? (...args: unknown[]) => (decodes++, method.apply(target, args)) : method.bind(target);
+        bound.set(key, fn);
+      }
+      return fn;
     },
   });
   const nextTurn = async (): Promise<void> => {

@@ -140,10 +140,7 @@ export class ModelSession {
     const sampling = toLlamaSampling(params.options, this.info.contextLength);
     if (params.suffix) return this.#infill(params, sampling, grammar, signal, emit);
     const { tokens, stops } = this.#generatePrompt(params);
-    const promptTokens = tokens.length + (this.#bos() === null ? 0 : 1);
-    if (promptTokens >= this.info.contextLength) {
-      throw new RequestError(`the prompt is ${promptTokens} tokens long; the context length is ${this.info.contextLength}`);
-    }
+    const promptTokens = this.#checkPromptLength(tokens);
     await this.#withSlot(this.#withBos(tokens), async (slot) => {
       const started = now();
       await prefill(slot.seq, this.#withBos(tokens), signal);
@@ -209,13 +206,8 @@ export class ModelSession {
       availableFunctions: toFunctions(tools),
     });
     // LlamaCompletion prepends BOS itself, as for generate.
-    let tokens = state.contextText.tokenize(this.#model.tokenizer);
-    const bos = this.#bos();
-    if (bos !== null && tokens[0] === bos) tokens = tokens.slice(1);
-    const promptTokens = tokens.length + (bos === null ? 0 : 1);
-    if (promptTokens >= this.info.contextLength) {
-      throw new RequestError(`the prompt is ${promptTokens} tokens long; the context length is ${this.info.contextLength}`);
-    }
+    const tokens = this.#withoutBos(state.contextText.tokenize(this.#model.tokenizer));
+    const promptTokens = this.#checkPromptLength(tokens);
     await this.#withSlot(this.#withBos(tokens), async (slot) => {
       const started = now();
       await prefill(slot.seq, this.#withBos(tokens), signal);
@@ -300,6 +292,21 @@ export class ModelSession {
     return this.#model.tokens.shouldPrependBosToken ? this.#model.tokens.bos : null;
   }
 
+  /** A templated prompt without its leading BOS (LlamaCompletion adds BOS itself). */
+  #withoutBos(tokens: Token[]): Token[] {
+    const bos = this.#bos();
+    return bos !== null && tokens[0] === bos ? tokens.slice(1) : tokens;
+  }
+
+  /** The prompt's length as evaluated (BOS included); a 400 when it leaves no room in the context. */
+  #checkPromptLength(tokens: Token[]): number {
+    const promptTokens = tokens.length + (this.#bos() === null ? 0 : 1);
+    if (promptTokens >= this.info.contextLength) {
+      throw new RequestError(`the prompt is ${promptTokens} tokens long; the context length is ${this.info.contextLength}`);
+    }
+    return promptTokens;
+  }
+
   /** The tokens LlamaCompletion evaluates: BOS (when the vocabulary wants it) + the prompt. */
   #withBos(tokens: Token[]): Token[] {
     const bos = this.#bos();
@@ -327,10 +334,7 @@ export class ModelSession {
         { type: 'model', response: [] },
       ],
     });
-    let tokens = state.contextText.tokenize(tokenizer);
-    const bos = this.#bos();
-    if (bos !== null && tokens[0] === bos) tokens = tokens.slice(1);
-    return { tokens, stops: state.stopGenerationTriggers };
+    return { tokens: this.#withoutBos(state.contextText.tokenize(tokenizer)), stops: state.stopGenerationTriggers };
   }
 
   async #infill(

@@ -7,7 +7,7 @@
  * @module
  */
 import type { FastifyReply } from 'fastify';
-import { startNdjson } from '../../../core/index.js';
+import { primed, startNdjson } from '../../../core/index.js';
 import type { GenerationEvent, ToolCall } from '../../../core/contracts/backend.js';
 import type { GenerationStream } from '../../../core/contracts/inference.js';
 
@@ -42,7 +42,6 @@ export async function respond(
   gen: GenerationStream,
   opts: { stream: boolean; started: bigint; model: string; shape: Shape },
 ): Promise<unknown> {
-  const it = gen.events[Symbol.asyncIterator]();
   const head = (): Record<string, unknown> => ({ model: opts.model, created_at: createdAt() });
   const last = (done: DoneEvent, text: string, calls: ToolCall[] | undefined) => ({
     ...head(),
@@ -52,35 +51,23 @@ export async function respond(
     ...metrics(done, Number(process.hrtime.bigint() - opts.started), gen.loadNs),
   });
 
-  let first: IteratorResult<GenerationEvent>;
-  try {
-    first = await it.next();
-  } catch (err) {
-    await it.return?.();
-    throw err;
-  }
+  const events = await primed(gen.events);
 
   if (!opts.stream) {
     let text = '';
     const calls: ToolCall[] = [];
-    try {
-      for (let r = first; !r.done; r = await it.next()) {
-        const e = r.value;
-        if (e.type === 'token') text += e.text;
-        else if (e.type === 'tool_calls') calls.push(...e.calls);
-        else return reply.type('application/json; charset=utf-8').send(last(e, text, calls.length ? calls : undefined));
-      }
-    } finally {
-      await it.return?.();
+    for await (const e of events) {
+      if (e.type === 'token') text += e.text;
+      else if (e.type === 'tool_calls') calls.push(...e.calls);
+      else return reply.type('application/json; charset=utf-8').send(last(e, text, calls.length ? calls : undefined));
     }
     throw new Error('the generation ended without a done event');
   }
 
   const out = startNdjson<Record<string, unknown>>(reply);
   try {
-    for (let r = first; !r.done; r = await it.next()) {
+    for await (const e of events) {
       if (out.closed) break;
-      const e = r.value;
       if (e.type === 'token') out.write({ ...head(), ...opts.shape.chunk(e.text), done: false });
       else if (e.type === 'tool_calls') out.write({ ...head(), ...opts.shape.chunk('', e.calls), done: false });
       else {
@@ -91,8 +78,6 @@ export async function respond(
     out.end();
   } catch (err) {
     out.fail(err);
-  } finally {
-    await it.return?.();
   }
   return reply;
 }
