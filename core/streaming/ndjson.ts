@@ -7,6 +7,7 @@
  */
 import type { FastifyReply } from 'fastify';
 import { toAppError } from '../http/error-handler.js';
+import { holdFirstTurn } from './first-turn.js';
 
 export interface StreamWriter<T> {
   write(obj: T): boolean;
@@ -24,10 +25,7 @@ export function startNdjson<T>(reply: FastifyReply, contentType = 'application/x
   reply.hijack();
   const res = reply.raw;
   res.writeHead(200, { 'Content-Type': contentType, 'Cache-Control': 'no-store', 'X-Accel-Buffering': 'no' });
-  // The head leaves with the first frames: those written in this turn (the caller has its first
-  // event already) go out as one TLS write instead of one per frame.
-  res.cork();
-  setImmediate(() => res.uncork());
+  holdFirstTurn(res);
   let closed = false;
   res.on('close', () => (closed = true));
   return {

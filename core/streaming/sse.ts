@@ -6,6 +6,7 @@
  */
 import type { FastifyReply } from 'fastify';
 import { errorBody, toAppError } from '../http/error-handler.js';
+import { holdFirstTurn } from './first-turn.js';
 import type { StreamWriter } from './ndjson.js';
 
 export function startSse<T>(reply: FastifyReply): StreamWriter<T> & { done(): void } {
@@ -17,10 +18,7 @@ export function startSse<T>(reply: FastifyReply): StreamWriter<T> & { done(): vo
     Connection: 'keep-alive',
     'X-Accel-Buffering': 'no',
   });
-  // The head leaves with the first frames: those written in this turn (the caller has its first
-  // event already) go out as one TLS write instead of one per frame.
-  res.cork();
-  setImmediate(() => res.uncork());
+  holdFirstTurn(res);
   let closed = false;
   res.on('close', () => (closed = true));
   const send = (data: string): boolean => (closed || res.writableEnded ? false : res.write(`data: ${data}\n\n`));
