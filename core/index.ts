@@ -17,6 +17,7 @@ export { SERVICE_NAMES, isServiceName, ServiceRegistry, type ServiceName, type S
 export { LogHub } from './logging.js';
 export { writeFileAtomic } from './fs/write-atomic.js';
 export { VERSION } from './version.js';
+export { formatBytes } from './format/bytes.js';
 export { PROJECT_ROOT, projectPath } from './paths.js';
 export type { Config } from './config/schema.js';
 export type * from './contracts/auth.js';

@@ -1,5 +1,6 @@
 import t from 'tap';
-import { formatBytes, formatDuration, ProgressView } from '../../plugins/model-store/cli/progress-view.js';
+import { formatBytes } from '../../core/index.js';
+import { formatDuration, ProgressView } from '../../plugins/model-store/cli/progress-view.js';
 
 function sink(isTTY: boolean): NodeJS.WritableStream & { isTTY: boolean; columns: number; text: string } {
   const s = { isTTY, columns: 120, text: '', write(c: string) { s.text += c; return true; } };

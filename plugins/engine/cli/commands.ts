@@ -11,7 +11,7 @@
  * @module
  */
 import { createInterface } from 'node:readline';
-import { CliError, type ApiClient, type CliArgs, type CliCommand, type CliIO } from '../../../core/index.js';
+import { CliError, formatBytes, type ApiClient, type CliArgs, type CliCommand, type CliIO } from '../../../core/index.js';
 
 interface ChatChunk {
   message?: { content?: string };
@@ -39,18 +39,6 @@ function modelArg(args: CliArgs, usage: string): string {
   const name = args.positionals[0];
   if (!name) throw new CliError(`a model name is required\nUsage: ${usage}`, 2);
   return name;
-}
-
-/** Decimal sizes as `ollama ps` prints them. */
-function formatSize(n: number): string {
-  const units = ['B', 'KB', 'MB', 'GB', 'TB'];
-  let i = 0;
-  let v = n;
-  while (v >= 1000 && i < units.length - 1) {
-    v /= 1000;
-    i++;
-  }
-  return `${i === 0 ? v : Math.round(v)} ${units[i]}`;
 }
 
 /** `100% CPU`, `100% GPU` or `48%/52% CPU/GPU`. */
@@ -277,7 +265,7 @@ export const commands: CliCommand[] = [
       const { models } = await client.json<{ models: PsModel[] }>('GET', '/api/ps');
       const rows = [['NAME', 'ID', 'SIZE', 'PROCESSOR', 'CONTEXT', 'UNTIL']];
       for (const m of models) {
-        rows.push([m.name, m.digest.slice(0, 12), formatSize(m.size), processor(m), String(m.context_length), until(m.expires_at)]);
+        rows.push([m.name, m.digest.slice(0, 12), formatBytes(m.size), processor(m), String(m.context_length), until(m.expires_at)]);
       }
       io.stdout.write(table(rows));
       return 0;

@@ -10,9 +10,9 @@ import { readdir, readFile, stat } from 'node:fs/promises';
 import { createHash } from 'node:crypto';
 import os from 'node:os';
 import path from 'node:path';
-import { formatBytes, ProgressView, type ProgressLine } from './progress-view.js';
+import { ProgressView, type ProgressLine } from './progress-view.js';
 import { ModelfileError, parseModelfile } from '../modelfile/parse.js';
-import { CliError, responseError, type ApiClient, type CliCommand, type CliIO } from '../../../core/index.js';
+import { CliError, formatBytes, responseError, type ApiClient, type CliCommand, type CliIO } from '../../../core/index.js';
 
 interface TagsResponse {
   models: Array<{ name: string; digest: string; size: number; modified_at: string }>;

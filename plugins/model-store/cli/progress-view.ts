@@ -6,6 +6,7 @@
  *
  * @module
  */
+import { formatBytes } from '../../../core/index.js';
 
 /** A progress line of the pull/push/create streams. */
 export interface ProgressLine {
@@ -26,18 +27,6 @@ interface Bar {
 }
 
 type Entry = { kind: 'status'; text: string } | { kind: 'bar'; bar: Bar };
-
-/** `1.2 MB`, `534 KB` (decimal units, as Ollama's CLI). */
-export function formatBytes(n: number): string {
-  const units = ['B', 'KB', 'MB', 'GB', 'TB'];
-  let i = 0;
-  let v = n;
-  while (v >= 1000 && i < units.length - 1) {
-    v /= 1000;
-    i++;
-  }
-  return `${i === 0 ? Math.round(v) : v.toFixed(v >= 100 ? 0 : 1)} ${units[i]}`;
-}
 
 /** `45s`, `3m12s`, `1h4m`. */
 export function formatDuration(seconds: number): string {

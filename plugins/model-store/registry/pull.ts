@@ -9,6 +9,7 @@
  */
 import { statfs } from 'node:fs/promises';
 import type { FastifyBaseLogger } from 'fastify';
+import { formatBytes } from '../../../core/index.js';
 import { insufficientStorage } from '../store/errors.js';
 import type { Layer } from '../store/manifest.js';
 import type { ModelStoreService } from '../store/store.js';
@@ -18,14 +19,6 @@ import { Downloads, type BlobDownload, type DownloadOptions } from './download.j
 
 /** How often progress lines go out while a layer downloads. */
 const TICK_MS = 100;
-
-/** Human-readable byte counts for messages. */
-function bytes(n: number): string {
-  const units = ['B', 'KB', 'MB', 'GB', 'TB'];
-  let i = 0;
-  while (n >= 1000 && i < units.length - 1) (n /= 1000), i++;
-  return `${n.toFixed(i === 0 ? 0 : 1)} ${units[i]}`;
-}
 
 /** A layer download this pull has joined. */
 interface Started {
@@ -83,7 +76,7 @@ export class Puller {
     if (!fs) return;
     const free = fs.bavail * fs.bsize;
     if (free < needed) {
-      throw insufficientStorage(`not enough disk space for this model: it needs ${bytes(needed)} more, ${bytes(free)} are free`);
+      throw insufficientStorage(`not enough disk space for this model: it needs ${formatBytes(needed)} more, ${formatBytes(free)} are free`);
     }
   }
 
