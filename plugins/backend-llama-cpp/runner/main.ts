@@ -8,7 +8,8 @@
  * @module
  */
 import type { ParentMessage, RunnerMessage } from '../protocol.js';
-import { ModelSession, prepareLlama, RequestError, type Prepared } from './session.js';
+import { RequestError } from './errors.js';
+import { ModelSession, prepareLlama, type Prepared } from './session.js';
 
 let session: ModelSession | null = null;
 let prepared: Prepared | undefined;
