@@ -2,7 +2,9 @@
  * Pull throughput benchmark: `POST /api/pull` of `bench-random-135m-q4_0.gguf` (71 MB) from a
  * local registry (Debian's docker-registry on loopback), against `curl` downloading the same blob
  * from the same registry in the same run. The pull includes the manifest, the small layers, the
- * SHA-256 check and the rename into the store; curl only writes the file. Runs alternate so
+ * SHA-256 check and the rename into the store; curl only writes the file. The appliance runs as
+ * its own `lia serve` process, as users run it, and the pull is timed from the request to the
+ * answer of `"stream": false` by a client as light as curl (undici's `request`). Runs alternate so
  * machine noise hits both alike; the medians are compared. Goal: ratio >= 0.9.
  *
  * Run: `node --import tsx bench/pull/pull.bench.ts [--runs N]` (default 7 runs each).
@@ -14,7 +16,8 @@ import { mkdtemp, rm, stat } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
-import { startTestAppliance } from '../../test/helpers/appliance.js';
+import { request } from 'undici';
+import { startApplianceProcess } from '../lib/appliance-process.js';
 import { fixture } from '../../test/helpers/fixtures.js';
 import { createModel, fileDigest } from '../../test/helpers/models.js';
 import { startTestRegistry } from '../../test/helpers/registry.js';
@@ -34,7 +37,7 @@ export async function run(runs = 7): Promise<{ pullMBps: number; curlMBps: numbe
   const bytes = (await stat(file)).size;
   const digest = await fileDigest(file);
   const reg = await startTestRegistry();
-  const app = await startTestAppliance({ plugins: STORE_ONLY });
+  const app = await startApplianceProcess({ plugins: STORE_ONLY });
   const tmp = await mkdtemp(path.join(os.tmpdir(), 'lia-bench-pull-'));
   try {
     await createModel(app, 'bench', MODEL);
@@ -56,8 +59,15 @@ export async function run(runs = 7): Promise<{ pullMBps: number; curlMBps: numbe
       // Each timed run starts with the previous run's file written back, so neither pays for the other's disk flush.
       execFileSync('sync');
       const t0 = performance.now();
-      await json('POST', '/api/pull', { name, insecure: true, stream: false });
+      const res = await request(`${app.url}/api/pull`, {
+        method: 'POST',
+        dispatcher: app.dispatcher(),
+        headers: { authorization: `Bearer ${app.key}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ name, insecure: true, stream: false }),
+      });
+      const answer = await res.body.text();
       const pullSecs = (performance.now() - t0) / 1000;
+      if (res.statusCode !== 200) throw new Error(`pull: ${res.statusCode} ${answer}`);
       const out = path.join(tmp, 'blob');
       execFileSync('sync');
       const curlSecs = Number(execFileSync('curl', ['-sS', '-o', out, '-w', '%{time_total}', blobUrl], { encoding: 'utf8' }));
