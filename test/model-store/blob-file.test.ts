@@ -4,6 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import t from 'tap';
 import { Batcher, BlobFile } from '../../plugins/model-store/registry/blob-file.js';
+import { readBuffer } from '../../plugins/model-store/registry/read-buffers.js';
 
 const tmpFile = async (t: { teardown(fn: () => unknown): void }, size: number): Promise<string> => {
   const dir = await mkdtemp(path.join(os.tmpdir(), 'lia-blobfile-'));
@@ -26,6 +27,25 @@ t.test('a batch passes socket-sized buffers on as they are and copies slices', a
   t.same(batch[1], slice);
   t.equal(b.take(), null, 'nothing left after a full batch');
   t.equal(b.push(Buffer.alloc(0)), null, 'empty chunks are ignored');
+});
+
+t.test('chunks cut from a read buffer pass as they are, and their memory moves once', async (t) => {
+  const data = randomBytes(300);
+  const read = readBuffer(1024); // a socket read of 300 bytes into a 1 KiB buffer
+  data.copy(read, 0);
+  const a = read.subarray(0, 120); // e.g. two chunks of a chunked body in one read
+  const b = read.subarray(120, 300);
+  const batcher = new Batcher(100);
+  const batch = [...(batcher.push(a) ?? []), ...(batcher.push(b) ?? [])];
+  t.equal(batch[0], a, 'no copy');
+  const file = await tmpFile(t, 300);
+  const f = await BlobFile.open(file);
+  f.write(batch.concat(batcher.take() ?? []), 0, true);
+  await f.drain();
+  t.equal(read.buffer.byteLength, 0, 'the memory was moved to the writer, not copied');
+  t.equal(await f.digest(), createHash('sha256').update(data).digest('hex'));
+  await f.close();
+  t.same(await readFile(file), data);
 });
 
 t.test('writes land at their positions and the hash covers the hashed writes in order', async (t) => {

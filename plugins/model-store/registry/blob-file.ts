@@ -10,6 +10,7 @@
  * @module
  */
 import { Worker } from 'node:worker_threads';
+import { movable, recycle } from './read-buffers.js';
 
 /**
  * The worker's code, plain CommonJS evaluated as a string so that it runs the same from the
@@ -48,14 +49,16 @@ parentPort.on('message', (m) => {
     switch (m.op) {
       case 'open': fd = fs.openSync(m.path, 'r+'); hash = createHash('sha256'); return parentPort.postMessage({ ok: 0 });
       case 'write': {
-        const bufs = m.bufs.map((ab) => Buffer.from(ab));
+        const bufs = [];
+        for (let i = 0; i < m.views.length; i += 3) bufs.push(Buffer.from(m.bufs[m.views[i]], m.views[i + 1], m.views[i + 2]));
         writeAll(bufs, m.pos);
         let size = 0;
         for (const buf of bufs) {
           if (m.hash) hash.update(buf);
           size += buf.length;
         }
-        return parentPort.postMessage({ ok: size });
+        // The memory goes back for the next socket reads.
+        return parentPort.postMessage({ ok: size, bufs: m.bufs }, m.bufs);
       }
       case 'hashFile': return parentPort.postMessage({ ok: hashFile(m.from, m.to) });
       case 'digest': { const hex = hash.digest('hex'); hash = createHash('sha256'); return parentPort.postMessage({ ok: hex }); }
@@ -71,7 +74,7 @@ parentPort.on('message', (m) => {
 const MAX_IDLE = 2;
 const idle: Worker[] = [];
 
-type Reply = { ok: number | string } | { error: { message: string; code?: string } };
+type Reply = { ok: number | string; bufs?: ArrayBuffer[] } | { error: { message: string; code?: string } };
 interface Pending {
   resolve(value: number | string): void;
   reject(err: Error): void;
@@ -116,8 +119,9 @@ export class BlobFile {
 
   /**
    * Hands a batch over to be written at `pos`, and hashed when `hash` is true (the caller keeps
-   * hashed writes contiguous from the start of the blob). Every buffer must own its whole
-   * ArrayBuffer (see {@link Batcher}): they are transferred, not copied, and unusable afterwards.
+   * hashed writes contiguous from the start of the blob). Every buffer's memory must be movable
+   * (see {@link Batcher} and read-buffers.ts): it is transferred, not copied, and unusable
+   * afterwards.
    * `onWritten` runs once the batch is on disk. Returns false, like a stream's `write`, when 16 MiB
    * or more are in flight: wait for {@link room} before the next batch. Throws the first failure
    * of an earlier write.
@@ -125,10 +129,19 @@ export class BlobFile {
   write(batch: Buffer[], pos: number, hash: boolean, onWritten?: (bytes: number) => void): boolean {
     if (this.#failure) throw this.#failure;
     let size = 0;
-    for (const b of batch) size += b.length;
+    // Each chunk travels as (memory, offset, length); memory shared by several chunks moves once.
+    const bufs: ArrayBuffer[] = [];
+    const index = new Map<ArrayBuffer, number>();
+    const views: number[] = [];
+    for (const b of batch) {
+      const ab = b.buffer as ArrayBuffer;
+      let i = index.get(ab);
+      if (i === undefined) index.set(ab, (i = bufs.push(ab) - 1));
+      views.push(i, b.byteOffset, b.length);
+      size += b.length;
+    }
     this.#inFlight += size;
-    const bufs = batch.map((b) => b.buffer as ArrayBuffer);
-    this.#call({ op: 'write', bufs, pos, hash }, bufs).then(
+    this.#call({ op: 'write', bufs, views, pos, hash }, bufs).then(
       () => onWritten?.(size),
       () => undefined, // recorded in #failure by #onMessage / #fail
     ).finally(() => {
@@ -189,7 +202,10 @@ export class BlobFile {
   readonly #onMessage = (reply: Reply): void => {
     const p = this.#pending.shift();
     if (!p) return;
-    if ('ok' in reply) return p.resolve(reply.ok);
+    if ('ok' in reply) {
+      for (const ab of reply.bufs ?? []) recycle(ab);
+      return p.resolve(reply.ok);
+    }
     const err = Object.assign(new Error(reply.error.message), { code: reply.error.code });
     this.#failure ??= err;
     p.reject(err);
@@ -205,15 +221,10 @@ export class BlobFile {
   }
 }
 
-/** True when `buf` is the whole of its ArrayBuffer, so transferring it gives away nothing else. */
-function ownsMemory(buf: Buffer): boolean {
-  return buf.byteOffset === 0 && buf.byteLength === buf.buffer.byteLength && !(buf.buffer instanceof SharedArrayBuffer);
-}
-
 /**
- * Gathers network chunks into batches of at least `size` bytes (1 MiB by default) whose buffers
- * each own their memory: a socket read usually does (it is passed on as it is), a slice of a
- * larger buffer is copied.
+ * Gathers network chunks into batches of at least `size` bytes (1 MiB by default) whose memory
+ * can be moved to the writer thread: a chunk cut from one of the registry client's read buffers,
+ * or one that spans its whole buffer, is passed on as it is; any other slice is copied.
  */
 export class Batcher {
   #chunks: Buffer[] = [];
@@ -224,7 +235,7 @@ export class Batcher {
   /** Adds a chunk; returns a full batch when one is ready. */
   push(chunk: Buffer): Buffer[] | null {
     if (chunk.length === 0) return null;
-    if (!ownsMemory(chunk)) {
+    if (!movable(chunk)) {
       const copy = Buffer.allocUnsafeSlow(chunk.length);
       chunk.copy(copy);
       chunk = copy;
