@@ -74,6 +74,7 @@ function handle(message: ParentMessage): void {
       ModelSession.load(message.spec, prepared).then(
         (s) => {
           session = s;
+          for (const message of s.warnings) send({ t: 'log', level: 'warn', message });
           send({ t: 'ready', info: s.info });
         },
         (err: unknown) => {

@@ -38,6 +38,8 @@ export function prepareLlama(gpu: 'auto' | false): Prepared {
 
 export class ModelSession {
   readonly info: RunnerInfo;
+  /** Things the operator should know about this load (the runner logs them as warnings). */
+  readonly warnings: string[] = [];
   readonly #llama: Llama;
   readonly #model: LlamaModel;
   readonly #context: LlamaContext;
@@ -57,7 +59,12 @@ export class ModelSession {
     this.#prompts = new Prompts(model, format, info.contextLength);
     this.#grammars = new Grammars(llama);
     this.#embedder = new Embedder(model, info.contextLength, spec.threads);
-    fixBatchDispatch(context, () => this.#slots.busy);
+    if (!fixBatchDispatch(context, () => this.#slots.busy)) {
+      this.warnings.push(
+        "node-llama-cpp's batching internals are not the ones runner/batching.ts patches (another version?): " +
+          'concurrent streams run without its fixes and share decodes less well',
+      );
+    }
   }
 
   /** Loads the model and provisions its context, on `prepared` bindings when they match. */
