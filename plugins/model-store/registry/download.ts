@@ -2,17 +2,21 @@
  * Blob downloads: parallel ranged parts for large blobs, retries after a dropped connection or a
  * stall, resume after a restart (part state in `<blob>-partial.json`), the SHA-256 checked before
  * the blob is renamed into place, and one shared download per digest however many pulls wait on
- * it; it is cancelled only when the last of them goes away.
+ * it; it is cancelled only when the last of them goes away. Part planning and state are in
+ * parts.ts, the retry policy in retry.ts, small blobs in small-blob.ts, and the writer thread that
+ * writes and hashes in blob-file.ts.
  *
  * @module
  */
-import { createHash } from 'node:crypto';
-import { open, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
+import { open, rename, rm } from 'node:fs/promises';
 import { isAppError, Errors } from '../../../core/index.js';
 import type { BlobStore } from '../store/blobs.js';
 import { storageError } from '../store/errors.js';
 import { Batcher, BlobFile } from './blob-file.js';
 import type { RegistryClient, Repository } from './client.js';
+import { loadParts, partFiles, planParts, saveParts, type Part } from './parts.js';
+import { backoff, retryable } from './retry.js';
+import { fetchSmallBlob, SMALL_BLOB } from './small-blob.js';
 
 /** Tuning of downloads (plugin options). */
 export interface DownloadOptions {
@@ -24,51 +28,10 @@ export interface DownloadOptions {
   retries: number;
 }
 
-interface Part {
-  start: number;
-  /** Inclusive. */
-  end: number;
-  /** Bytes received (what progress shows). */
-  completed: number;
-  /** Bytes on disk (what is saved for a resume). */
-  written?: number;
-}
-
 /** How many bytes from the start of the blob the running SHA-256 (in the {@link BlobFile}) has seen. */
 interface Hasher {
   cursor: number;
 }
-
-interface PartState {
-  digest: string;
-  total: number;
-  parts: Part[];
-}
-
-/** Blobs up to this size are downloaded into memory in one request. */
-const SMALL_BLOB = 1024 * 1024;
-
-/** Splits `total` bytes into parts of at least `min` bytes, at most `max` parts. */
-export function planParts(total: number, min: number, max: number): Part[] {
-  if (total === 0) return [];
-  const size = Math.max(min, Math.ceil(total / max));
-  const parts: Part[] = [];
-  for (let start = 0; start < total; start += size) parts.push({ start, end: Math.min(total, start + size) - 1, completed: 0 });
-  return parts;
-}
-
-/** True for failures worth another attempt (the network, a stall, a 5xx); false for the rest. */
-function retryable(err: unknown): boolean {
-  if (isAppError(err)) return err.statusCode >= 500 && err.code !== 'LIA_ERR_INSUFFICIENT_STORAGE';
-  const code = (err as NodeJS.ErrnoException)?.code;
-  return code !== 'ENOSPC' && code !== 'EDQUOT' && code !== 'ABORT_ERR' && code !== 'LIA_WRITER_GONE';
-}
-
-const sleep = (ms: number, signal: AbortSignal): Promise<void> =>
-  new Promise((resolve, reject) => {
-    const t = setTimeout(resolve, ms);
-    signal.addEventListener('abort', () => (clearTimeout(t), reject(signal.reason)), { once: true });
-  });
 
 /** One blob being downloaded, shared by every pull that needs it. */
 export class BlobDownload {
@@ -143,33 +106,17 @@ export class BlobDownload {
     return this.blobs.path(this.digest);
   }
   get #partial(): string {
-    return `${this.#final}-partial`;
-  }
-  get #stateFile(): string {
-    return `${this.#final}-partial.json`;
+    return partFiles(this.#final).partial;
   }
 
-  async #loadState(): Promise<Part[] | null> {
-    try {
-      const state = JSON.parse(await readFile(this.#stateFile, 'utf8')) as PartState;
-      const size = (await stat(this.#partial)).size;
-      if (state.digest !== this.digest || state.total !== this.total || size !== this.total || !Array.isArray(state.parts)) return null;
-      return state.parts.map((p) => ({ start: p.start, end: p.end, completed: Math.max(0, Math.min(p.completed, p.end - p.start + 1)) }));
-    } catch {
-      return null;
-    }
-  }
-
-  async #saveState(): Promise<void> {
-    const parts = this.#parts.map((p) => ({ start: p.start, end: p.end, completed: p.written ?? 0 }));
-    const state: PartState = { digest: this.digest, total: this.total, parts };
-    await writeFile(this.#stateFile, JSON.stringify(state)).catch(() => undefined);
+  #saveState(): Promise<void> {
+    return saveParts(this.#final, this.digest, this.total, this.#parts);
   }
 
   async #run(): Promise<void> {
     const signal = this.#abort.signal;
     if (this.total <= SMALL_BLOB) return this.#runSmall(signal);
-    const resumed = await this.#loadState();
+    const resumed = await loadParts(this.#final, this.digest, this.total);
     if (resumed) {
       this.#parts = resumed;
       this.resumedFrom = this.completed;
@@ -202,7 +149,7 @@ export class BlobDownload {
       throw Errors.badGateway(`digest mismatch, file must be downloaded again: want ${this.digest}, got ${got}`);
     }
     await rename(this.#partial, this.#final);
-    await rm(this.#stateFile, { force: true });
+    await rm(partFiles(this.#final).state, { force: true });
   }
 
   /**
@@ -227,53 +174,19 @@ export class BlobDownload {
     return file.digest();
   }
 
-  /**
-   * Small blobs (templates, params, configs, small ONNX files) are fetched into memory, checked
-   * and written in one go: no part state, no resume (there is nothing worth resuming).
-   */
+  /** A small blob: fetched into memory in one request (see small-blob.ts). */
   async #runSmall(signal: AbortSignal): Promise<void> {
-    this.#parts = [{ start: 0, end: this.total - 1, completed: 0 }];
+    const part: Part = { start: 0, end: this.total - 1, completed: 0 };
+    this.#parts = [part];
     this.#markReady();
-    let failures = 0;
-    for (;;) {
-      try {
-        const res = await this.client.getBlob(this.repo, this.digest, undefined, signal);
-        await this.client.expectOk(res, `download ${this.digest}`);
-        const chunks: Buffer[] = [];
-        let size = 0;
-        for await (const chunk of res.body) {
-          size += (chunk as Buffer).length;
-          if (size > this.total) {
-            res.body.destroy();
-            throw Errors.badGateway(`registry ${this.repo.name.host} sent more than the ${this.total} bytes of ${this.digest}`);
-          }
-          chunks.push(chunk as Buffer);
-          this.#parts[0]!.completed = size;
-        }
-        const bytes = Buffer.concat(chunks);
-        const got = `sha256:${createHash('sha256').update(bytes).digest('hex')}`;
-        if (got !== this.digest) throw Errors.badGateway(`digest mismatch, file must be downloaded again: want ${this.digest}, got ${got}`);
-        try {
-          await this.blobs.put(bytes);
-        } catch (err) {
-          throw storageError(err, 'writing a download');
-        }
-        return;
-      } catch (err) {
-        if (signal.aborted) throw signal.reason;
-        if (!retryable(err) || /digest mismatch/.test((err as Error).message) || ++failures > this.options.retries) {
-          throw isAppError(err) ? err : Errors.badGateway(`download of ${this.digest} failed: ${(err as Error).message}`, { cause: err });
-        }
-        this.#parts[0]!.completed = 0;
-        await sleep(Math.min(4000, 200 * 2 ** failures), signal);
-      }
-    }
+    const { client, repo, digest, total, blobs } = this;
+    await fetchSmallBlob({ client, repo, digest, total, blobs, retries: this.options.retries }, signal, (n) => (part.completed = n));
   }
 
   /** Removes every trace of this download. */
   async #discard(): Promise<void> {
     await rm(this.#partial, { force: true });
-    await rm(this.#stateFile, { force: true });
+    await rm(partFiles(this.#final).state, { force: true });
   }
 
   async #downloadPart(part: Part, hasher: Hasher | null, file: BlobFile, signal: AbortSignal): Promise<void> {
@@ -291,7 +204,7 @@ export class BlobDownload {
         if (failures > this.options.retries) {
           throw isAppError(err) ? err : Errors.badGateway(`download of ${this.digest} failed: ${(err as Error).message}`, { cause: err });
         }
-        await sleep(Math.min(4000, 200 * 2 ** failures), signal);
+        await backoff(failures, signal);
       }
     }
   }

@@ -1,0 +1,62 @@
+/**
+ * Small blobs (templates, params, configs, small ONNX files) are fetched into memory, checked and
+ * written in one go: no part state and no resume, since there is nothing worth resuming. A
+ * dropped connection is retried from the start.
+ *
+ * @module
+ */
+import { createHash } from 'node:crypto';
+import { Errors, isAppError } from '../../../core/index.js';
+import type { BlobStore } from '../store/blobs.js';
+import { storageError } from '../store/errors.js';
+import type { RegistryClient, Repository } from './client.js';
+import { backoff, retryable } from './retry.js';
+
+/** Blobs up to this size are downloaded this way. */
+export const SMALL_BLOB = 1024 * 1024;
+
+/**
+ * Downloads blob `digest` (`total` bytes) of `repo` into `blobs`, reporting the bytes received so
+ * far through `progress`; at most `retries` retries after a failure that can pass.
+ */
+export async function fetchSmallBlob(
+  req: { client: RegistryClient; repo: Repository; digest: string; total: number; blobs: BlobStore; retries: number },
+  signal: AbortSignal,
+  progress: (received: number) => void,
+): Promise<void> {
+  const { client, repo, digest, total } = req;
+  let failures = 0;
+  for (;;) {
+    try {
+      const res = await client.getBlob(repo, digest, undefined, signal);
+      await client.expectOk(res, `download ${digest}`);
+      const chunks: Buffer[] = [];
+      let size = 0;
+      for await (const chunk of res.body) {
+        size += (chunk as Buffer).length;
+        if (size > total) {
+          res.body.destroy();
+          throw Errors.badGateway(`registry ${repo.name.host} sent more than the ${total} bytes of ${digest}`);
+        }
+        chunks.push(chunk as Buffer);
+        progress(size);
+      }
+      const bytes = Buffer.concat(chunks);
+      const got = `sha256:${createHash('sha256').update(bytes).digest('hex')}`;
+      if (got !== digest) throw Errors.badGateway(`digest mismatch, file must be downloaded again: want ${digest}, got ${got}`);
+      try {
+        await req.blobs.put(bytes);
+      } catch (err) {
+        throw storageError(err, 'writing a download');
+      }
+      return;
+    } catch (err) {
+      if (signal.aborted) throw signal.reason;
+      if (!retryable(err) || /digest mismatch/.test((err as Error).message) || ++failures > req.retries) {
+        throw isAppError(err) ? err : Errors.badGateway(`download of ${digest} failed: ${(err as Error).message}`, { cause: err });
+      }
+      progress(0);
+      await backoff(failures, signal);
+    }
+  }
+}
