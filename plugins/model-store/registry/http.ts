@@ -45,8 +45,8 @@ export interface HttpClientOptions {
 const MAX_REDIRECTS = 10;
 
 /**
- * Socket reads of plain-HTTP connections start at this size, as Node's own reads do; a read that
- * fills its buffer is followed by one of `LARGE_READ` (1 MiB): a body is streaming.
+ * Socket reads of plain-HTTP connections start at this size, as Node's own reads do; after a read
+ * of at least this much (a body is streaming) the next one gets `LARGE_READ` (1 MiB).
  */
 const SMALL_READ = 64 * 1024;
 
@@ -68,7 +68,7 @@ class LargeReadAgent extends http.Agent {
       onread: {
         buffer: () => readBuffer(size),
         callback: (n: number, buf: Uint8Array) => {
-          size = n === buf.length ? LARGE_READ : SMALL_READ;
+          size = n >= SMALL_READ ? LARGE_READ : SMALL_READ;
           socket.emit('data', Buffer.from(buf.buffer, buf.byteOffset, n));
           return true;
         },
