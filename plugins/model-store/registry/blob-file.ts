@@ -47,7 +47,11 @@ function hashFile(from, to) {
 parentPort.on('message', (m) => {
   try {
     switch (m.op) {
-      case 'open': fd = fs.openSync(m.path, 'r+'); hash = createHash('sha256'); return parentPort.postMessage({ ok: 0 });
+      case 'open':
+        fd = fs.openSync(m.path, m.size === undefined ? 'r+' : 'w+');
+        if (m.size !== undefined) fs.ftruncateSync(fd, m.size);
+        hash = createHash('sha256');
+        return parentPort.postMessage({ ok: 0 });
       case 'write': {
         const bufs = [];
         for (let i = 0; i < m.views.length; i += 3) bufs.push(Buffer.from(m.bufs[m.views[i]], m.views[i + 1], m.views[i + 2]));
@@ -104,12 +108,15 @@ export class BlobFile {
     worker.on('exit', this.#onExit);
   }
 
-  /** Opens `path` (which must exist, at its full size) for positional writes and a fresh hash. */
-  static async open(path: string): Promise<BlobFile> {
+  /**
+   * Opens `path` for positional writes and a fresh hash: the file as it is (a resumed download),
+   * or, with `create`, a new file of `create` bytes (an existing one is emptied first).
+   */
+  static async open(path: string, create?: number): Promise<BlobFile> {
     const worker = idle.pop() ?? new Worker(WORKER_SOURCE, { eval: true });
     const file = new BlobFile(worker);
     try {
-      await file.#call({ op: 'open', path });
+      await file.#call({ op: 'open', path, size: create });
     } catch (err) {
       await file.close();
       throw err;

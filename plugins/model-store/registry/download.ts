@@ -8,7 +8,7 @@
  *
  * @module
  */
-import { open, rename, rm } from 'node:fs/promises';
+import { rename, rm } from 'node:fs/promises';
 import { isAppError, Errors } from '../../../core/index.js';
 import type { BlobStore } from '../store/blobs.js';
 import { storageError } from '../store/errors.js';
@@ -117,27 +117,22 @@ export class BlobDownload {
     const signal = this.#abort.signal;
     if (this.total <= SMALL_BLOB) return this.#runSmall(signal);
     const resumed = await loadParts(this.#final, this.digest, this.total);
-    if (resumed) {
-      this.#parts = resumed;
-      this.resumedFrom = this.completed;
-    } else {
-      this.#parts = planParts(this.total, this.options.partMinBytes, this.options.maxParts);
-      try {
-        const fh = await open(this.#partial, 'w');
-        await fh.truncate(this.total).finally(() => fh.close());
-      } catch (err) {
-        throw storageError(err, 'preparing a download');
-      }
-      await this.#saveState();
-    }
-    this.#markReady();
-    for (const p of this.#parts) p.written = p.completed;
     let file: BlobFile;
     try {
-      file = await BlobFile.open(this.#partial);
+      if (resumed) {
+        this.#parts = resumed;
+        this.resumedFrom = this.completed;
+        file = await BlobFile.open(this.#partial);
+      } else {
+        this.#parts = planParts(this.total, this.options.partMinBytes, this.options.maxParts);
+        // The state only counts once the file has its full size (see loadParts), so both can go at once.
+        [file] = await Promise.all([BlobFile.open(this.#partial, this.total), this.#saveState()]);
+      }
     } catch (err) {
       throw storageError(err, 'preparing a download');
     }
+    this.#markReady();
+    for (const p of this.#parts) p.written = p.completed;
     let got: string;
     try {
       got = `sha256:${await this.#fetchParts(file, signal)}`;

@@ -51,9 +51,11 @@ export class Puller {
     const leave = (): void => mine.abort(signal.reason);
     signal.addEventListener('abort', leave, { once: true });
     try {
-      await this.#checkSpace(layers);
-      const started = await Promise.all(layers.map((l) => this.#start(repo, l, mine.signal)));
-      for (const [i, layer] of layers.entries()) await this.#report(layer, started[i]!, emit);
+      // What the store already has, looked up once for the space check and the downloads.
+      const missing = await Promise.all(layers.map(async (l) => (await this.#store.blobs.size(l.digest)) !== l.size));
+      await this.#checkSpace(layers.filter((_, i) => missing[i]));
+      const started = layers.map((l, i) => (missing[i] ? this.#start(repo, l, mine.signal) : null));
+      for (const [i, layer] of layers.entries()) await this.#report(layer, started[i] ?? null, emit);
       const previous = await this.#store.find(repo.name);
       await this.#store.writeManifest(repo.name, manifestBytes);
       if (previous) {
@@ -67,10 +69,9 @@ export class Puller {
     }
   }
 
-  /** Fails early, with numbers, when the layers still missing cannot fit on the disk. */
-  async #checkSpace(layers: Layer[]): Promise<void> {
-    let needed = 0;
-    for (const l of layers) if ((await this.#store.blobs.size(l.digest)) !== l.size) needed += l.size;
+  /** Fails early, with numbers, when the `missing` layers cannot fit on the disk. */
+  async #checkSpace(missing: Layer[]): Promise<void> {
+    const needed = missing.reduce((n, l) => n + l.size, 0);
     if (needed === 0) return;
     const fs = await statfs(this.#store.paths.blobs).catch(() => null);
     if (!fs) return;
@@ -80,9 +81,8 @@ export class Puller {
     }
   }
 
-  /** Joins (or starts) the download of `layer`; null when the store already has it. */
-  async #start(repo: Repository, layer: Layer, signal: AbortSignal): Promise<Started | null> {
-    if ((await this.#store.blobs.size(layer.digest)) === layer.size) return null;
+  /** Joins (or starts) the download of `layer`. */
+  #start(repo: Repository, layer: Layer, signal: AbortSignal): Started {
     const download = this.downloads.get(repo, layer.digest, layer.size);
     const done = download.join(signal);
     done.catch(() => undefined); // awaited in #report; a pull that fails earlier never gets there
