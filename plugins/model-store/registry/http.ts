@@ -190,17 +190,27 @@ export class HttpClient {
 
   /** Reads a whole (small) body, with a size limit so a hostile registry cannot exhaust memory. */
   static async text(res: HttpResponse, limit = 32 * 1024 * 1024): Promise<string> {
+    const bytes = await HttpClient.bytes(res, limit, `more than ${limit} bytes where a small document was expected`);
+    return bytes.toString('utf8');
+  }
+
+  /**
+   * Reads a whole body of at most `limit` bytes; past it the response is dropped and the error
+   * says the registry sent `tooMuch`. `progress` hears the bytes received so far.
+   */
+  static async bytes(res: HttpResponse, limit: number, tooMuch: string, progress?: (received: number) => void): Promise<Buffer> {
     const chunks: Buffer[] = [];
     let size = 0;
     for await (const chunk of res.body) {
       size += (chunk as Buffer).length;
       if (size > limit) {
         res.body.destroy();
-        throw Errors.badGateway(`registry ${res.url.host} sent more than ${limit} bytes where a small document was expected`);
+        throw Errors.badGateway(`registry ${res.url.host} sent ${tooMuch}`);
       }
       chunks.push(chunk as Buffer);
+      progress?.(size);
     }
-    return Buffer.concat(chunks).toString('utf8');
+    return Buffer.concat(chunks);
   }
 
   close(): void {

@@ -10,6 +10,7 @@ import { Errors, isAppError } from '../../../core/index.js';
 import type { BlobStore } from '../store/blobs.js';
 import { storageError } from '../store/errors.js';
 import type { RegistryClient, Repository } from './client.js';
+import { HttpClient } from './http.js';
 import { backoff, retryable } from './retry.js';
 
 /** Blobs up to this size are downloaded this way. */
@@ -30,18 +31,7 @@ export async function fetchSmallBlob(
     try {
       const res = await client.getBlob(repo, digest, undefined, signal);
       await client.expectOk(res, `download ${digest}`);
-      const chunks: Buffer[] = [];
-      let size = 0;
-      for await (const chunk of res.body) {
-        size += (chunk as Buffer).length;
-        if (size > total) {
-          res.body.destroy();
-          throw Errors.badGateway(`registry ${repo.name.host} sent more than the ${total} bytes of ${digest}`);
-        }
-        chunks.push(chunk as Buffer);
-        progress(size);
-      }
-      const bytes = Buffer.concat(chunks);
+      const bytes = await HttpClient.bytes(res, total, `more than the ${total} bytes of ${digest}`, progress);
       const got = `sha256:${createHash('sha256').update(bytes).digest('hex')}`;
       if (got !== digest) throw Errors.badGateway(`digest mismatch, file must be downloaded again: want ${digest}, got ${got}`);
       try {
