@@ -54,11 +54,11 @@ const SMALL_READ = 64 * 1024;
  * Plain-HTTP connections that read up to 1 MiB at a time instead of Node's fixed 64 KiB. A blob
  * download is CPU-bound on a small machine, and per read the HTTP client pays a parse, a buffer
  * and an event: reading 71 MB in about 90 reads instead of 1,100 halves what receiving costs
- * (measured: 40-55 ms of CPU instead of 65-100). Each read gets a buffer of its own (so a body
- * chunk can be handed to another thread without a copy), sized by the last read: small while
- * answers are small, large while a body streams. The bytes go to the HTTP client through the
- * socket's 'data' event, which is how it reads a socket. TLS sockets cannot read this way (their
- * reads are 16 KiB records), so HTTPS keeps Node's agent.
+ * (measured per pull: 30-60 ms of event-loop CPU instead of 60-100). Each read gets a buffer of
+ * its own (so a body chunk can be handed to another thread without a copy), sized by the last
+ * read: small while answers are small, large while a body streams. The bytes go to the HTTP
+ * client through the socket's 'data' event, which is how it reads a socket. TLS sockets cannot
+ * read this way (their reads are 16 KiB records), so HTTPS keeps Node's agent.
  */
 class LargeReadAgent extends http.Agent {
   override createConnection(options: net.NetConnectOpts): net.Socket {
