@@ -17,7 +17,7 @@ import { forcedChoice, parseForcedCall, type ForcedToolChoice } from './forced-t
 import { generation, now, prefill, type Emit } from './generation.js';
 import { Grammars } from './grammars.js';
 import { toChatHistory, toFunctions, toToolCalls } from './history.js';
-import { Prompts } from './prompt.js';
+import { Prompts } from './prompts.js';
 import { maxTokensFor, toLlamaSampling } from './sampling.js';
 import { SlotPool } from './slots.js';
 import { resolvePromptFormat, type PromptFormat } from './templates.js';
