@@ -3,20 +3,26 @@
  * one thread): concurrent streams share each decode, and every batch lists its sequences in
  * ascending id order, which is what lets llama.cpp decode them as one micro-batch.
  */
-import t from 'tap';
-import { getLlama, LlamaCompletion } from 'node-llama-cpp';
+import t, { type Test } from 'tap';
+import { getLlama, LlamaCompletion, type LlamaContext } from 'node-llama-cpp';
 import { fixBatchDispatch } from '../../plugins/backend-llama-cpp/runner/batching.js';
 import { fixture } from '../helpers/fixtures.js';
 
-t.test('four streams: one decode per step, sequences in id order in every batch', async (t) => {
+/** A context of 4 sequences × `contextSize` on stories260K, one thread, freed after the test. */
+async function fourSequences(t: Test, contextSize: number): Promise<LlamaContext> {
   const llama = await getLlama({ gpu: false, build: 'never', maxThreads: 1, logLevel: 'error' as never });
   const model = await llama.loadModel({ modelPath: fixture('gguf/stories260K.gguf') });
-  const context = await model.createContext({ sequences: 4, contextSize: 256, threads: 1 });
+  const context = await model.createContext({ sequences: 4, contextSize, threads: 1 });
   t.teardown(async () => {
     await context.dispose();
     await model.dispose();
     await llama.dispose();
   });
+  return context;
+}
+
+t.test('four streams: one decode per step, sequences in id order in every batch', async (t) => {
+  const context = await fourSequences(t, 256);
   t.ok(fixBatchDispatch(context), 'the library internals the fix relies on are there');
 
   // Record what reaches llama.cpp: the sequence of every batch entry, and each decode.
@@ -52,14 +58,7 @@ t.test('four streams: one decode per step, sequences in id order in every batch'
 });
 
 t.test('a request on a sequence holding an old answer starts while another stream runs', async (t) => {
-  const llama = await getLlama({ gpu: false, build: 'never', maxThreads: 1, logLevel: 'error' as never });
-  const model = await llama.loadModel({ modelPath: fixture('gguf/stories260K.gguf') });
-  const context = await model.createContext({ sequences: 4, contextSize: 512, threads: 1 });
-  t.teardown(async () => {
-    await context.dispose();
-    await model.dispose();
-    await llama.dispose();
-  });
+  const context = await fourSequences(t, 512);
   const busy = new Set<number>();
   t.ok(fixBatchDispatch(context, () => busy), 'the library internals the fix relies on are there');
   const completions = [0, 1, 2, 3].map(() => new LlamaCompletion({ contextSequence: context.getSequence() }));
