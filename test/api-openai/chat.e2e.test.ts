@@ -198,6 +198,9 @@ const weatherAndTime = [
   },
 ];
 const askWeather = [{ role: 'user' as const, content: 'What is the weather in Paris?' }];
+/** A request that must answer with a call of one of the weather tools (greedy, fixed seed). */
+const forcedCall = (maxTokens: number) =>
+  ({ model: MODEL, messages: askWeather, tools: weatherAndTime, tool_choice: 'required', max_tokens: maxTokens, seed: 1, temperature: 0 }) as const;
 
 /** The arguments of a call, parsed: must be a JSON object. */
 function parsedArguments(t: Test, args: string): Record<string, unknown> {
@@ -209,9 +212,7 @@ function parsedArguments(t: Test, args: string): Record<string, unknown> {
 
 t.test('tool_choice required forces one call of one of the tools', async (t) => {
   // The fixture writes nonsense: only the structure is checked, never what it says.
-  const res = await client.chat.completions.create({
-    model: MODEL, messages: askWeather, tools: weatherAndTime, tool_choice: 'required', max_tokens: 200, seed: 1, temperature: 0,
-  });
+  const res = await client.chat.completions.create(forcedCall(200));
   const choice = res.choices[0]!;
   t.equal(choice.finish_reason, 'tool_calls');
   t.equal(choice.message.content, null, 'no text next to the call');
@@ -246,10 +247,7 @@ t.test('a named tool_choice forces a call of that tool', async (t) => {
 });
 
 t.test('a forced call streamed: one tool-call delta, finish_reason tool_calls', async (t) => {
-  const stream = await client.chat.completions.create({
-    model: MODEL, messages: askWeather, tools: weatherAndTime, tool_choice: 'required', max_tokens: 200, seed: 1, temperature: 0,
-    stream: true, stream_options: { include_usage: true },
-  });
+  const stream = await client.chat.completions.create({ ...forcedCall(200), stream: true, stream_options: { include_usage: true } });
   const chunks = [];
   for await (const c of stream) chunks.push(c);
   t.same(chunks[0]!.choices[0]!.delta, { role: 'assistant', content: '' }, 'role first');
@@ -279,9 +277,7 @@ t.test('a forced call streamed: one tool-call delta, finish_reason tool_calls', 
 });
 
 t.test('a forced call cut by max_tokens ends with length and no call', async (t) => {
-  const res = await client.chat.completions.create({
-    model: MODEL, messages: askWeather, tools: weatherAndTime, tool_choice: 'required', max_tokens: 3, seed: 1, temperature: 0,
-  });
+  const res = await client.chat.completions.create(forcedCall(3));
   const choice = res.choices[0]!;
   t.equal(choice.finish_reason, 'length');
   t.equal(choice.message.tool_calls, undefined, 'no partial call');
