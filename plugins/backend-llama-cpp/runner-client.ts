@@ -9,6 +9,7 @@
  */
 import { fork, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { FastifyBaseLogger } from 'fastify';
@@ -56,12 +57,14 @@ export interface RunnerOptions {
 }
 
 /**
- * libuv pool threads of a runner. Its jobs are one decode at a time per context (generation and
- * embedding), a model load, and the per-sequence sampling after each decode, which is short: a few
- * threads keep them all moving, and more only make 16 sampling jobs fight over the cores
- * (16 streams on 2 cores: 5 % fewer tokens/s with 16 threads than with 4).
+ * libuv pool threads of a runner: one per core, 2 to 6. Its jobs are one decode at a time per
+ * context (generation and embedding), a model load, and the per-sequence sampling after each
+ * decode, which is short and CPU-bound: threads beyond the cores only make 16 sampling jobs fight
+ * over them. Measured, raw node-llama-cpp, 16 streams on 2 cores: sampling and bookkeeping took
+ * 2.2-2.6 ms per step with 2 threads, 2.6-3.0 with 6 and about 2.8 with libuv's default 4 (and
+ * 16 threads gave 5 % fewer tokens/s than 4).
  */
-const RUNNER_POOL_THREADS = 6;
+const RUNNER_POOL_THREADS = Math.min(6, Math.max(2, os.availableParallelism()));
 
 /**
  * Forks a runner and has it load the llama.cpp bindings at once, so that a later load only has to
