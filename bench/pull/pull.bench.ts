@@ -54,10 +54,8 @@ export async function run(runs = 7): Promise<{ pullMBps: number; curlMBps: numbe
     const blobUrl = `${reg.url}/v2/library/bench/blobs/${digest}`;
     const pulls: number[] = [];
     const curls: number[] = [];
-    for (let i = 0; i < runs + 1; i++) {
-      await json('DELETE', '/api/delete', { name }).catch(() => undefined);
-      // Each timed run starts with the previous run's file written back, so neither pays for the other's disk flush.
-      execFileSync('sync');
+    const out = path.join(tmp, 'blob');
+    const pull = async (): Promise<number> => {
       const t0 = performance.now();
       const res = await request(`${app.url}/api/pull`, {
         method: 'POST',
@@ -66,16 +64,32 @@ export async function run(runs = 7): Promise<{ pullMBps: number; curlMBps: numbe
         body: JSON.stringify({ name, insecure: true, stream: false }),
       });
       const answer = await res.body.text();
-      const pullSecs = (performance.now() - t0) / 1000;
+      const secs = (performance.now() - t0) / 1000;
       if (res.statusCode !== 200) throw new Error(`pull: ${res.statusCode} ${answer}`);
-      const out = path.join(tmp, 'blob');
-      execFileSync('sync');
-      const curlSecs = Number(execFileSync('curl', ['-sS', '-o', out, '-w', '%{time_total}', blobUrl], { encoding: 'utf8' }));
+      return secs;
+    };
+    const curl = (): number => Number(execFileSync('curl', ['-sS', '-o', out, '-w', '%{time_total}', blobUrl], { encoding: 'utf8' }));
+    for (let i = 0; i < runs + 1; i++) {
+      // Both sides start from the same state: the previous files deleted and everything written
+      // back (so neither pays for the other's disk flush), and they take turns going first.
+      await json('DELETE', '/api/delete', { name }).catch(() => undefined);
       await rm(out, { force: true });
+      execFileSync('sync');
+      let pullSecs: number;
+      let curlSecs: number;
+      if (i % 2 === 0) {
+        pullSecs = await pull();
+        execFileSync('sync');
+        curlSecs = curl();
+      } else {
+        curlSecs = curl();
+        execFileSync('sync');
+        pullSecs = await pull();
+      }
       if (i === 0) continue; // warm-up: page cache, connections, lazy imports
       pulls.push(pullSecs);
-      if (process.env.BENCH_VERBOSE) console.error(`pull ${(pullSecs * 1000).toFixed(1)} ms  curl ${(curlSecs * 1000).toFixed(1)} ms`);
       curls.push(curlSecs);
+      if (process.env.BENCH_VERBOSE) console.error(`pull ${(pullSecs * 1000).toFixed(1)} ms  curl ${(curlSecs * 1000).toFixed(1)} ms`);
     }
     const pullMBps = bytes / 1e6 / median(pulls);
     const curlMBps = bytes / 1e6 / median(curls);
