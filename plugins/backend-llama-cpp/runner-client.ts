@@ -241,8 +241,6 @@ export class RunnerModel implements LoadedModel {
 
   #onMessage(m: RunnerMessage): void {
     switch (m.t) {
-      case 'batch': // unwrapped by the listener in the constructor
-        return;
       case 'event':
         this.#pending.get(m.id)?.event(m.event);
         return;

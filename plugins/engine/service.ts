@@ -153,7 +153,7 @@ export class EngineService implements InferenceService {
  * `tools` and `toolChoice` as the backend gets them: `none` drops the tools, `auto` is left out
  * (the default), and a forced choice is checked here, before a model is loaded for it.
  */
-function toolFields(tools: ToolDefinition[] | undefined, choice: ToolChoice | undefined): Pick<ChatParams, 'tools' | 'toolChoice'> {
+export function toolFields(tools: ToolDefinition[] | undefined, choice: ToolChoice | undefined): Pick<ChatParams, 'tools' | 'toolChoice'> {
   if (choice === 'none' || !tools || tools.length === 0) {
     if (choice === 'required' || (typeof choice === 'object' && choice !== null)) {
       throw Errors.badRequest('a required or named tool choice needs tools', { param: 'tool_choice' });

@@ -10,6 +10,7 @@ import { forcedChoice, forcedToolSchema, parseForcedCall, toGrammarSchema } from
 import { toChatHistory, toFunctions, toolCallId, toToolCalls } from '../../plugins/backend-llama-cpp/runner/history.js';
 import { maxTokensFor, toLlamaSampling } from '../../plugins/backend-llama-cpp/runner/sampling.js';
 import { StopDetector } from '../../plugins/backend-llama-cpp/runner/stops.js';
+import { toolFields } from '../../plugins/engine/service.js';
 import { goTemplateFamily, renderGoTemplate, wrapperForGoTemplate } from '../../plugins/backend-llama-cpp/runner/templates.js';
 import { parseGoDuration, parseKeepAlive } from '../../plugins/engine/keep-alive.js';
 import { cgroupMemoryLimit, memoryBudget } from '../../plugins/engine/memory.js';
@@ -137,6 +138,20 @@ t.test('chat history: tool calls and their results, tools as handler-less functi
     { id: /^call_/, function: { index: 0, name: 'f', arguments: { a: 1 } } },
     { function: { index: 1, name: 'g', arguments: {} } },
   ]);
+});
+
+t.test('tool choice at the inference service: what the backend gets, and 400s before a load', async (t) => {
+  const tools = [{ type: 'function' as const, function: { name: 'f' } }, { type: 'function' as const, function: { name: 'g' } }];
+  t.same(toolFields(tools, undefined), { tools }, 'auto by default');
+  t.same(toolFields(tools, 'auto'), { tools });
+  t.same(toolFields(tools, 'none'), {}, 'none drops the tools');
+  t.same(toolFields(undefined, 'none'), {});
+  t.same(toolFields(tools, 'required'), { tools, toolChoice: 'required' });
+  t.same(toolFields(tools, { name: 'g' }), { tools, toolChoice: { name: 'g' } });
+  t.throws(() => toolFields([], 'required'), { statusCode: 400, message: /needs tools/ });
+  t.throws(() => toolFields(undefined, { name: 'f' }), { statusCode: 400, message: /needs tools/ });
+  t.throws(() => toolFields(tools, { name: 'h' }), { statusCode: 400, message: /"h" is not one of the tools/ });
+  t.throws(() => toolFields(tools, 'sometimes' as never), { statusCode: 400, message: /invalid tool choice/ });
 });
 
 t.test('forced tool calls: the grammar schema, the parsed call, unsupported schemas', async (t) => {

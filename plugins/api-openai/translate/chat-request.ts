@@ -116,7 +116,7 @@ function chooseTools(
   if (choice === 'none') return {};
   const forced = choice === 'required' || (typeof choice === 'object' && !Array.isArray(choice));
   if (!forced) return invalid('tool_choice', TOOL_CHOICE_SHAPE);
-  if (!tools || tools.length === 0) return invalid('tool_choice', "'tool_choice' is only allowed when 'tools' are specified");
+  if (!some) return invalid('tool_choice', "'tool_choice' is only allowed when 'tools' are specified");
   if (choice === 'required') return { tools, toolChoice: 'required' };
   const fn = optionalObject(choice as Body, 'function', 'tool_choice.function');
   const name = fn ? requiredString(fn, 'name', 'tool_choice.function.name') : undefined;
