@@ -137,3 +137,25 @@ t.test('a renewed leaf is swapped in without a restart and open connections surv
   const leafOnDisk = new X509Certificate(await readFile(path.join(app.dataDir, 'pki', 'leaf.crt'), 'utf8'));
   t.equal(leafOnDisk.serialNumber, newSerial, 'the file on disk is the served leaf');
 });
+
+t.test('idle keep-alive connections stay open 72 s, longer than Node\'s default 5 s', async (t) => {
+  const app = await startTestAppliance({ plugins: RUNTIME_ONLY });
+  t.teardown(app.close);
+  const socket = await connect(app.port, { ca: app.ca, servername: 'localhost' });
+  t.teardown(() => socket.destroy());
+  let data = '';
+  socket.on('data', (c: Buffer) => (data += c.toString()));
+  const ask = async (): Promise<string> => {
+    data = '';
+    socket.write(`GET /health HTTP/1.1\r\nHost: localhost\r\n\r\n`);
+    while (!data.includes('"status"')) {
+      if (socket.destroyed) throw new Error('the server closed the connection');
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    return data;
+  };
+  t.match(await ask(), /\r\nkeep-alive: timeout=72\r\n/i, 'the server announces 72 s');
+  // Node's own default would have closed the idle connection after 5 s.
+  await new Promise((r) => setTimeout(r, 5_500));
+  t.match(await ask(), /^HTTP\/1\.1 200/, 'the same connection answers after 5.5 s idle');
+});
