@@ -11,7 +11,8 @@
  * Ratios are appliance ÷ llama-server for rates and llama-server ÷ appliance for TTFT, so ≥ 1.0
  * means the appliance is at least as good. Both servers are driven by the same client, undici's
  * `request` (Node streams): `fetch` spent 1.5–3 ms of its own per request on this machine, which
- * the TTFT figure would have charged to the server.
+ * the TTFT figure would have charged to the server. Requests go over open connections (see
+ * bench/lib/connections.ts: otherwise most of them paid the appliance's TLS handshake).
  *
  * Run: `node --import tsx bench/engine/run.ts [--reps 3] [--tokens 128]`. Results are also written to
  * `bench/results/engine-<time>.json` (git-ignored).
@@ -24,6 +25,7 @@ import { parseArgs } from 'node:util';
 import { Agent, request } from 'undici';
 import { inferenceThreads } from '../../plugins/engine/threads.js';
 import { startApplianceProcess } from '../lib/appliance-process.js';
+import { countConnections, settle } from '../lib/connections.js';
 import { ENGINE_ONLY } from '../../test/helpers/plugin-sets.js';
 import { fixture, ROOT } from '../../test/helpers/fixtures.js';
 import { createModel } from '../../test/helpers/models.js';
@@ -114,6 +116,7 @@ async function main(): Promise<void> {
     const appliance: Target = {
       name: 'appliance',
       async generate() {
+        await settle();
         const t0 = performance.now();
         const res = await request(`${app.url}/api/generate`, {
           method: 'POST',
@@ -132,6 +135,7 @@ async function main(): Promise<void> {
     const llamaServer: Target = {
       name: 'llama-server',
       async generate() {
+        await settle();
         const t0 = performance.now();
         const res = await request(`http://127.0.0.1:${port}/completion`, {
           method: 'POST',
@@ -158,9 +162,11 @@ async function main(): Promise<void> {
       },
     };
 
-    // Warm both (model load, caches), then interleave the repetitions.
-    await appliance.generate();
-    await llamaServer.generate();
+    // Warm both (model load, caches, and the 16 connections the widest figure needs), then
+    // interleave the repetitions.
+    for (const target of [appliance, llamaServer]) await Promise.all(Array.from({ length: SLOTS }, () => target.generate()));
+    const connections = countConnections();
+    connections.on = true;
     const results: Record<string, Awaited<ReturnType<typeof measure>>[]> = { appliance: [], 'llama-server': [] };
     for (let r = 0; r < REPS; r++) {
       for (const target of r % 2 === 0 ? [appliance, llamaServer] : [llamaServer, appliance]) {
@@ -169,6 +175,7 @@ async function main(): Promise<void> {
       }
     }
     const med = (name: string, key: 'decode' | 'ttft' | 'agg4' | 'agg16') => median(results[name]!.map((x) => x[key]));
+    connections.stop();
     const rows = (['decode', 'ttft', 'agg4', 'agg16'] as const).map((key) => {
       const a = med('appliance', key);
       const l = med('llama-server', key);
@@ -182,6 +189,7 @@ async function main(): Promise<void> {
     }
     const out = path.join(ROOT, 'bench/results');
     await mkdir(out, { recursive: true });
+    console.log(`connections opened while timing: ${JSON.stringify(connections.opened)}`);
     await writeFile(path.join(out, `engine-${new Date().toISOString().replace(/[:.]/g, '-')}.json`), JSON.stringify({ threads: THREADS, tokens: TOKENS, slots: SLOTS, context: CONTEXT, rows, raw: results }, null, 2));
     await plain.close();
   } finally {

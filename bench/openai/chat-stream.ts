@@ -10,7 +10,8 @@
  * order of the contenders so drift on a shared machine hits all alike; each figure is the median
  * of its rounds. The appliance is reached over HTTPS with its key (as users do); llama-server over
  * plain HTTP on 127.0.0.1 (it has no TLS by default). All three are read by the same client, undici's
- * `request` (Node streams; `fetch` added 1.5–3 ms per request of its own on this machine).
+ * `request` (Node streams; `fetch` added 1.5–3 ms per request of its own on this machine), over
+ * open connections (see bench/lib/connections.ts: otherwise most requests paid a TLS handshake).
  *
  * llama-server is the newest `llama-server` binary under `bench/.cache/` (or `--server PATH`),
  * built from the llama.cpp source node-llama-cpp bundles, so both run the same release:
@@ -37,6 +38,7 @@ import { parseArgs } from 'node:util';
 import { request, type Dispatcher } from 'undici';
 import { inferenceThreads } from '../../plugins/engine/threads.js';
 import { startApplianceProcess } from '../lib/appliance-process.js';
+import { countConnections, settle } from '../lib/connections.js';
 import { fixture, ROOT } from '../../test/helpers/fixtures.js';
 import { createModel } from '../../test/helpers/models.js';
 
@@ -91,6 +93,7 @@ function ollamaParse(line: string): { text?: string; tokens?: number } {
 }
 
 async function measure(c: Contender): Promise<Sample> {
+  await settle();
   const started = performance.now();
   const res = await request(c.url, {
     method: 'POST',
@@ -184,13 +187,16 @@ async function main(): Promise<void> {
       console.log('llama-server not found under bench/.cache (pass --server PATH): comparing /v1 with /api/chat only');
     }
 
-    for (const c of contenders) await measure(c); // warm-up: load, caches, JIT
+    for (const c of contenders) await measure(c); // warm-up: load, caches, JIT, connections
+    const connections = countConnections();
+    connections.on = true;
     const samples = new Map<string, Sample[]>(contenders.map((c) => [c.name, []]));
     for (let r = 0; r < ROUNDS; r++) {
       const order = contenders.map((_, i) => contenders[(i + r) % contenders.length]!);
       for (const c of order) samples.get(c.name)!.push(await measure(c));
     }
 
+    connections.stop();
     const summary = contenders.map((c) => {
       const s = samples.get(c.name)!;
       return { name: c.name, ttftMs: median(s.map((x) => x.ttftMs)), tokensPerSecond: median(s.map((x) => x.tokensPerSecond)), tokens: median(s.map((x) => x.tokens)) };
@@ -209,6 +215,7 @@ async function main(): Promise<void> {
     if (ratios.v1VsLlamaServer) {
       console.log(`/v1 vs llama-server: tok/s ×${ratios.v1VsLlamaServer.tokensPerSecond.toFixed(3)}, TTFT ×${ratios.v1VsLlamaServer.ttft.toFixed(3)} (>1 = /v1 faster)`);
     }
+    console.log(`connections opened while timing: ${JSON.stringify(connections.opened)}`);
     if (args.json) await writeFile(args.json, JSON.stringify({ model: FIXTURE, tokens: TOKENS, rounds: ROUNDS, threads, summary, ratios, samples: Object.fromEntries(samples) }, null, 2));
   } finally {
     server?.proc.kill();

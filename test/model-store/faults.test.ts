@@ -1,7 +1,7 @@
 import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { existsSync } from 'node:fs';
-import { mkdtemp, open, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, open, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import t, { type Test } from 'tap';
@@ -229,4 +229,17 @@ t.test('a full disk is a clear error and leaves no half model', async (t) => {
   t.equal(upload.status, 507);
   t.match(await upload.json(), { error: /no space left on the device while storing a blob/ });
   t.same((await readdir(path.join(mnt, 'blobs'))).filter((f) => f.endsWith('.tmp')), [], 'no temp file left');
+});
+
+t.test('a partial file that cannot be opened fails the pull at once, without retrying the download', async (t) => {
+  const { proxy, weights } = await seededRegistry(t);
+  const app = await startStore();
+  t.teardown(app.close);
+  // A directory where the partial file goes: opening it fails with EISDIR.
+  await mkdir(path.join(app.dataDir, 'models', 'blobs', `sha256-${weights.slice(7)}-partial`), { recursive: true });
+  const res = await call(app, 'POST', '/api/pull', { name: modelName(proxy), insecure: true });
+  t.match(ndjson(res.text).at(-1), { error: /EISDIR|directory/ });
+  const gets = proxy.requests.filter((r) => r.method === 'GET' && r.url.includes(weights));
+  t.ok(gets.length <= 1, `the blob was requested ${gets.length} time(s): a file error is not retried`);
+  t.same((await call(app, 'GET', '/api/tags')).body.models, [], 'no manifest');
 });

@@ -1,21 +1,27 @@
 /**
  * The file a download writes into, with its SHA-256, run on a worker thread. The main thread only
- * receives from the registry and hands batches of about 1 MiB over (the buffer is transferred, not
- * copied); the worker writes each batch at its position and, when asked, feeds it to the running
- * hash. Receiving, hashing and writing so overlap on separate cores instead of taking turns on
- * the event loop, which is what lets a pull keep up with `curl` while it also checks the digest.
+ * receives from the registry and copies each batch of about 1 MiB into a ring of memory it shares
+ * with the worker (a SharedArrayBuffer, handed over once); the worker writes the batch at its
+ * position and, when asked, feeds it to the running hash. Receiving, hashing and writing so
+ * overlap on separate cores instead of taking turns on the event loop, which is what lets a pull
+ * keep up with `curl` while it also checks the digest.
  *
- * Workers are pooled: an idle one is kept (unreferenced) for the next download.
+ * Why a shared ring rather than moving each batch's memory to the worker: every ArrayBuffer that
+ * arrives in a thread counts there as new external memory, and 71 MB of them per pull made V8 run
+ * major collections in the middle of pulls (15-45 ms pauses, plus its marking threads competing
+ * for two cores). With the ring, no memory crosses threads after the first message, and the
+ * HTTP client's chunks die young on the main thread.
+ *
+ * Workers are pooled with their rings: an idle one is kept (unreferenced) for the next download.
  *
  * @module
  */
 import { Worker } from 'node:worker_threads';
-import { movable, recycle } from './read-buffers.js';
 
 /**
  * The worker's code, plain CommonJS evaluated as a string so that it runs the same from the
  * TypeScript sources (under tsx) and from the transpiled `dist/`. One job at a time; every message
- * gets exactly one reply, in order.
+ * but the first (the ring) gets exactly one reply, in order.
  */
 const WORKER_SOURCE = `
 const { parentPort } = require('node:worker_threads');
@@ -23,6 +29,7 @@ const fs = require('node:fs');
 const { createHash } = require('node:crypto');
 let fd = -1;
 let hash = null;
+let ring = null;
 function writeAll(bufs, pos) {
   let n = fs.writevSync(fd, bufs, pos);
   for (const buf of bufs) {
@@ -45,6 +52,7 @@ function hashFile(from, to) {
   return to - from;
 }
 parentPort.on('message', (m) => {
+  if (m.op === 'ring') { ring = Buffer.from(m.ring); return; }
   try {
     switch (m.op) {
       case 'open':
@@ -53,16 +61,16 @@ parentPort.on('message', (m) => {
         hash = createHash('sha256');
         return parentPort.postMessage({ ok: 0 });
       case 'write': {
+        // The batch is one or two spans of the ring (two when it wraps around its end).
         const bufs = [];
-        for (let i = 0; i < m.views.length; i += 3) bufs.push(Buffer.from(m.bufs[m.views[i]], m.views[i + 1], m.views[i + 2]));
+        for (let i = 0; i < m.spans.length; i += 2) bufs.push(ring.subarray(m.spans[i], m.spans[i] + m.spans[i + 1]));
         writeAll(bufs, m.pos);
         let size = 0;
         for (const buf of bufs) {
           if (m.hash) hash.update(buf);
           size += buf.length;
         }
-        // The memory goes back for the next socket reads.
-        return parentPort.postMessage({ ok: size, bufs: m.bufs }, m.bufs);
+        return parentPort.postMessage({ ok: size });
       }
       case 'hashFile': return parentPort.postMessage({ ok: hashFile(m.from, m.to) });
       case 'digest': { const hex = hash.digest('hex'); hash = createHash('sha256'); return parentPort.postMessage({ ok: hex }); }
@@ -74,11 +82,32 @@ parentPort.on('message', (m) => {
 });
 `;
 
-/** Idle workers kept for the next download. */
-const MAX_IDLE = 2;
-const idle: Worker[] = [];
+/** Bytes a download may have handed over but not yet written before it waits. */
+const MAX_IN_FLIGHT = 8 * 1024 * 1024;
+/**
+ * Size of the ring shared with a worker: twice what may be in flight, so that a batch of up to
+ * MAX_IN_FLIGHT bytes always fits after {@link BlobFile.write} said there is room.
+ */
+const RING_BYTES = 2 * MAX_IN_FLIGHT;
 
-type Reply = { ok: number | string; bufs?: ArrayBuffer[] } | { error: { message: string; code?: string } };
+/** A writer thread and the memory it shares with the main thread. */
+interface Writer {
+  worker: Worker;
+  ring: Buffer;
+}
+
+/** Idle writers kept for the next download. */
+const MAX_IDLE = 2;
+const idle: Writer[] = [];
+
+function newWriter(): Writer {
+  const worker = new Worker(WORKER_SOURCE, { eval: true });
+  const ring = Buffer.from(new SharedArrayBuffer(RING_BYTES));
+  worker.postMessage({ op: 'ring', ring: ring.buffer });
+  return { worker, ring };
+}
+
+type Reply = { ok: number | string } | { error: { message: string; code?: string } };
 interface Pending {
   resolve(value: number | string): void;
   reject(err: Error): void;
@@ -89,20 +118,21 @@ function writerGone(message: string): Error {
   return Object.assign(new Error(message), { name: 'WorkerGone', code: 'LIA_WRITER_GONE' });
 }
 
-/** Bytes a download may have handed over but not yet written before it waits. */
-const MAX_IN_FLIGHT = 16 * 1024 * 1024;
-
 /** A file being downloaded, written and hashed on a worker thread. */
 export class BlobFile {
+  readonly #writer: Writer;
   readonly #worker: Worker;
   readonly #pending: Pending[] = [];
+  /** Bytes copied into the ring and not yet written; they end at #head. */
   #inFlight = 0;
+  #head = 0;
   #waiters: Array<() => void> = [];
   #failure: Error | null = null;
   #closed = false;
 
-  private constructor(worker: Worker) {
-    this.#worker = worker;
+  private constructor(writer: Writer) {
+    this.#writer = writer;
+    const worker = (this.#worker = writer.worker);
     worker.on('message', this.#onMessage);
     worker.on('error', this.#onCrash);
     worker.on('exit', this.#onExit);
@@ -113,8 +143,7 @@ export class BlobFile {
    * or, with `create`, a new file of `create` bytes (an existing one is emptied first).
    */
   static async open(path: string, create?: number): Promise<BlobFile> {
-    const worker = idle.pop() ?? new Worker(WORKER_SOURCE, { eval: true });
-    const file = new BlobFile(worker);
+    const file = new BlobFile(idle.pop() ?? newWriter());
     try {
       await file.#call({ op: 'open', path, size: create });
     } catch (err) {
@@ -125,30 +154,29 @@ export class BlobFile {
   }
 
   /**
-   * Hands a batch over to be written at `pos`, and hashed when `hash` is true (the caller keeps
-   * hashed writes contiguous from the start of the blob). Every buffer's memory must be movable
-   * (see {@link Batcher} and read-buffers.ts): it is transferred, not copied, and unusable
-   * afterwards.
-   * `onWritten` runs once the batch is on disk. Returns false, like a stream's `write`, when 16 MiB
-   * or more are in flight: wait for {@link room} before the next batch. Throws the first failure
-   * of an earlier write.
+   * Copies a batch (at most 8 MiB) into the shared ring to be written at `pos`, and hashed when
+   * `hash` is true (the caller keeps hashed writes contiguous from the start of the blob); the
+   * caller's buffers are free again as soon as this returns. `onWritten` runs once the batch is
+   * on disk. Returns false, like a stream's `write`, when 8 MiB or more are in flight: wait for
+   * {@link room} before the next batch. Throws the first failure of an earlier write.
    */
   write(batch: Buffer[], pos: number, hash: boolean, onWritten?: (bytes: number) => void): boolean {
     if (this.#failure) throw this.#failure;
-    let size = 0;
-    // Each chunk travels as (memory, offset, length); memory shared by several chunks moves once.
-    const bufs: ArrayBuffer[] = [];
-    const index = new Map<ArrayBuffer, number>();
-    const views: number[] = [];
+    const size = batch.reduce((n, b) => n + b.length, 0);
+    if (size === 0) return this.#inFlight < MAX_IN_FLIGHT;
+    if (this.#inFlight + size > RING_BYTES) throw new RangeError(`BlobFile.write: ${size} bytes do not fit; wait for room() after write() returns false`);
+    // The batch starts at #head and wraps around the ring's end at most once.
+    const ring = this.#writer.ring;
+    const start = this.#head;
     for (const b of batch) {
-      const ab = b.buffer as ArrayBuffer;
-      let i = index.get(ab);
-      if (i === undefined) index.set(ab, (i = bufs.push(ab) - 1));
-      views.push(i, b.byteOffset, b.length);
-      size += b.length;
+      const first = Math.min(b.length, RING_BYTES - this.#head);
+      b.copy(ring, this.#head, 0, first);
+      if (first < b.length) b.copy(ring, 0, first);
+      this.#head = (this.#head + b.length) % RING_BYTES;
     }
+    const spans = start + size <= RING_BYTES ? [start, size] : [start, RING_BYTES - start, 0, start + size - RING_BYTES];
     this.#inFlight += size;
-    this.#call({ op: 'write', bufs, views, pos, hash }, bufs).then(
+    this.#call({ op: 'write', spans, pos, hash }).then(
       () => onWritten?.(size),
       () => undefined, // recorded in #failure by #onMessage / #fail
     ).finally(() => {
@@ -192,27 +220,24 @@ export class BlobFile {
     this.#worker.off('message', this.#onMessage).off('error', this.#onCrash).off('exit', this.#onExit);
     if (healthy && idle.length < MAX_IDLE) {
       this.#worker.unref();
-      idle.push(this.#worker);
+      idle.push(this.#writer);
     } else {
       await this.#worker.terminate();
     }
   }
 
-  #call(message: Record<string, unknown>, transfer: ArrayBuffer[] = []): Promise<number | string> {
+  #call(message: Record<string, unknown>): Promise<number | string> {
     if (this.#failure?.name === 'WorkerGone') return Promise.reject(this.#failure);
     return new Promise((resolve, reject) => {
       this.#pending.push({ resolve, reject });
-      this.#worker.postMessage(message, transfer);
+      this.#worker.postMessage(message);
     });
   }
 
   readonly #onMessage = (reply: Reply): void => {
     const p = this.#pending.shift();
     if (!p) return;
-    if ('ok' in reply) {
-      for (const ab of reply.bufs ?? []) recycle(ab);
-      return p.resolve(reply.ok);
-    }
+    if ('ok' in reply) return p.resolve(reply.ok);
     const err = Object.assign(new Error(reply.error.message), { code: reply.error.code });
     this.#failure ??= err;
     p.reject(err);
@@ -228,11 +253,7 @@ export class BlobFile {
   }
 }
 
-/**
- * Gathers network chunks into batches of at least `size` bytes (1 MiB by default) whose memory
- * can be moved to the writer thread: a chunk cut from one of the registry client's read buffers,
- * or one that spans its whole buffer, is passed on as it is; any other slice is copied.
- */
+/** Gathers network chunks into batches of at least `size` bytes (1 MiB by default). */
 export class Batcher {
   #chunks: Buffer[] = [];
   #bytes = 0;
@@ -242,11 +263,6 @@ export class Batcher {
   /** Adds a chunk; returns a full batch when one is ready. */
   push(chunk: Buffer): Buffer[] | null {
     if (chunk.length === 0) return null;
-    if (!movable(chunk)) {
-      const copy = Buffer.allocUnsafeSlow(chunk.length);
-      chunk.copy(copy);
-      chunk = copy;
-    }
     this.#chunks.push(chunk);
     this.#bytes += chunk.length;
     return this.#bytes >= this.size ? this.take() : null;

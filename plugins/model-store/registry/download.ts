@@ -46,6 +46,8 @@ export class BlobDownload {
   readonly ready = new Promise<void>((resolve) => (this.#markReady = resolve));
   /** Bytes already on disk when this process started (resumed). */
   resumedFrom = 0;
+  /** Why the partial file could not be opened: not the network's fault, so never retried. */
+  #openFailure: unknown;
 
   constructor(
     readonly repo: Repository,
@@ -117,27 +119,21 @@ export class BlobDownload {
     const signal = this.#abort.signal;
     if (this.total <= SMALL_BLOB) return this.#runSmall(signal);
     const resumed = await loadParts(this.#final, this.digest, this.total);
-    let file: BlobFile;
-    try {
-      if (resumed) {
-        this.#parts = resumed;
-        this.resumedFrom = this.completed;
-        file = await BlobFile.open(this.#partial);
-      } else {
-        this.#parts = planParts(this.total, this.options.partMinBytes, this.options.maxParts);
-        // The state only counts once the file has its full size (see loadParts), so both can go at once.
-        [file] = await Promise.all([BlobFile.open(this.#partial, this.total), this.#saveState()]);
-      }
-    } catch (err) {
-      throw storageError(err, 'preparing a download');
-    }
-    this.#markReady();
+    this.#parts = resumed ?? planParts(this.total, this.options.partMinBytes, this.options.maxParts);
+    this.resumedFrom = this.completed;
     for (const p of this.#parts) p.written = p.completed;
+    // The file is prepared while the first requests go out (see #attempt).
+    const opening = this.#open(resumed !== null);
+    opening.catch(() => undefined);
+    this.#markReady();
     let got: string;
     try {
-      got = `sha256:${await this.#fetchParts(file, signal)}`;
+      got = `sha256:${await this.#fetchParts(opening, signal)}`;
     } finally {
-      await file.close();
+      await opening.then(
+        (file) => file.close(),
+        () => undefined,
+      );
     }
     if (got !== this.digest) {
       await this.#discard();
@@ -147,24 +143,37 @@ export class BlobDownload {
     await rm(partFiles(this.#final).state, { force: true });
   }
 
+  /** Opens the partial file: as it is for a resumed download, else new and sized, with its state saved. */
+  async #open(resumed: boolean): Promise<BlobFile> {
+    try {
+      if (resumed) return await BlobFile.open(this.#partial);
+      // The state only counts once the file has its full size (see loadParts), so both can go at once.
+      const [file] = await Promise.all([BlobFile.open(this.#partial, this.total), this.#saveState()]);
+      return file;
+    } catch (err) {
+      throw (this.#openFailure = storageError(err, 'preparing a download'));
+    }
+  }
+
   /**
-   * Downloads every part into `file` and returns the hex SHA-256 of the whole blob. The first
+   * Downloads every part into the file being opened and returns the hex SHA-256 of the whole blob. The first
    * part is hashed as it arrives (for blobs under two parts' size, that is all of it); the rest
    * is read back from the file afterwards, while it is still in the page cache.
    */
-  async #fetchParts(file: BlobFile, signal: AbortSignal): Promise<string> {
+  async #fetchParts(opening: Promise<BlobFile>, signal: AbortSignal): Promise<string> {
     const hasher: Hasher = { cursor: 0 };
     const first = this.#parts[0];
-    if (first && first.completed > 0) hasher.cursor = await file.hashFile(0, first.completed);
+    if (first && first.completed > 0) hasher.cursor = await (await opening).hashFile(0, first.completed);
     const saver = setInterval(() => void this.#saveState(), 1000);
     try {
-      await Promise.all(this.#parts.map((p, i) => this.#downloadPart(p, i === 0 ? hasher : null, file, signal)));
+      await Promise.all(this.#parts.map((p, i) => this.#downloadPart(p, i === 0 ? hasher : null, opening, signal)));
     } catch (err) {
       await this.#saveState();
       throw err;
     } finally {
       clearInterval(saver);
     }
+    const file = await opening;
     if (hasher.cursor < this.total) hasher.cursor += await file.hashFile(hasher.cursor, this.total);
     return file.digest();
   }
@@ -184,17 +193,17 @@ export class BlobDownload {
     await rm(partFiles(this.#final).state, { force: true });
   }
 
-  async #downloadPart(part: Part, hasher: Hasher | null, file: BlobFile, signal: AbortSignal): Promise<void> {
+  async #downloadPart(part: Part, hasher: Hasher | null, opening: Promise<BlobFile>, signal: AbortSignal): Promise<void> {
     const size = part.end - part.start + 1;
     let failures = 0;
     while (part.completed < size) {
       const before = part.completed;
       try {
-        await this.#attempt(part, hasher, file, signal);
+        await this.#attempt(part, hasher, opening, signal);
         if (part.completed < size) throw Object.assign(new Error('the registry closed the connection early'), { code: 'ECONNRESET' });
       } catch (err) {
         if (signal.aborted) throw signal.reason;
-        if (!retryable(err)) throw err;
+        if (!retryable(err) || err === this.#openFailure) throw err;
         failures = part.completed > before ? 0 : failures + 1;
         if (failures > this.options.retries) {
           throw isAppError(err) ? err : Errors.badGateway(`download of ${this.digest} failed: ${(err as Error).message}`, { cause: err });
@@ -204,9 +213,18 @@ export class BlobDownload {
     }
   }
 
-  async #attempt(part: Part, hasher: Hasher | null, file: BlobFile, signal: AbortSignal): Promise<void> {
+  async #attempt(part: Part, hasher: Hasher | null, opening: Promise<BlobFile>, signal: AbortSignal): Promise<void> {
     const from = part.start + part.completed;
-    const res = await this.client.getBlob(this.repo, this.digest, [from, part.end], signal);
+    const answer = this.client.getBlob(this.repo, this.digest, [from, part.end], signal);
+    answer.catch(() => undefined); // awaited below, unless the file fails first
+    let file: BlobFile;
+    try {
+      file = await opening;
+    } catch (err) {
+      void answer.then((res) => res.body.destroy(), () => undefined);
+      throw err;
+    }
+    const res = await answer;
     if (res.status === 200 && from !== 0) {
       res.body.destroy();
       throw Errors.badGateway(`registry ${this.repo.name.host} ignored a Range request for ${this.digest}`);

@@ -13,10 +13,12 @@ export const insufficientStorage = defineError(
   { type: 'server_error', code: 'insufficient_storage' },
 );
 
-/** Maps file-system failures to clear errors; anything else passes through unchanged. */
+/** Maps file-system failures (a Node system error's `E…` code) to clear errors; anything else passes through unchanged. */
 export function storageError(err: unknown, what: string): unknown {
   const code = (err as NodeJS.ErrnoException | undefined)?.code;
   if (code === 'ENOSPC' || code === 'EDQUOT') return insufficientStorage(`no space left on the device while ${what}`, { cause: err });
   if (code === 'EACCES' || code === 'EPERM' || code === 'EROFS') return Errors.internal(`the model store is not writable while ${what}`, { cause: err });
+  // Any other system error (EISDIR, EIO, ...) says what failed instead of a bare 500.
+  if (typeof code === 'string' && /^E[A-Z0-9]+$/.test(code)) return Errors.internal(`the model store failed while ${what}: ${(err as Error).message}`, { cause: err });
   return err;
 }
