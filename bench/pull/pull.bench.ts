@@ -4,8 +4,9 @@
  * from the same registry in the same run. The pull includes the manifest, the small layers, the
  * SHA-256 check and the rename into the store; curl only writes the file. The appliance runs as
  * its own `lia serve` process, as users run it, and the pull is timed from the request to the
- * answer of `"stream": false` by a client as light as curl (undici's `request`). Runs alternate so
- * machine noise hits both alike; the medians are compared. Goal: ratio >= 0.9.
+ * answer of `"stream": false` by a client as light as curl (undici's `request`), on a connection
+ * it already has open (see bench/lib/connections.ts). Runs alternate so machine noise hits both
+ * alike; the medians are compared. Goal: ratio >= 0.9.
  *
  * Run: `node --import tsx bench/pull/pull.bench.ts [--runs N]` (default 7 runs each).
  *
