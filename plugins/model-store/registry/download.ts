@@ -120,7 +120,7 @@ export class BlobDownload {
     if (this.total <= SMALL_BLOB) return this.#runSmall(signal);
     const resumed = await loadParts(this.#final, this.digest, this.total);
     this.#parts = resumed ?? planParts(this.total, this.options.partMinBytes, this.options.maxParts);
-    this.resumedFrom = this.completed;
+    if (resumed) this.resumedFrom = this.completed;
     for (const p of this.#parts) p.written = p.completed;
     // The file is prepared while the first requests go out (see #attempt).
     const opening = this.#open(resumed !== null);
@@ -156,9 +156,10 @@ export class BlobDownload {
   }
 
   /**
-   * Downloads every part into the file being opened and returns the hex SHA-256 of the whole blob. The first
-   * part is hashed as it arrives (for blobs under two parts' size, that is all of it); the rest
-   * is read back from the file afterwards, while it is still in the page cache.
+   * Downloads every part into the file (still `opening` when the first requests go out) and
+   * returns the hex SHA-256 of the whole blob. The first part is hashed as it arrives (for blobs
+   * under two parts' size, that is all of it); the rest is read back from the file afterwards,
+   * while it is still in the page cache.
    */
   async #fetchParts(opening: Promise<BlobFile>, signal: AbortSignal): Promise<string> {
     const hasher: Hasher = { cursor: 0 };
