@@ -243,3 +243,32 @@ t.test('a partial file that cannot be opened fails the pull at once, without ret
   t.ok(gets.length <= 1, `the blob was requested ${gets.length} time(s): a file error is not retried`);
   t.same((await call(app, 'GET', '/api/tags')).body.models, [], 'no manifest');
 });
+
+t.test('a small blob cut mid-way is fetched again; a corrupt one fails at once', async (t) => {
+  const { reg, proxy } = await seededRegistry(t);
+  const template = `sha256:${createHash('sha256').update('{{ .Prompt }}').digest('hex')}`;
+  let cut = false;
+  proxy.decide = (req) => {
+    if (req.method === 'GET' && req.url.includes(template) && !cut) {
+      cut = true;
+      return { kind: 'cut', after: 4 };
+    }
+    return { kind: 'pass' };
+  };
+  const app = await startStore();
+  t.teardown(app.close);
+  const ok = await call(app, 'POST', '/api/pull', { name: modelName(proxy), insecure: true, stream: false });
+  t.equal(ok.status, 200, 'the pull succeeds after the cut');
+  const templateGets = () => proxy.requests.filter((r) => r.method === 'GET' && r.url.includes(template)).length;
+  t.equal(templateGets(), 2, 'fetched again once');
+  t.equal((await call(app, 'POST', '/api/show', { name: modelName(proxy) })).body.template, '{{ .Prompt }}');
+
+  await call(app, 'DELETE', '/api/delete', { name: modelName(proxy) });
+  await writeFile(reg.blobFile(template), '{{ .Prompt }}'.replace('P', 'Q'));
+  const before = templateGets();
+  const bad = await call(app, 'POST', '/api/pull', { name: modelName(proxy), insecure: true, stream: false });
+  t.equal(bad.status, 502);
+  t.match(bad.body.error, new RegExp(`digest mismatch, file must be downloaded again: want ${template}`));
+  t.equal(templateGets() - before, 1, 'a digest mismatch is not retried');
+  t.same((await call(app, 'GET', '/api/tags')).body.models, [], 'no manifest');
+});

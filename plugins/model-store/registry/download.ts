@@ -11,7 +11,7 @@
 import { rename, rm } from 'node:fs/promises';
 import { isAppError, Errors } from '../../../core/index.js';
 import type { BlobStore } from '../store/blobs.js';
-import { storageError } from '../store/errors.js';
+import { corruptDownload, storageError } from '../store/errors.js';
 import { Batcher, BlobFile } from './blob-file.js';
 import type { RegistryClient, Repository } from './client.js';
 import { loadParts, partFiles, planParts, saveParts, type Part } from './parts.js';
@@ -137,7 +137,7 @@ export class BlobDownload {
     }
     if (got !== this.digest) {
       await this.#discard();
-      throw Errors.badGateway(`digest mismatch, file must be downloaded again: want ${this.digest}, got ${got}`);
+      throw corruptDownload(this.digest, got);
     }
     await rename(this.#partial, this.#final);
     await rm(partFiles(this.#final).state, { force: true });

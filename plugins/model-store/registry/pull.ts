@@ -55,7 +55,7 @@ export class Puller {
       const missing = await Promise.all(layers.map(async (l) => (await this.#store.blobs.size(l.digest)) !== l.size));
       await this.#checkSpace(layers.filter((_, i) => missing[i]));
       const started = layers.map((l, i) => (missing[i] ? this.#start(repo, l, mine.signal) : null));
-      for (const [i, layer] of layers.entries()) await this.#report(layer, started[i] ?? null, emit);
+      for (const [i, download] of started.entries()) await this.#report(layers[i]!, download, emit);
       const previous = await this.#store.find(repo.name);
       await this.#store.writeManifest(repo.name, manifestBytes);
       if (previous) {

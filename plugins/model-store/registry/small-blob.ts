@@ -8,7 +8,7 @@
 import { createHash } from 'node:crypto';
 import { Errors, isAppError } from '../../../core/index.js';
 import type { BlobStore } from '../store/blobs.js';
-import { storageError } from '../store/errors.js';
+import { corruptDownload } from '../store/errors.js';
 import type { RegistryClient, Repository } from './client.js';
 import { HttpClient } from './http.js';
 import { backoff, retryable } from './retry.js';
@@ -18,31 +18,38 @@ export const SMALL_BLOB = 1024 * 1024;
 
 /**
  * Downloads blob `digest` (`total` bytes) of `repo` into `blobs`, reporting the bytes received so
- * far through `progress`; at most `retries` retries after a failure that can pass.
+ * far through `progress`; at most `retries` retries after a network failure that can pass. Bytes
+ * that do not match the digest, or a store that cannot take them, fail at once.
  */
-export async function fetchSmallBlob(
-  req: { client: RegistryClient; repo: Repository; digest: string; total: number; blobs: BlobStore; retries: number },
-  signal: AbortSignal,
-  progress: (received: number) => void,
-): Promise<void> {
+export async function fetchSmallBlob(req: SmallBlobRequest, signal: AbortSignal, progress: (received: number) => void): Promise<void> {
+  const bytes = await receive(req, signal, progress);
+  const got = `sha256:${createHash('sha256').update(bytes).digest('hex')}`;
+  if (got !== req.digest) throw corruptDownload(req.digest, got);
+  await req.blobs.put(bytes); // maps its own file-system failures (see storageError)
+}
+
+/** What {@link fetchSmallBlob} needs. */
+interface SmallBlobRequest {
+  client: RegistryClient;
+  repo: Repository;
+  digest: string;
+  total: number;
+  blobs: BlobStore;
+  retries: number;
+}
+
+/** The blob's bytes, fetched again from the start after a failure worth another attempt. */
+async function receive(req: SmallBlobRequest, signal: AbortSignal, progress: (received: number) => void): Promise<Buffer> {
   const { client, repo, digest, total } = req;
   let failures = 0;
   for (;;) {
     try {
       const res = await client.getBlob(repo, digest, undefined, signal);
       await client.expectOk(res, `download ${digest}`);
-      const bytes = await HttpClient.bytes(res, total, `more than the ${total} bytes of ${digest}`, progress);
-      const got = `sha256:${createHash('sha256').update(bytes).digest('hex')}`;
-      if (got !== digest) throw Errors.badGateway(`digest mismatch, file must be downloaded again: want ${digest}, got ${got}`);
-      try {
-        await req.blobs.put(bytes);
-      } catch (err) {
-        throw storageError(err, 'writing a download');
-      }
-      return;
+      return await HttpClient.bytes(res, total, `more than the ${total} bytes of ${digest}`, progress);
     } catch (err) {
       if (signal.aborted) throw signal.reason;
-      if (!retryable(err) || /digest mismatch/.test((err as Error).message) || ++failures > req.retries) {
+      if (!retryable(err) || ++failures > req.retries) {
         throw isAppError(err) ? err : Errors.badGateway(`download of ${digest} failed: ${(err as Error).message}`, { cause: err });
       }
       progress(0);

@@ -13,6 +13,11 @@ export const insufficientStorage = defineError(
   { type: 'server_error', code: 'insufficient_storage' },
 );
 
+/** A downloaded blob whose bytes do not hash to its digest (nothing of it is kept). */
+export function corruptDownload(want: string, got: string): Error {
+  return Errors.badGateway(`digest mismatch, file must be downloaded again: want ${want}, got ${got}`);
+}
+
 /** Maps file-system failures (a Node system error's `E…` code) to clear errors; anything else passes through unchanged. */
 export function storageError(err: unknown, what: string): unknown {
   const code = (err as NodeJS.ErrnoException | undefined)?.code;
