@@ -64,6 +64,62 @@ t.test('40 MiB in odd-sized batches wrap around the shared ring many times, byte
   t.comment(`${waits} waits for room`);
 });
 
+t.test('reads filled in place wrap around the ring many times, byte for byte, mixed with copies', async (t) => {
+  const data = randomBytes(40 * 1024 * 1024 + 11);
+  const file = await tmpFile(t, data.length);
+  const f = await BlobFile.open(file);
+  let pos = 0;
+  let written = 0;
+  let inPlace = 0;
+  let waits = 0;
+  for (let i = 0; pos < data.length; i++) {
+    // A socket read: into the region when there is one, else into a buffer of its own.
+    const region = i % 11 === 5 ? null : f.region(1 << 20);
+    const target = region ?? Buffer.allocUnsafe(300_000);
+    const n = Math.min(data.length - pos, target.length, 1 + ((i * 7919) % 1_048_576));
+    data.copy(target, 0, pos, pos + n);
+    if (region) inPlace++;
+    const more = f.fill(target, n, pos, true, (b) => (written += b));
+    pos += n;
+    if (!more) {
+      waits++;
+      await f.room();
+    }
+  }
+  await f.drain();
+  t.equal(written, data.length, 'every byte reported written');
+  t.equal(await f.digest(), createHash('sha256').update(data).digest('hex'), 'the hash saw the bytes in order');
+  await f.close();
+  t.same(await readFile(file), data, 'the file holds the data');
+  t.ok(inPlace > 40, `${inPlace} reads landed in place`);
+  t.comment(`${waits} waits for room`);
+});
+
+t.test('the ring hands out no region while it is full, and a stale region is copied, not trusted', async (t) => {
+  const file = await tmpFile(t, 32 * 1024 * 1024);
+  const f = await BlobFile.open(file);
+  // Fill the ring to the brim with in-place reads without waiting for the writer.
+  let pos = 0;
+  for (let region = f.region(4 << 20); region; region = f.region(4 << 20)) {
+    region.fill(7);
+    f.fill(region, region.length, pos, false);
+    pos += region.length;
+  }
+  t.ok(pos >= 16 * 1024 * 1024 - (4 << 20), `${pos} bytes in flight when the ring said it was full`);
+  await f.drain();
+  const region = f.region(1024)!;
+  region.fill(9);
+  f.write([Buffer.alloc(10, 1)], pos, false); // takes the ring's head, so the region is stale
+  const stale = Buffer.from(region); // what the region's memory holds now
+  t.equal(f.fill(region, 1024, pos + 10, false), true, 'a stale region is copied like any buffer');
+  await f.drain();
+  await f.close();
+  const bytes = await readFile(file);
+  t.equal(bytes[0], 7);
+  t.same(bytes.subarray(pos, pos + 10), Buffer.alloc(10, 1), 'the write landed');
+  t.same(bytes.subarray(pos + 10, pos + 1034), stale, 'the stale region landed as a copy of its bytes then');
+});
+
 t.test('a write that ignores back-pressure is refused, not written over data in flight', async (t) => {
   const file = await tmpFile(t, 20 * 1024 * 1024);
   const f = await BlobFile.open(file);

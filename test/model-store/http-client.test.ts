@@ -1,6 +1,6 @@
 /**
  * The registry HTTP client on plain HTTP reads its sockets in large pieces while a body streams
- * (see LargeReadAgent in http.ts), and the HTTP semantics stay Node's: a Content-Length body, a
+ * (see LargeReadAgent in large-reads.ts), and the HTTP semantics stay Node's: a Content-Length body, a
  * chunked body, keep-alive reuse and redirects all come through intact.
  */
 import { createHash, randomBytes } from 'node:crypto';

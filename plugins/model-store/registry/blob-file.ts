@@ -1,10 +1,11 @@
 /**
  * The file a download writes into, with its SHA-256, run on a worker thread. The main thread only
- * receives from the registry and copies each batch of about 1 MiB into a ring of memory it shares
- * with the worker (a SharedArrayBuffer, handed over once); the worker writes the batch at its
- * position and, when asked, feeds it to the running hash. Receiving, hashing and writing so
- * overlap on separate cores instead of taking turns on the event loop, which is what lets a pull
- * keep up with `curl` while it also checks the digest.
+ * receives from the registry into a ring of memory it shares with the worker (a SharedArrayBuffer,
+ * handed over once): either socket reads land in the ring directly ({@link BlobFile.region} and
+ * {@link BlobFile.fill}) or batches of about 1 MiB are copied into it ({@link BlobFile.write}).
+ * The worker writes each batch at its position and, when asked, feeds it to the running hash.
+ * Receiving, hashing and writing so overlap on separate cores instead of taking turns on the
+ * event loop, which is what lets a pull keep up with `curl` while it also checks the digest.
  *
  * Why a shared ring rather than moving each batch's memory to the worker: every ArrayBuffer that
  * arrives in a thread counts there as new external memory, and 71 MB of them per pull made V8 run
@@ -90,6 +91,9 @@ const MAX_IN_FLIGHT = 8 * 1024 * 1024;
  */
 const RING_BYTES = 2 * MAX_IN_FLIGHT;
 
+/** Bytes filled in place that go to the writer in one message. */
+const STAGE_BYTES = 1 << 20;
+
 /** A writer thread and the memory it shares with the main thread. */
 interface Writer {
   worker: Worker;
@@ -126,6 +130,10 @@ export class BlobFile {
   /** Bytes copied into the ring and not yet written; they end at #head. */
   #inFlight = 0;
   #head = 0;
+  /** The ring memory last handed out by {@link region}, until it is filled. */
+  #region: Buffer | null = null;
+  /** Bytes filled in place and not yet sent to the writer (part of #inFlight). */
+  #staged: { start: number; size: number; pos: number; hash: boolean; onWritten?: ((bytes: number) => void) | undefined } | null = null;
   #waiters: Array<() => void> = [];
   #failure: Error | null = null;
   #closed = false;
@@ -165,6 +173,8 @@ export class BlobFile {
     const size = batch.reduce((n, b) => n + b.length, 0);
     if (size === 0) return this.#inFlight < MAX_IN_FLIGHT;
     if (this.#inFlight + size > RING_BYTES) throw new RangeError(`BlobFile.write: ${size} bytes do not fit; wait for room() after write() returns false`);
+    this.#flush();
+    this.#region = null;
     // The batch starts at #head and wraps around the ring's end at most once.
     const ring = this.#writer.ring;
     const start = this.#head;
@@ -176,6 +186,58 @@ export class BlobFile {
     }
     const spans = start + size <= RING_BYTES ? [start, size] : [start, RING_BYTES - start, 0, start + size - RING_BYTES];
     this.#inFlight += size;
+    this.#send(spans, pos, hash, size, onWritten);
+    return this.#inFlight < MAX_IN_FLIGHT;
+  }
+
+  /**
+   * Free memory at the head of the ring (at most `max` bytes, never across the ring's end) for
+   * the next socket read to land in, so the bytes need no copy: hand the read to {@link fill}.
+   * Null when the ring is full. Only one writer may use regions at a time (a download of one
+   * part): the region is the ring's head, which the next fill or write takes.
+   */
+  region(max: number): Buffer | null {
+    const size = Math.min(max, RING_BYTES - this.#inFlight, RING_BYTES - this.#head);
+    this.#region = size > 0 && !this.#failure ? this.#writer.ring.subarray(this.#head, this.#head + size) : null;
+    return this.#region;
+  }
+
+  /**
+   * Takes `n` bytes that arrived at the start of `buf` to be written at `pos` (and hashed when
+   * `hash`): in place when `buf` is the last {@link region}, else copied as {@link write} does.
+   * Reads that follow each other in the ring and in the file go to the writer together, in
+   * batches of about 1 MiB. Returns false when the caller should wait for {@link room}.
+   */
+  fill(buf: Uint8Array, n: number, pos: number, hash: boolean, onWritten?: (bytes: number) => void): boolean {
+    if (this.#failure) throw this.#failure;
+    const region = this.#region;
+    this.#region = null;
+    if (!region || buf.buffer !== region.buffer || buf.byteOffset !== region.byteOffset || n > region.length) {
+      return this.write([Buffer.from(buf.buffer, buf.byteOffset, n)], pos, hash, onWritten);
+    }
+    if (n === 0) return this.#inFlight < MAX_IN_FLIGHT;
+    const s = this.#staged;
+    if (s && s.start + s.size === this.#head && s.pos + s.size === pos && s.hash === hash && s.onWritten === onWritten) s.size += n;
+    else {
+      this.#flush();
+      this.#staged = { start: this.#head, size: n, pos, hash, onWritten };
+    }
+    this.#head = (this.#head + n) % RING_BYTES;
+    this.#inFlight += n;
+    if (this.#staged!.size >= STAGE_BYTES || this.#head === 0) this.#flush();
+    return this.#inFlight < MAX_IN_FLIGHT;
+  }
+
+  /** Sends the bytes filled in place so far to the writer. */
+  #flush(): void {
+    const s = this.#staged;
+    if (!s) return;
+    this.#staged = null;
+    this.#send([s.start, s.size], s.pos, s.hash, s.size, s.onWritten);
+  }
+
+  /** Asks the writer to write (and maybe hash) `spans` of the ring, `size` bytes counted in flight. */
+  #send(spans: number[], pos: number, hash: boolean, size: number, onWritten?: (bytes: number) => void): void {
     this.#call({ op: 'write', spans, pos, hash }).then(
       () => onWritten?.(size),
       () => undefined, // recorded in #failure by #onMessage / #fail
@@ -183,16 +245,17 @@ export class BlobFile {
       this.#inFlight -= size;
       for (const w of this.#waiters.splice(0)) w();
     });
-    return this.#inFlight < MAX_IN_FLIGHT;
   }
 
   /** Resolves when there is room for more writes (or a write failed: the next one throws). */
   async room(): Promise<void> {
+    this.#flush();
     while (this.#inFlight >= MAX_IN_FLIGHT && !this.#failure) await this.#idle();
   }
 
   /** Waits until every accepted write is on disk; throws the first failure. */
   async drain(): Promise<void> {
+    this.#flush();
     while (this.#inFlight > 0 && !this.#failure) await this.#idle();
     if (this.#failure) throw this.#failure;
   }
@@ -203,11 +266,13 @@ export class BlobFile {
 
   /** Hashes the file's bytes [from, to) (after the contiguous hashed writes). */
   async hashFile(from: number, to: number): Promise<number> {
+    this.#flush();
     return (await this.#call({ op: 'hashFile', from, to })) as number;
   }
 
   /** The hex SHA-256 of everything hashed so far. */
   async digest(): Promise<string> {
+    this.#flush();
     return (await this.#call({ op: 'digest' })) as string;
   }
 
@@ -215,6 +280,8 @@ export class BlobFile {
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
+    this.#region = null;
+    if (!this.#failure) this.#flush();
     const healthy = !this.#failure || this.#failure.name !== 'WorkerGone';
     if (healthy) await this.#call({ op: 'close' }).catch(() => undefined);
     this.#worker.off('message', this.#onMessage).off('error', this.#onCrash).off('exit', this.#onExit);

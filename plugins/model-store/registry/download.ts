@@ -3,8 +3,8 @@
  * stall, resume after a restart (part state in `<blob>-partial.json`), the SHA-256 checked before
  * the blob is renamed into place, and one shared download per digest however many pulls wait on
  * it; it is cancelled only when the last of them goes away. Part planning and state are in
- * parts.ts, the retry policy in retry.ts, small blobs in small-blob.ts, and the writer thread that
- * writes and hashes in blob-file.ts.
+ * parts.ts, the retry policy in retry.ts, small blobs in small-blob.ts, receiving a body in
+ * receive.ts, and the writer thread that writes and hashes in blob-file.ts.
  *
  * @module
  */
@@ -12,10 +12,11 @@ import { rename, rm } from 'node:fs/promises';
 import { isAppError, Errors } from '../../../core/index.js';
 import type { BlobStore } from '../store/blobs.js';
 import { corruptDownload, storageError } from '../store/errors.js';
-import { Batcher, BlobFile } from './blob-file.js';
+import { BlobFile } from './blob-file.js';
 import type { RegistryClient, Repository } from './client.js';
 import { loadParts, partFiles, planParts, saveParts, type Part } from './parts.js';
 import { backoff, retryable } from './retry.js';
+import { receiveBody } from './receive.js';
 import { fetchSmallBlob, SMALL_BLOB } from './small-blob.js';
 
 /** Tuning of downloads (plugin options). */
@@ -242,50 +243,23 @@ export class BlobDownload {
     }
     // Hash inline only when this range continues exactly where the hash stopped.
     const inline = hasher !== null && hasher.cursor === from ? hasher : null;
-    const limit = part.end - from + 1;
-    const batcher = new Batcher();
-    let pos = from;
-    /** Hands a batch to the file; false when the body must pause until the file has room. */
-    const put = (batch: Buffer[] | null): boolean => {
-      if (!batch) return true;
-      const at = pos;
-      const size = batch.reduce((n, b) => n + b.length, 0);
-      pos += size;
-      if (inline) inline.cursor += size;
-      return file.write(batch, at, inline !== null, (n) => (part.written = (part.written ?? 0) + n));
-    };
-    const body = res.body;
-    let received = 0;
     try {
-      // 'data' events rather than async iteration: a pull handles a thousand chunks a second.
-      await new Promise<void>((resolve, reject) => {
-        const stop = (err?: unknown): void => {
-          body.off('data', onData).off('end', stop).off('close', stop).off('error', stop);
-          if (err) reject(err);
-          else resolve();
-        };
-        const onData = (raw: Buffer): void => {
-          try {
-            const chunk = received + raw.length > limit ? raw.subarray(0, limit - received) : raw;
-            received += chunk.length;
-            part.completed += chunk.length;
-            if (!put(batcher.push(chunk))) {
-              body.pause();
-              void file.room().then(() => body.resume());
-            }
-            if (received >= limit) stop();
-          } catch (err) {
-            stop(err);
-          }
-        };
-        // A cut connection ends the body early ('close' or 'error'); the caller retries from `completed`.
-        body.on('data', onData).on('end', stop).on('close', stop).on('error', stop);
+      await receiveBody(res.body, {
+        file,
+        pos: from,
+        limit: part.end - from + 1,
+        hash: inline !== null,
+        // Parts downloaded side by side share the file's ring, which only one may read into.
+        inPlace: this.#parts.length === 1,
+        onBytes: (n) => {
+          part.completed += n;
+          if (inline) inline.cursor += n;
+        },
+        onWritten: (n) => (part.written = (part.written ?? 0) + n),
       });
     } finally {
-      body.destroy();
       // What arrived is kept (written, and counted for a resume) however the attempt ended.
       try {
-        put(batcher.take());
         await file.drain();
       } catch (err) {
         // eslint-disable-next-line no-unsafe-finally

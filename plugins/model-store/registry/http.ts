@@ -9,10 +9,10 @@
 import { readFileSync } from 'node:fs';
 import http, { type IncomingHttpHeaders, type IncomingMessage } from 'node:http';
 import https from 'node:https';
-import net from 'node:net';
 import type { Readable } from 'node:stream';
 import tls from 'node:tls';
 import { Errors } from '../../../core/index.js';
+import { LargeReadAgent } from './large-reads.js';
 
 /** One request to send. */
 export interface HttpRequest {
@@ -42,48 +42,6 @@ export interface HttpClientOptions {
 }
 
 const MAX_REDIRECTS = 10;
-
-/**
- * Socket reads of plain-HTTP connections start at this size, as Node's own reads do; after a read
- * of at least this much (a body is streaming) the next one gets `LARGE_READ`.
- */
-const SMALL_READ = 64 * 1024;
-/** The size of socket reads while a body streams. */
-const LARGE_READ = 1024 * 1024;
-
-/**
- * Plain-HTTP connections that read up to 1 MiB at a time instead of Node's fixed 64 KiB. A blob
- * download is CPU-bound on a small machine, and per read the HTTP client pays a parse, a buffer
- * and an event: reading 71 MB in about 90 reads instead of 1,100 halves what receiving costs
- * (measured per pull: 30-60 ms of event-loop CPU instead of 60-100). The read size follows the
- * last read: small while answers are small, large while a body streams. The bytes go to the HTTP
- * client through the socket's 'data' event, which is how it reads a socket.
- *
- * Each connection reads into the same two buffers over and over: Node's HTTP parser copies every
- * body chunk out of the bytes it is given (and headers into strings) before it returns, so
- * nothing keeps a reference to a read buffer (the client tests hold chunks across reads and would
- * see them change otherwise). TLS sockets cannot read this way (their reads are 16 KiB records),
- * so HTTPS keeps Node's agent.
- */
-class LargeReadAgent extends http.Agent {
-  override createConnection(options: net.NetConnectOpts): net.Socket {
-    const small = Buffer.allocUnsafeSlow(SMALL_READ);
-    let large: Buffer | undefined;
-    let next: Buffer = small;
-    const socket: net.Socket = net.createConnection({
-      ...options,
-      onread: {
-        buffer: () => next,
-        callback: (n: number, buf: Uint8Array) => {
-          next = n >= SMALL_READ ? (large ??= Buffer.allocUnsafeSlow(LARGE_READ)) : small;
-          socket.emit('data', Buffer.from(buf.buffer, buf.byteOffset, n));
-          return true;
-        },
-      },
-    } as net.NetConnectOpts);
-    return socket;
-  }
-}
 
 /** Names a low-level failure so the user can act on it. */
 function networkError(err: NodeJS.ErrnoException, url: URL): Error {
