@@ -4,24 +4,29 @@
  * serving `../shared/models/gguf/bench-random-135m-q4_0.gguf` with the same threads, slots and
  * context per slot, the same sampling (Ollama's defaults) and a fixed number of generated tokens.
  *
- * Figures, each the median of `--reps` interleaved runs:
+ * Figures, each the median of `--reps` interleaved runs (each ratio the median of the ratios
+ * within a repetition, which a machine drifting between repetitions affects less):
  * - single-stream decode tokens/s (client side: first to last token; median of 5 requests per run);
  * - time to first token (client side: request sent to first token; the same 5 requests);
  * - aggregate tokens/s with 4 and 16 concurrent streams (all tokens / wall time).
  * Ratios are appliance ÷ llama-server for rates and llama-server ÷ appliance for TTFT, so ≥ 1.0
- * means the appliance is at least as good. Both servers are driven by the same client, undici's
+ * means the appliance is at least as good. A third column, `library`, runs the runner's generation
+ * code in-process with no HTTPS, auth or IPC (library.ts; skip it with `--no-library`): the ceiling
+ * node-llama-cpp leaves the appliance, measured in the same run. Both servers are driven by the same client, undici's
  * `request` (Node streams): `fetch` spent 1.5–3 ms of its own per request on this machine, which
  * the TTFT figure would have charged to the server. Requests go over open connections (see
  * bench/lib/connections.ts: otherwise most of them paid the appliance's TLS handshake).
  *
- * Run: `node --import tsx bench/engine/run.ts [--reps 3] [--tokens 128]`. Results are also written to
+ * Run: `node --import tsx bench/engine/run.ts [--reps 3] [--tokens 128] [--no-library]`. Results are also written to
  * `bench/results/engine-<time>.json` (git-ignored).
  *
  * @module
  */
+import { execFile } from 'node:child_process';
 import { mkdir, writeFile } from 'node:fs/promises';
+import os from 'node:os';
 import path from 'node:path';
-import { parseArgs } from 'node:util';
+import { parseArgs, promisify } from 'node:util';
 import { Agent, request } from 'undici';
 import { inferenceThreads } from '../../plugins/engine/threads.js';
 import { startApplianceProcess } from '../lib/appliance-process.js';
@@ -32,7 +37,12 @@ import { createModel } from '../../test/helpers/models.js';
 import { buildLlamaServer, startLlamaServer } from './llama-server.js';
 
 const { values } = parseArgs({
-  options: { reps: { type: 'string', default: '3' }, tokens: { type: 'string', default: '128' }, port: { type: 'string', default: '18931' } },
+  options: {
+    reps: { type: 'string', default: '3' },
+    tokens: { type: 'string', default: '128' },
+    port: { type: 'string', default: '18931' },
+    'no-library': { type: 'boolean', default: false },
+  },
 });
 const REPS = Number(values.reps);
 const TOKENS = Number(values.tokens);
@@ -102,6 +112,21 @@ async function measure(target: Target) {
   return { decode, ttft, agg4: await aggregate(4), agg16: await aggregate(16) };
 }
 
+type Figures = Awaited<ReturnType<typeof measure>>;
+
+/**
+ * The ceiling (see library.ts): the runner's generation code in a process of its own, with the
+ * libuv pool a runner gets and no HTTP or IPC. One load and warm-up per repetition.
+ */
+async function measureLibrary(): Promise<Figures> {
+  const pool = String(Math.min(6, Math.max(2, os.availableParallelism())));
+  const { stdout } = await promisify(execFile)(process.execPath, ['--import', 'tsx', path.join(ROOT, 'bench/engine/library.ts'), String(THREADS), String(TOKENS)], {
+    cwd: ROOT,
+    env: { ...process.env, UV_THREADPOOL_SIZE: pool },
+  });
+  return JSON.parse(stdout.trim().split('\n').at(-1)!) as Figures;
+}
+
 async function main(): Promise<void> {
   const model = fixture('gguf/bench-random-135m-q4_0.gguf');
   const binary = await buildLlamaServer();
@@ -167,26 +192,47 @@ async function main(): Promise<void> {
     for (const target of [appliance, llamaServer]) await Promise.all(Array.from({ length: SLOTS }, () => target.generate()));
     const connections = countConnections();
     connections.on = true;
-    const results: Record<string, Awaited<ReturnType<typeof measure>>[]> = { appliance: [], 'llama-server': [] };
+    const results: Record<string, Figures[]> = { appliance: [], 'llama-server': [], library: [] };
     for (let r = 0; r < REPS; r++) {
       for (const target of r % 2 === 0 ? [appliance, llamaServer] : [llamaServer, appliance]) {
         results[target.name]!.push(await measure(target));
         console.error(`rep ${r + 1}/${REPS} ${target.name}: ${JSON.stringify(results[target.name]!.at(-1))}`);
       }
+      if (!values['no-library']) {
+        connections.on = false;
+        results['library']!.push(await measureLibrary());
+        connections.on = true;
+        console.error(`rep ${r + 1}/${REPS} library: ${JSON.stringify(results['library']!.at(-1))}`);
+      }
     }
-    const med = (name: string, key: 'decode' | 'ttft' | 'agg4' | 'agg16') => median(results[name]!.map((x) => x[key]));
+    const med = (name: string, key: 'decode' | 'ttft' | 'agg4' | 'agg16') => (results[name]!.length ? median(results[name]!.map((x) => x[key])) : NaN);
     connections.stop();
-    const rows = (['decode', 'ttft', 'agg4', 'agg16'] as const).map((key) => {
-      const a = med('appliance', key);
-      const l = med('llama-server', key);
-      return { figure: key, appliance: a, llamaServer: l, ratio: key === 'ttft' ? l / a : a / l };
-    });
+    // Each figure's ratio is the median of the per-repetition ratios: the targets of one repetition
+    // run back to back, so a machine that drifts between repetitions moves both sides of a ratio.
+    const paired = (name: string, key: 'decode' | 'ttft' | 'agg4' | 'agg16'): number => {
+      const xs = results[name]!;
+      if (xs.length === 0) return NaN;
+      return median(xs.map((x, i) => (key === 'ttft' ? results['llama-server']![i]![key] / x[key] : x[key] / results['llama-server']![i]![key])));
+    };
+    const rows = (['decode', 'ttft', 'agg4', 'agg16'] as const).map((key) => ({
+      figure: key,
+      appliance: med('appliance', key),
+      llamaServer: med('llama-server', key),
+      ratio: paired('appliance', key),
+      library: med('library', key),
+      libraryRatio: paired('library', key),
+    }));
     const labels = { decode: 'single-stream decode (tok/s)', ttft: 'time to first token (ms)', agg4: 'aggregate, 4 streams (tok/s)', agg16: 'aggregate, 16 streams (tok/s)' };
     console.log(`\nbench-random-135m-q4_0, ${TOKENS} tokens per stream, threads ${THREADS}, ${SLOTS} slots × ${CONTEXT} context, median of ${REPS}`);
-    console.log(`${'figure'.padEnd(32)}${'appliance'.padStart(12)}${'llama-server'.padStart(14)}${'ratio'.padStart(8)}`);
+    console.log('(figures: medians over the repetitions; ratios: medians of the ratios within each repetition)');
+    console.log(`${'figure'.padEnd(32)}${'appliance'.padStart(12)}${'llama-server'.padStart(14)}${'ratio'.padStart(8)}${'library'.padStart(10)}${'ratio'.padStart(8)}`);
     for (const r of rows) {
-      console.log(`${labels[r.figure].padEnd(32)}${r.appliance.toFixed(1).padStart(12)}${r.llamaServer.toFixed(1).padStart(14)}${r.ratio.toFixed(2).padStart(8)}`);
+      console.log(
+        `${labels[r.figure].padEnd(32)}${r.appliance.toFixed(1).padStart(12)}${r.llamaServer.toFixed(1).padStart(14)}${r.ratio.toFixed(2).padStart(8)}` +
+          `${r.library.toFixed(1).padStart(10)}${r.libraryRatio.toFixed(2).padStart(8)}`,
+      );
     }
+    console.log('library: the runner\'s generation code in-process, no HTTPS, auth or IPC (bench/engine/library.ts): the ceiling node-llama-cpp leaves');
     const out = path.join(ROOT, 'bench/results');
     await mkdir(out, { recursive: true });
     console.log(`connections opened while timing: ${JSON.stringify(connections.opened)}`);

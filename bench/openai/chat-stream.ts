@@ -8,7 +8,7 @@
  * Workload: one chat request at a time, `max_tokens` 128 (the model rarely stops early: random
  * weights), fixed seed, on `../shared/models/gguf/bench-random-135m-q4_0.gguf`. Rounds rotate the
  * order of the contenders so drift on a shared machine hits all alike; each figure is the median
- * of its rounds. The appliance is reached over HTTPS with its key (as users do); llama-server over
+ * of its rounds, each ratio the median of the ratios within a round. The appliance is reached over HTTPS with its key (as users do); llama-server over
  * plain HTTP on 127.0.0.1 (it has no TLS by default). All three are read by the same client, undici's
  * `request` (Node streams; `fetch` added 1.5–3 ms per request of its own on this machine), over
  * open connections (see bench/lib/connections.ts: otherwise most requests paid a TLS handshake).
@@ -201,11 +201,21 @@ async function main(): Promise<void> {
       const s = samples.get(c.name)!;
       return { name: c.name, ttftMs: median(s.map((x) => x.ttftMs)), tokensPerSecond: median(s.map((x) => x.tokensPerSecond)), tokens: median(s.map((x) => x.tokens)) };
     });
+    // Each ratio is the median of the ratios within a round (the contenders of one round run back
+    // to back, so a machine that drifts between rounds moves both sides of a ratio alike).
+    const paired = (a: string, b: string) => {
+      const xs = samples.get(a)!;
+      const ys = samples.get(b)!;
+      return {
+        tokensPerSecond: median(xs.map((x, i) => x.tokensPerSecond / ys[i]!.tokensPerSecond)),
+        ttft: median(xs.map((x, i) => ys[i]!.ttftMs / x.ttftMs)),
+      };
+    };
     const [v1, native, llama] = summary;
     const ratios = {
       // Speed ratios: higher is better for /v1; TTFT ratio = other's TTFT ÷ /v1's TTFT.
-      v1VsApiChat: { tokensPerSecond: v1!.tokensPerSecond / native!.tokensPerSecond, ttft: native!.ttftMs / v1!.ttftMs },
-      ...(llama ? { v1VsLlamaServer: { tokensPerSecond: v1!.tokensPerSecond / llama.tokensPerSecond, ttft: llama.ttftMs / v1!.ttftMs } } : {}),
+      v1VsApiChat: paired(v1!.name, native!.name),
+      ...(llama ? { v1VsLlamaServer: paired(v1!.name, llama.name) } : {}),
     };
     console.log(`bench-random-135m-q4_0, ${TOKENS} tokens, ${ROUNDS} rounds, ${threads} thread(s), ${os.cpus().length} CPUs`);
     for (const s of summary) {

@@ -1,0 +1,73 @@
+/**
+ * The engine benchmark's ceiling: the runner's own generation code (`ModelSession`, the
+ * node-llama-cpp calls, prefix reuse, stop detection) driven in this process, with no HTTPS, no
+ * auth, no IPC. The same figures as the servers (single-stream decode and time to first token,
+ * medians of 5, and aggregate tokens/s for 4 and 16 streams), timed where the tokens come out.
+ * `run.ts` starts it once per repetition, with the libuv pool size a runner gets, and reads one
+ * JSON line from its stdout. Whatever gap this leaves to llama-server is in node-llama-cpp (or
+ * the way the runner uses it), not in the appliance's HTTP, auth or process boundary.
+ *
+ * Run alone: `UV_THREADPOOL_SIZE=2 node --import tsx bench/engine/library.ts THREADS TOKENS`.
+ *
+ * @module
+ */
+import type { GenerationEvent } from '../../core/contracts/backend.js';
+import { ModelSession } from '../../plugins/backend-llama-cpp/runner/session.js';
+import { fixture } from '../../test/helpers/fixtures.js';
+
+const [threads = 1, tokens = 128] = process.argv.slice(2).map(Number);
+const SLOTS = 16;
+const CONTEXT = 512;
+const PROMPT = 'Once upon a time, in a small village at the edge of a great forest, there lived an old clockmaker who';
+const OPTIONS = { temperature: 0.8, top_k: 40, top_p: 0.9, min_p: 0, repeat_penalty: 1.1, repeat_last_n: 64, seed: 42, num_predict: tokens };
+
+const session = await ModelSession.load({
+  modelPath: fixture('gguf/bench-random-135m-q4_0.gguf'),
+  contextLength: CONTEXT,
+  parallel: SLOTS,
+  threads,
+  batchSize: 512,
+  gpu: false,
+});
+
+interface Stream {
+  ttftMs: number;
+  decodeMs: number;
+  tokens: number;
+  endMs: number;
+}
+
+async function generate(): Promise<Stream> {
+  const t0 = performance.now();
+  let first = 0;
+  let last = 0;
+  let count = 0;
+  const emit = (e: GenerationEvent): void => {
+    if (e.type === 'token') {
+      last = performance.now();
+      if (first === 0) first = last;
+    } else if (e.type === 'done') count = e.completionTokens;
+  };
+  await session.generate({ prompt: PROMPT, raw: true, options: OPTIONS }, new AbortController().signal, emit);
+  return { ttftMs: first - t0, decodeMs: last - first, tokens: count, endMs: performance.now() };
+}
+
+const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+const aggregate = async (n: number): Promise<number> => {
+  const t0 = performance.now();
+  const runs = await Promise.all(Array.from({ length: n }, generate));
+  return (runs.reduce((s, r) => s + r.tokens, 0) / (Math.max(...runs.map((r) => r.endMs)) - t0)) * 1000;
+};
+
+// Warm-up as the servers get it: every slot used once.
+await Promise.all(Array.from({ length: SLOTS }, generate));
+const single: Stream[] = [];
+for (let i = 0; i < 5; i++) {
+  await new Promise((resolve) => setImmediate(resolve)); // as the HTTP clients settle between requests
+  single.push(await generate());
+}
+const decode = ((median(single.map((s) => s.tokens)) - 1) / median(single.map((s) => s.decodeMs))) * 1000;
+const ttft = median(single.map((s) => s.ttftMs));
+const result = { decode, ttft, agg4: await aggregate(4), agg16: await aggregate(16) };
+await session.dispose();
+console.log(JSON.stringify(result));
