@@ -22,7 +22,8 @@ const inflight = new Map<number, AbortController>();
  * about 0.3 ms of this thread, and sent at once it sat between two decodes of every stream
  * (measured: 5 % of single-stream decode speed). With several generations in flight, one decode
  * step yields a token for every stream, and one write per step costs less than one per token.
- * The first token waits only for the rest of its turn (microseconds).
+ * A generation's first token is the exception ({@link sendNow}): it is the time to first token,
+ * and waiting for the rest of its turn cost 0.13 ms of it.
  */
 let outbox: RunnerMessage[] = [];
 const flush = (): void => {
@@ -32,6 +33,11 @@ const flush = (): void => {
 };
 const send = (message: RunnerMessage): void => {
   if (outbox.push(message) === 1) setImmediate(flush);
+};
+/** Sends `message` at once, after anything already waiting (the order of messages is kept). */
+const sendNow = (message: RunnerMessage): void => {
+  outbox.push(message);
+  flush();
 };
 
 function fail(id: number, err: unknown): void {
@@ -86,7 +92,14 @@ function handle(message: ParentMessage): void {
     case 'chat': {
       const s = session;
       if (!s) return fail(message.id, new Error('the model is not loaded'));
-      const emit = (event: Parameters<Parameters<ModelSession['generate']>[2]>[0]) => send({ t: 'event', id: message.id, event });
+      let first = true;
+      const emit = (event: Parameters<Parameters<ModelSession['generate']>[2]>[0]): void => {
+        if (first && event.type === 'token') {
+          first = false;
+          return sendNow({ t: 'event', id: message.id, event });
+        }
+        send({ t: 'event', id: message.id, event });
+      };
       void run(message.id, (signal) =>
         message.t === 'generate' ? s.generate(message.params, signal, emit) : s.chat(message.params, signal, emit),
       );

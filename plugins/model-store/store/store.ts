@@ -5,7 +5,8 @@
  *
  * @module
  */
-import { mkdir, readFile, rm, rmdir, stat, utimes } from 'node:fs/promises';
+import { statSync, type Stats } from 'node:fs';
+import { mkdir, readFile, rm, rmdir, utimes } from 'node:fs/promises';
 import path from 'node:path';
 import { Errors, type BeforeDeleteHook, type ModelStore, type ResolvedModel } from '../../../core/index.js';
 import { BlobStore } from './blobs.js';
@@ -74,11 +75,19 @@ export class ModelStoreService implements ModelStore {
   /**
    * The model behind a name, as the engine needs it on every request. Blobs are content-addressed,
    * so while a manifest file is unchanged its answer is too: it is kept per manifest file and
-   * checked with one `stat`, instead of reading the manifest and its small layers each time.
+   * checked with one `stat`, instead of reading the manifest and its small layers each time. The
+   * stat is synchronous: a manifest's inode is in the kernel's cache, so it takes microseconds,
+   * where the thread-pool round trip of an asynchronous one added 0.2 ms to every request's time
+   * to first token (measured on the 2-core machine).
    */
   async resolve(raw: string): Promise<ResolvedModel> {
     const file = this.paths.manifest(parseName(raw, 'model'));
-    const st = await stat(file).catch(() => null);
+    let st: Stats | undefined;
+    try {
+      st = statSync(file, { throwIfNoEntry: false });
+    } catch {
+      st = undefined; // unreadable: resolved the slow way below, which reports the problem
+    }
     const stamp = st ? `${st.ino}:${st.size}:${st.mtimeMs}` : null;
     const hit = this.#resolved.get(file);
     if (stamp !== null && hit?.stamp === stamp) return hit.model;
