@@ -1,8 +1,8 @@
 /**
  * A blob download's body on plain HTTP is tapped off the socket into the file's ring (see
  * registry/receive.ts and large-reads.ts): the file gets exactly the body's bytes, the hash sees
- * them in order, bytes past the wanted range are ignored, a cut connection is a network error that
- * keeps what arrived,
+ * them in order, bytes past the wanted range are ignored, a body shorter than the range ends at
+ * its Content-Length, a cut connection is a network error that keeps what arrived,
  * and bodies that cannot be tapped (chunked, or not in place) still come through the parser.
  */
 import { createHash, randomBytes } from 'node:crypto';
@@ -32,6 +32,10 @@ async function serve(t: { teardown(fn: () => unknown): void }): Promise<Served> 
       res.writeHead(200);
       for (let i = 0; i < BODY.length; i += 500_000) res.write(BODY.subarray(i, i + 500_000));
       return void res.end();
+    }
+    if (req.url === '/short') {
+      // A complete response that is shorter than the range the client wants; the connection stays open.
+      return void res.writeHead(200, { 'content-length': 5_000_000 }).end(BODY.subarray(0, 5_000_000));
     }
     if (req.url === '/cut') {
       // Promises the whole body, sends 5 MB, then drops the connection.
@@ -128,6 +132,17 @@ t.test('a connection cut mid-body fails the receive with a network error, and wh
   t.equal(r.written, 5_000_000);
   t.ok(r.bytes.subarray(0, 5_000_000).equals(BODY.subarray(0, 5_000_000)));
   t.equal(r.digest, sha(BODY.subarray(0, 5_000_000)));
+});
+
+t.test('a body shorter than the wanted range ends at its own end, not at a stall', async (t) => {
+  const served = await serve(t);
+  const client = new HttpClient({ timeoutMs: 5000 });
+  t.teardown(() => client.close());
+  const r = await receive(t, client, `${served.base}/short`, BODY.length, true);
+  t.equal(r.error, null, 'no stall error: the tap stopped at the Content-Length');
+  t.equal(r.received, 5_000_000);
+  t.ok(r.regions > 0, 'it was tapped');
+  t.ok(r.bytes.subarray(0, 5_000_000).equals(BODY.subarray(0, 5_000_000)));
 });
 
 t.test('a chunked body, or one not to be read in place, comes through the HTTP parser intact', async (t) => {

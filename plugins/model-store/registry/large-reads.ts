@@ -85,15 +85,17 @@ export class LargeReadAgent extends http.Agent {
  * Takes the rest of `body` off its socket: from now on every byte the connection reads goes to
  * `tap`, in the memory it chooses, and never through the HTTP parser (which copies each chunk
  * into a new buffer and emits it as an event). What the parser already has is returned in
- * `parsed`, to be taken before anything the tap receives. The tap gets raw socket bytes, so it
- * counts them itself: only a `Content-Length` body can be tapped (not a chunked one), and only on
- * a {@link LargeReadAgent} connection. Returns null when the body cannot be tapped.
+ * `parsed`, to be taken before anything the tap receives, and `rest` says how many bytes of the
+ * body are still to come. The tap gets raw socket bytes, so it counts them itself (whatever
+ * follows `rest` is not the body): only a `Content-Length` body can be tapped (not a chunked
+ * one), and only on a {@link LargeReadAgent} connection. Returns null when it cannot be tapped.
  */
-export function tapBody(body: IncomingMessage, tap: BodyTap): { parsed: Buffer[]; tapped: TappedBody } | null {
+export function tapBody(body: IncomingMessage, tap: BodyTap): { parsed: Buffer[]; rest: number; tapped: TappedBody } | null {
   const socket = body.socket;
   const reader = socket ? readers.get(socket) : undefined;
   if (!socket || !reader || reader.tap || body.complete || body.destroyed) return null;
-  if (body.headers['transfer-encoding'] !== undefined || body.headers['content-length'] === undefined) return null;
+  const length = Number(body.headers['content-length']);
+  if (body.headers['transfer-encoding'] !== undefined || !Number.isSafeInteger(length) || length < 0) return null;
   // Paused-mode reads return everything the stream holds; the socket's next read comes later,
   // on an I/O turn, after the tap is in place.
   const parsed: Buffer[] = [];
@@ -101,6 +103,7 @@ export function tapBody(body: IncomingMessage, tap: BodyTap): { parsed: Buffer[]
   reader.tap = tap;
   return {
     parsed,
+    rest: length - parsed.reduce((n, c) => n + c.length, 0),
     tapped: {
       resume: () => {
         if (reader.tap === tap && !socket.destroyed) socket.resume();

@@ -63,17 +63,19 @@ export async function receiveBody(body: IncomingMessage, t: BodyTarget): Promise
   const ended = new Promise<void>((resolve, reject) => {
     finish = (err) => (err ? reject(err) : resolve());
   });
+  /** Where the tapped body ends: the wanted range, or the body's own end if that comes first. */
+  let end = t.limit;
   const tap = t.inPlace
     ? tapBody(body, {
-        region: () => (received < t.limit ? t.file.region(Math.min(READ_BYTES, t.limit - received)) : null),
+        region: () => (received < end ? t.file.region(Math.min(READ_BYTES, end - received)) : null),
         received: (buf, n) => {
           try {
-            n = Math.min(n, t.limit - received);
+            n = Math.min(n, end - received);
             const more = t.file.fill(buf, n, pos, t.hash, t.onWritten);
             pos += n;
             received += n;
             t.onBytes(n);
-            if (received >= t.limit) {
+            if (received >= end) {
               finish();
               return false;
             }
@@ -105,7 +107,9 @@ export async function receiveBody(body: IncomingMessage, t: BodyTarget): Promise
       // What the parser already had comes first, in one batch.
       for (const chunk of tap.parsed) take(chunk);
       put(batcher.take());
-      if (received >= t.limit) finish();
+      // A body shorter than the range ends there (the caller asks again for the rest).
+      end = Math.min(t.limit, received + tap.rest);
+      if (received >= end) finish();
     } else {
       body.on('data', onData);
     }
