@@ -29,6 +29,7 @@ import { transformers } from '../../plugins/backend-transformers/runtime.js';
 import { startTestAppliance } from '../../test/helpers/appliance.js';
 import { fixture } from '../../test/helpers/fixtures.js';
 import { createModel } from '../../test/helpers/models.js';
+import { median } from '../lib/stats.js';
 
 const { values: args } = parseArgs({
   options: {
@@ -67,7 +68,6 @@ function sentences(): string[] {
   return Array.from({ length: SENTENCES }, () => `${pick(subjects)} ${pick(verbs)} ${pick(objects)} ${pick(tails)}`.trim());
 }
 
-const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 const round3 = (x: number): number => Math.round(x * 1000) / 1000;
 
 /** The appliance against `other`: ratio of medians, and median of the per-round ratios. */

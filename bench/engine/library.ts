@@ -14,6 +14,7 @@
 import type { GenerationEvent } from '../../core/contracts/backend.js';
 import { ModelSession } from '../../plugins/backend-llama-cpp/runner/session.js';
 import { fixture } from '../../test/helpers/fixtures.js';
+import { measureFigures, type Stream } from './figures.js';
 
 const [threads = 1, tokens = 128] = process.argv.slice(2).map(Number);
 const SLOTS = 16;
@@ -30,14 +31,8 @@ const session = await ModelSession.load({
   gpu: false,
 });
 
-interface Stream {
-  ttftMs: number;
-  decodeMs: number;
-  tokens: number;
-  endMs: number;
-}
-
 async function generate(): Promise<Stream> {
+  await new Promise((resolve) => setImmediate(resolve)); // as the HTTP clients settle before a request
   const t0 = performance.now();
   let first = 0;
   let last = 0;
@@ -52,22 +47,8 @@ async function generate(): Promise<Stream> {
   return { ttftMs: first - t0, decodeMs: last - first, tokens: count, endMs: performance.now() };
 }
 
-const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
-const aggregate = async (n: number): Promise<number> => {
-  const t0 = performance.now();
-  const runs = await Promise.all(Array.from({ length: n }, generate));
-  return (runs.reduce((s, r) => s + r.tokens, 0) / (Math.max(...runs.map((r) => r.endMs)) - t0)) * 1000;
-};
-
 // Warm-up as the servers get it: every slot used once.
 await Promise.all(Array.from({ length: SLOTS }, generate));
-const single: Stream[] = [];
-for (let i = 0; i < 5; i++) {
-  await new Promise((resolve) => setImmediate(resolve)); // as the HTTP clients settle between requests
-  single.push(await generate());
-}
-const decode = ((median(single.map((s) => s.tokens)) - 1) / median(single.map((s) => s.decodeMs))) * 1000;
-const ttft = median(single.map((s) => s.ttftMs));
-const result = { decode, ttft, agg4: await aggregate(4), agg16: await aggregate(16) };
+const result = await measureFigures(generate);
 await session.dispose();
 console.log(JSON.stringify(result));

@@ -31,9 +31,11 @@ import { Agent, request } from 'undici';
 import { inferenceThreads } from '../../plugins/engine/threads.js';
 import { startApplianceProcess } from '../lib/appliance-process.js';
 import { countConnections, settle } from '../lib/connections.js';
+import { median } from '../lib/stats.js';
 import { ENGINE_ONLY } from '../../test/helpers/plugin-sets.js';
 import { fixture, ROOT } from '../../test/helpers/fixtures.js';
 import { createModel } from '../../test/helpers/models.js';
+import { measureFigures, type Figures, type Stream } from './figures.js';
 import { buildLlamaServer, startLlamaServer } from './llama-server.js';
 
 const { values } = parseArgs({
@@ -51,13 +53,6 @@ const CONTEXT = 512;
 const THREADS = inferenceThreads(Number(process.env['LIA_THREADS'] ?? 0));
 const PROMPT = 'Once upon a time, in a small village at the edge of a great forest, there lived an old clockmaker who';
 const SAMPLING = { temperature: 0.8, top_k: 40, top_p: 0.9, min_p: 0, repeat_penalty: 1.1, repeat_last_n: 64, seed: 42 };
-
-interface Stream {
-  ttftMs: number;
-  decodeMs: number;
-  tokens: number;
-  endMs: number;
-}
 
 /** A server under test: one streaming generation, timed on the client side. */
 type Target = { name: string; generate(): Promise<Stream> };
@@ -93,26 +88,7 @@ async function timeStream(res: Answer, parse: (line: string) => { text: boolean;
   return { ttftMs: first - t0, decodeMs: last - first, tokens: reported ?? count, endMs: performance.now() };
 }
 
-function median(xs: number[]): number {
-  const s = [...xs].sort((a, b) => a - b);
-  return s[Math.floor(s.length / 2)] as number;
-}
 
-async function measure(target: Target) {
-  const single: Stream[] = [];
-  for (let i = 0; i < 5; i++) single.push(await target.generate());
-  const decode = TOKENS > 1 ? ((median(single.map((s) => s.tokens)) - 1) / median(single.map((s) => s.decodeMs))) * 1000 : 0;
-  const ttft = median(single.map((s) => s.ttftMs));
-  const aggregate = async (n: number) => {
-    const t0 = performance.now();
-    const runs = await Promise.all(Array.from({ length: n }, () => target.generate()));
-    const tokens = runs.reduce((s, r) => s + r.tokens, 0);
-    return (tokens / (Math.max(...runs.map((r) => r.endMs)) - t0)) * 1000;
-  };
-  return { decode, ttft, agg4: await aggregate(4), agg16: await aggregate(16) };
-}
-
-type Figures = Awaited<ReturnType<typeof measure>>;
 
 /**
  * The ceiling (see library.ts): the runner's generation code in a process of its own, with the
@@ -195,7 +171,7 @@ async function main(): Promise<void> {
     const results: Record<string, Figures[]> = { appliance: [], 'llama-server': [], library: [] };
     for (let r = 0; r < REPS; r++) {
       for (const target of r % 2 === 0 ? [appliance, llamaServer] : [llamaServer, appliance]) {
-        results[target.name]!.push(await measure(target));
+        results[target.name]!.push(await measureFigures(() => target.generate()));
         console.error(`rep ${r + 1}/${REPS} ${target.name}: ${JSON.stringify(results[target.name]!.at(-1))}`);
       }
       if (!values['no-library']) {

@@ -41,6 +41,7 @@ import { startApplianceProcess } from '../lib/appliance-process.js';
 import { countConnections, settle } from '../lib/connections.js';
 import { fixture, ROOT } from '../../test/helpers/fixtures.js';
 import { createModel } from '../../test/helpers/models.js';
+import { median } from '../lib/stats.js';
 
 const { values: args } = parseArgs({
   options: {
@@ -76,7 +77,6 @@ interface Contender {
   parse(line: string): { text?: string; tokens?: number };
 }
 
-const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 
 function openaiParse(line: string): { text?: string; tokens?: number } {
   if (!line.startsWith('data: ') || line === 'data: [DONE]') return {};

@@ -20,18 +20,13 @@ import { parseArgs } from 'node:util';
 import { request } from 'undici';
 import { startApplianceProcess } from '../lib/appliance-process.js';
 import { countConnections, settle } from '../lib/connections.js';
+import { median } from '../lib/stats.js';
 import { fixture } from '../../test/helpers/fixtures.js';
 import { createModel, fileDigest } from '../../test/helpers/models.js';
 import { startTestRegistry } from '../../test/helpers/registry.js';
 import { STORE_ONLY } from '../../test/model-store/setup.js';
 
 const MODEL = 'gguf/bench-random-135m-q4_0.gguf';
-
-function median(xs: number[]): number {
-  const s = [...xs].sort((a, b) => a - b);
-  const mid = Math.floor(s.length / 2);
-  return s.length % 2 ? s[mid]! : (s[mid - 1]! + s[mid]!) / 2;
-}
 
 /** Runs the benchmark; `runs` timed pulls and curls after one warm-up each. Defaults to 7. */
 export async function run(runs = 7): Promise<{ pullMBps: number; curlMBps: number; ratio: number; bytes: number; connects: number }> {

@@ -1,0 +1,40 @@
+/**
+ * The engine benchmark's figures for one target, measured the same way for the appliance,
+ * llama-server and the in-process library (run.ts, library.ts): single-stream decode tokens/s
+ * and time to first token (medians of 5 requests one after another), then aggregate tokens/s of 4
+ * and of 16 concurrent streams (all tokens over the wall time of the wave).
+ *
+ * @module
+ */
+import { median } from '../lib/stats.js';
+
+/** One streamed generation, timed where its tokens arrive (milliseconds, `performance.now()`). */
+export interface Stream {
+  ttftMs: number;
+  /** First to last token. */
+  decodeMs: number;
+  tokens: number;
+  endMs: number;
+}
+
+export interface Figures {
+  decode: number;
+  ttft: number;
+  agg4: number;
+  agg16: number;
+}
+
+/** Measures the figures; `generate` runs one generation (and waits for whatever it needs first). */
+export async function measureFigures(generate: () => Promise<Stream>): Promise<Figures> {
+  const single: Stream[] = [];
+  for (let i = 0; i < 5; i++) single.push(await generate());
+  const tokens = median(single.map((s) => s.tokens));
+  const decode = tokens > 1 ? ((tokens - 1) / median(single.map((s) => s.decodeMs))) * 1000 : 0;
+  const ttft = median(single.map((s) => s.ttftMs));
+  const aggregate = async (n: number): Promise<number> => {
+    const t0 = performance.now();
+    const runs = await Promise.all(Array.from({ length: n }, generate));
+    return (runs.reduce((s, r) => s + r.tokens, 0) / (Math.max(...runs.map((r) => r.endMs)) - t0)) * 1000;
+  };
+  return { decode, ttft, agg4: await aggregate(4), agg16: await aggregate(16) };
+}
