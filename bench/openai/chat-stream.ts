@@ -6,10 +6,13 @@
  * Figures per contender: time to first token (request sent → first non-empty content) and
  * streamed tokens/s (completion tokens after the first ÷ time from the first to the last one).
  * Workload: one chat request at a time, `max_tokens` 128 (the model rarely stops early: random
- * weights), fixed seed, on `../shared/models/gguf/bench-random-135m-q4_0.gguf`. Rounds rotate the
- * order of the contenders so drift on a shared machine hits all alike; each figure is the median
- * of its rounds, each ratio the median of the ratios within a round. The appliance is reached over HTTPS with its key (as users do); llama-server over
- * plain HTTP on 127.0.0.1 (it has no TLS by default). All three are read by the same client, undici's
+ * weights), fixed seed, on `../shared/models/gguf/bench-random-135m-q4_0.gguf`. Rounds go through
+ * every order of the contenders in turn, so drift on a shared machine hits all alike and each
+ * contender follows each other one equally often (a request right after llama-server's finds the
+ * appliance's caches cold; plain rotation put /v1 there in two rounds of three and `/api/chat` in
+ * one, which read as a 5-9 % TTFT gap between them). Each figure is the median of its rounds,
+ * each ratio the median of the ratios within a round. The appliance is reached over HTTPS with
+ * its key (as users do); llama-server over plain HTTP on 127.0.0.1 (it has no TLS by default). All three are read by the same client, undici's
  * `request` (Node streams; `fetch` added 1.5–3 ms per request of its own on this machine), over
  * open connections (see bench/lib/connections.ts: otherwise most requests paid a TLS handshake).
  *
@@ -24,7 +27,8 @@
  * It runs with the engine's thread count and 4 slots of 2048 tokens, as the engine loads the
  * model. Without it, only the first comparison runs, and the output says so.
  *
- * Run: `node --import tsx bench/openai/chat-stream.ts [--rounds 7] [--tokens 128] [--json FILE]`
+ * Run: `node --import tsx bench/openai/chat-stream.ts [--rounds 12] [--tokens 128] [--json FILE]`
+ * (a multiple of 6 with three contenders, 2 with two, keeps the orders balanced)
  *
  * @module
  */
@@ -45,7 +49,7 @@ import { median } from '../lib/stats.js';
 
 const { values: args } = parseArgs({
   options: {
-    rounds: { type: 'string', default: '7' },
+    rounds: { type: 'string', default: '12' },
     tokens: { type: 'string', default: '128' },
     server: { type: 'string' },
     json: { type: 'string' },
@@ -160,6 +164,12 @@ async function startLlamaServer(binary: string, model: string, threads: number):
   throw new Error('llama-server did not become healthy in 60 s');
 }
 
+/** Every order of `items` (3 contenders: 6 orders, in which each one follows each other one twice). */
+function permutations<T>(items: readonly T[]): T[][] {
+  if (items.length <= 1) return [[...items]];
+  return items.flatMap((first, i) => permutations([...items.slice(0, i), ...items.slice(i + 1)]).map((rest) => [first, ...rest]));
+}
+
 async function main(): Promise<void> {
   const modelFile = fixture(FIXTURE);
   const threads = inferenceThreads(0);
@@ -191,9 +201,9 @@ async function main(): Promise<void> {
     const connections = countConnections();
     connections.on = true;
     const samples = new Map<string, Sample[]>(contenders.map((c) => [c.name, []]));
+    const orders = permutations(contenders);
     for (let r = 0; r < ROUNDS; r++) {
-      const order = contenders.map((_, i) => contenders[(i + r) % contenders.length]!);
-      for (const c of order) samples.get(c.name)!.push(await measure(c));
+      for (const c of orders[r % orders.length]!) samples.get(c.name)!.push(await measure(c));
     }
 
     connections.stop();
