@@ -2,7 +2,8 @@
  * A blob download's body on plain HTTP is tapped off the socket into the file's ring (see
  * registry/receive.ts and large-reads.ts): the file gets exactly the body's bytes, the hash sees
  * them in order, bytes past the wanted range are ignored, a body shorter than the range ends at
- * its Content-Length, a cut connection is a network error that keeps what arrived,
+ * its Content-Length, a slow body outlasts the stall limit while a stopped one is cut at it, a
+ * cut connection is a network error that keeps what arrived,
  * and bodies that cannot be tapped (chunked, or not in place) still come through the parser.
  */
 import { createHash, randomBytes } from 'node:crypto';
@@ -32,6 +33,19 @@ async function serve(t: { teardown(fn: () => unknown): void }): Promise<Served> 
       res.writeHead(200);
       for (let i = 0; i < BODY.length; i += 500_000) res.write(BODY.subarray(i, i + 500_000));
       return void res.end();
+    }
+    if (req.url === '/slow' || req.url === '/stall') {
+      // 1 MB every 100 ms; '/stall' stops after two and keeps the connection open.
+      const total = req.url === '/slow' ? 10 : 2;
+      res.writeHead(200, { 'content-length': 10 * 1_000_000 });
+      let sent = 0;
+      const timer = setInterval(() => {
+        if (sent === total) return clearInterval(timer);
+        res.write(BODY.subarray(sent * 1_000_000, ++sent * 1_000_000));
+        if (sent === 10) res.end();
+      }, 100);
+      req.socket.on('close', () => clearInterval(timer));
+      return;
     }
     if (req.url === '/short') {
       // A complete response that is shorter than the range the client wants; the connection stays open.
@@ -148,6 +162,22 @@ t.test('a body shorter than the wanted range ends at its own end, not at a stall
   t.equal(r.received, 5_000_000);
   t.ok(r.regions > 0, 'it was tapped');
   t.ok(r.bytes.subarray(0, 5_000_000).equals(BODY.subarray(0, 5_000_000)));
+});
+
+t.test('a slow body that keeps coming outlasts the stall limit; one that stops is cut at it', async (t) => {
+  const served = await serve(t);
+  const client = new HttpClient({ timeoutMs: 350 });
+  t.teardown(() => client.close());
+  const slow = await receive(t, client, `${served.base}/slow`, 10 * 1_000_000, true);
+  t.equal(slow.error, null, 'a second of steady reads, each within the limit');
+  t.equal(slow.received, 10 * 1_000_000);
+  t.ok(slow.regions > 0, 'it was tapped');
+  t.equal(slow.digest, sha(BODY.subarray(0, 10 * 1_000_000)));
+  const started = performance.now();
+  const stalled = await receive(t, client, `${served.base}/stall`, 10 * 1_000_000, true);
+  t.equal(stalled.error?.code, 'LIA_STALL', 'the stall is the error the download retries');
+  t.equal(stalled.received, 2 * 1_000_000, 'what arrived before it is kept');
+  t.ok(performance.now() - started < 5000, 'cut at the limit, not later');
 });
 
 t.test('a chunked body, or one not to be read in place, comes through the HTTP parser intact', async (t) => {
