@@ -27,7 +27,7 @@
  * It runs with the engine's thread count and 4 slots of 2048 tokens, as the engine loads the
  * model. Without it, only the first comparison runs, and the output says so.
  *
- * Run: `node --import tsx bench/openai/chat-stream.ts [--rounds 12] [--tokens 128] [--json FILE]`
+ * Run: `node --import tsx bench/openai/chat-stream.ts [--rounds 12] [--tokens 128] [--same-sampling] [--json FILE]`
  * (a multiple of 6 with three contenders, 2 with two, keeps the orders balanced)
  *
  * @module
@@ -53,6 +53,7 @@ const { values: args } = parseArgs({
     tokens: { type: 'string', default: '128' },
     server: { type: 'string' },
     json: { type: 'string' },
+    'same-sampling': { type: 'boolean', default: false },
   },
 });
 const ROUNDS = Number(args.rounds);
@@ -192,7 +193,12 @@ async function main(): Promise<void> {
     const binary = findLlamaServer();
     if (binary) {
       server = await startLlamaServer(binary, modelFile, threads);
-      contenders.push({ name: 'llama-server /v1/chat/completions', url: `${server.url}/v1/chat/completions`, headers: {}, body: openaiBody, parse: openaiParse });
+      // The same request gets each server's own defaults: the appliance Ollama's (repeat penalty
+      // 1.1 over 64 tokens, top_k 40, top_p 0.9), llama-server its own (no repeat penalty, top_p
+      // 0.95, min_p 0.05), which cost less per token. `--same-sampling` sends llama-server the
+      // appliance's defaults in its extra fields, to compare the engines on equal work.
+      const body = args['same-sampling'] ? { ...openaiBody, repeat_penalty: 1.1, repeat_last_n: 64, top_k: 40, top_p: 0.9, min_p: 0 } : openaiBody;
+      contenders.push({ name: 'llama-server /v1/chat/completions', url: `${server.url}/v1/chat/completions`, headers: {}, body, parse: openaiParse });
     } else {
       console.log('llama-server not found under bench/.cache (pass --server PATH): comparing /v1 with /api/chat only');
     }
