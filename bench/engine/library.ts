@@ -7,7 +7,7 @@
  * JSON line from its stdout. Whatever gap this leaves to llama-server is in node-llama-cpp (or
  * the way the runner uses it), not in the appliance's HTTP, auth or process boundary.
  *
- * Run alone: `UV_THREADPOOL_SIZE=2 node --import tsx bench/engine/library.ts THREADS TOKENS`.
+ * Run alone: `UV_THREADPOOL_SIZE=2 node --import tsx bench/engine/library.ts THREADS TOKENS [SLOTS CONTEXT]`.
  *
  * @module
  */
@@ -16,9 +16,7 @@ import { ModelSession } from '../../plugins/backend-llama-cpp/runner/session.js'
 import { fixture } from '../../test/helpers/fixtures.js';
 import { measureFigures, type Stream } from './figures.js';
 
-const [threads = 1, tokens = 128] = process.argv.slice(2).map(Number);
-const SLOTS = 16;
-const CONTEXT = 512;
+const [threads = 1, tokens = 128, SLOTS = 16, CONTEXT = 512] = process.argv.slice(2).map(Number);
 const PROMPT = 'Once upon a time, in a small village at the edge of a great forest, there lived an old clockmaker who';
 const OPTIONS = { temperature: 0.8, top_k: 40, top_p: 0.9, min_p: 0, repeat_penalty: 1.1, repeat_last_n: 64, seed: 42, num_predict: tokens };
 

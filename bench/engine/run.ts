@@ -17,7 +17,7 @@
  * the TTFT figure would have charged to the server. Requests go over open connections (see
  * bench/lib/connections.ts: otherwise most of them paid the appliance's TLS handshake).
  *
- * Run: `node --import tsx bench/engine/run.ts [--reps 3] [--tokens 128] [--no-library]`. Results are also written to
+ * Run: `node --import tsx bench/engine/run.ts [--reps 3] [--tokens 128] [--slots 16] [--context 512] [--no-library]`. Results are also written to
  * `bench/results/engine-<time>.json` (git-ignored).
  *
  * @module
@@ -44,12 +44,15 @@ const { values } = parseArgs({
     tokens: { type: 'string', default: '128' },
     port: { type: 'string', default: '18931' },
     'no-library': { type: 'boolean', default: false },
+    slots: { type: 'string', default: '16' },
+    context: { type: 'string', default: '512' },
   },
 });
 const REPS = Number(values.reps);
 const TOKENS = Number(values.tokens);
-const SLOTS = 16;
-const CONTEXT = 512;
+/** Slots (parallel sequences) and context per slot, the same on every side. Defaults to 16 × 512. */
+const SLOTS = Number(values.slots);
+const CONTEXT = Number(values.context);
 const THREADS = inferenceThreads(Number(process.env['LIA_THREADS'] ?? 0));
 const PROMPT = 'Once upon a time, in a small village at the edge of a great forest, there lived an old clockmaker who';
 const SAMPLING = { temperature: 0.8, top_k: 40, top_p: 0.9, min_p: 0, repeat_penalty: 1.1, repeat_last_n: 64, seed: 42 };
@@ -96,7 +99,7 @@ async function timeStream(res: Answer, parse: (line: string) => { text: boolean;
  */
 async function measureLibrary(): Promise<Figures> {
   const pool = String(Math.min(6, Math.max(2, os.availableParallelism())));
-  const { stdout } = await promisify(execFile)(process.execPath, ['--import', 'tsx', path.join(ROOT, 'bench/engine/library.ts'), String(THREADS), String(TOKENS)], {
+  const { stdout } = await promisify(execFile)(process.execPath, ['--import', 'tsx', path.join(ROOT, 'bench/engine/library.ts'), String(THREADS), String(TOKENS), String(SLOTS), String(CONTEXT)], {
     cwd: ROOT,
     env: { ...process.env, UV_THREADPOOL_SIZE: pool },
   });
