@@ -7,7 +7,12 @@
  * @module
  */
 
-/** Awaits the first item; returns the same items, first one included (closing the source when done). */
+/**
+ * Awaits the first item; returns the same items, first one included (closing the source when
+ * done). The first item is asked for synchronously, before this returns its promise, so the
+ * source (an engine request) has started by the caller's next statement: routes set up what does
+ * not depend on the first item in between.
+ */
 export async function primed<T>(items: AsyncIterable<T>): Promise<AsyncIterable<T>> {
   const it = items[Symbol.asyncIterator]();
   let first: IteratorResult<T>;
