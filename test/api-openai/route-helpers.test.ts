@@ -54,4 +54,13 @@ t.test('primed', async (t) => {
   const early = await primed(ok());
   for await (const _ of early) break;
   t.equal(closed, 2, 'breaking out closes the source (cancels the generation)');
+
+  let started = false;
+  async function* engine(): AsyncGenerator<GenerationEvent> {
+    started = true; // where the runner client sends the request
+    yield { type: 'token', text: 'a' };
+  }
+  const pending = primed(engine());
+  t.equal(started, true, 'the source starts before primed() returns, so a route can set up meanwhile');
+  await pending;
 });
