@@ -43,6 +43,15 @@ export interface BodyTarget {
 export async function receiveBody(body: IncomingMessage, t: BodyTarget): Promise<void> {
   let received = 0;
   let pos = t.pos;
+  /** Where the body ends for us: the wanted range, or (tapped) the body's own end if that is sooner. */
+  let end = t.limit;
+  /** Counts `n` arrived bytes, clipped to {@link end}; returns how many count. */
+  const count = (n: number): number => {
+    n = Math.min(n, end - received);
+    received += n;
+    t.onBytes(n);
+    return n;
+  };
   const batcher = new Batcher();
   /** Hands a batch to the file; false when the body must wait until the file has room. */
   const put = (batch: Buffer[] | null): boolean => {
@@ -52,19 +61,12 @@ export async function receiveBody(body: IncomingMessage, t: BodyTarget): Promise
     return t.file.write(batch, at, t.hash, t.onWritten);
   };
   /** A chunk from the HTTP parser. */
-  const take = (chunk: Buffer): boolean => {
-    const c = received + chunk.length > t.limit ? chunk.subarray(0, t.limit - received) : chunk;
-    received += c.length;
-    t.onBytes(c.length);
-    return put(batcher.push(c));
-  };
+  const take = (chunk: Buffer): boolean => put(batcher.push(chunk.subarray(0, count(chunk.length))));
 
   let finish!: (err?: unknown) => void;
   const ended = new Promise<void>((resolve, reject) => {
     finish = (err) => (err ? reject(err) : resolve());
   });
-  /** Where the tapped body ends: the wanted range, or the body's own end if that comes first. */
-  let end = t.limit;
   const tap = t.inPlace
     ? tapBody(body, {
         region: () => (received < end ? t.file.region(Math.min(READ_BYTES, end - received)) : null),
@@ -72,9 +74,7 @@ export async function receiveBody(body: IncomingMessage, t: BodyTarget): Promise
           try {
             n = Math.min(n, end - received);
             const more = t.file.fill(buf, n, pos, t.hash, t.onWritten);
-            pos += n;
-            received += n;
-            t.onBytes(n);
+            pos += count(n);
             if (received >= end) {
               finish();
               return false;
@@ -94,7 +94,7 @@ export async function receiveBody(body: IncomingMessage, t: BodyTarget): Promise
         body.pause();
         void t.file.room().then(() => body.resume());
       }
-      if (received >= t.limit) finish();
+      if (received >= end) finish();
     } catch (err) {
       finish(err);
     }
@@ -108,7 +108,7 @@ export async function receiveBody(body: IncomingMessage, t: BodyTarget): Promise
       for (const chunk of tap.parsed) take(chunk);
       put(batcher.take());
       // A body shorter than the range ends there (the caller asks again for the rest).
-      end = Math.min(t.limit, received + tap.rest);
+      end = Math.min(end, received + tap.rest);
       if (received >= end) finish();
     } else {
       body.on('data', onData);

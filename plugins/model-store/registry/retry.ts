@@ -16,7 +16,15 @@ export function retryable(err: unknown): boolean {
 export function backoff(failures: number, signal: AbortSignal): Promise<void> {
   const ms = Math.min(4000, 200 * 2 ** failures);
   return new Promise((resolve, reject) => {
-    const t = setTimeout(resolve, ms);
-    signal.addEventListener('abort', () => (clearTimeout(t), reject(signal.reason)), { once: true });
+    // The signal is the whole download's: each wait's listener goes when the wait ends.
+    const onAbort = (): void => {
+      clearTimeout(timer);
+      reject(signal.reason);
+    };
+    const timer = setTimeout(() => {
+      signal.removeEventListener('abort', onAbort);
+      resolve();
+    }, ms);
+    signal.addEventListener('abort', onAbort, { once: true });
   });
 }
