@@ -55,7 +55,7 @@ const SLOTS = Number(values.slots);
 const CONTEXT = Number(values.context);
 const THREADS = inferenceThreads(Number(process.env['LIA_THREADS'] ?? 0));
 const PROMPT = 'Once upon a time, in a small village at the edge of a great forest, there lived an old clockmaker who';
-const SAMPLING = { temperature: 0.8, top_k: 40, top_p: 0.9, min_p: 0, repeat_penalty: 1.1, repeat_last_n: 64, seed: 42 };
+const SAMPLING = { temperature: 0.8, top_k: 40, top_p: 0.9, min_p: 0, repeat_penalty: 1.0, repeat_last_n: 64, seed: 42 };
 
 /** A server under test: one streaming generation, timed on the client side. */
 type Target = { name: string; generate(): Promise<Stream> };

@@ -193,11 +193,11 @@ async function main(): Promise<void> {
     const binary = findLlamaServer();
     if (binary) {
       server = await startLlamaServer(binary, modelFile, threads);
-      // The same request gets each server's own defaults: the appliance Ollama's (repeat penalty
-      // 1.1 over 64 tokens, top_k 40, top_p 0.9), llama-server its own (no repeat penalty, top_p
-      // 0.95, min_p 0.05), which cost less per token. `--same-sampling` sends llama-server the
-      // appliance's defaults in its extra fields, to compare the engines on equal work.
-      const body = args['same-sampling'] ? { ...openaiBody, repeat_penalty: 1.1, repeat_last_n: 64, top_k: 40, top_p: 0.9, min_p: 0 } : openaiBody;
+      // The same request gets each server's own defaults: the appliance Ollama's (top_k 40,
+      // top_p 0.9, no repeat penalty), llama-server its own (top_k 40, top_p 0.95, min_p 0.05, no
+      // repeat penalty). `--same-sampling` sends llama-server the appliance's defaults in its
+      // extra fields, to compare the engines on exactly equal work.
+      const body = args['same-sampling'] ? { ...openaiBody, repeat_penalty: 1.0, top_k: 40, top_p: 0.9, min_p: 0 } : openaiBody;
       contenders.push({ name: 'llama-server /v1/chat/completions', url: `${server.url}/v1/chat/completions`, headers: {}, body, parse: openaiParse });
     } else {
       console.log('llama-server not found under bench/.cache (pass --server PATH): comparing /v1 with /api/chat only');

@@ -82,7 +82,8 @@ t.test('sampling: Ollama defaults passed explicitly, penalties and seeds mapped'
   t.equal(d.topK, 40);
   t.equal(d.topP, 0.9);
   t.equal(d.minP, 0);
-  t.same(d.repeatPenalty, { penalty: 1.1, lastTokens: 64, presencePenalty: 0, frequencyPenalty: 0, penalizeNewLine: true });
+  t.equal(d.repeatPenalty, false, 'no repeat penalty unless asked (Ollama >= Aug 2026, llama.cpp, OpenAI)');
+  t.same(toLlamaSampling({ repeat_penalty: 1.1 }, 2048).repeatPenalty, { penalty: 1.1, lastTokens: 64, presencePenalty: 0, frequencyPenalty: 0, penalizeNewLine: true });
   t.ok(Number.isInteger(d.seed) && d.seed >= 0, 'a random seed');
   const s = toLlamaSampling({ temperature: 0, seed: 42, repeat_last_n: -1, stop: ['x', ''], presence_penalty: 0.5 }, 512);
   t.equal(s.seed, 42);

@@ -3,8 +3,10 @@
  * explicitly, because node-llama-cpp's own defaults (greedy, a repeat penalty over generated tokens
  * only) are not Ollama's.
  *
- * Defaults (Ollama's): temperature 0.8, top_k 40, top_p 0.9, min_p 0, repeat_penalty 1.1 over the
- * last 64 tokens, presence/frequency penalty 0, a random seed.
+ * Defaults (Ollama's since August 2026): temperature 0.8, top_k 40, top_p 0.9, min_p 0, no repeat
+ * penalty (repeat_penalty 1.0; a model's parameters or the request may set one, applied over the
+ * last repeat_last_n = 64 tokens), presence/frequency penalty 0, a random seed. Ollama applied 1.1
+ * to every model until then; llama.cpp, vLLM and OpenAI apply none.
  *
  * @module
  */
@@ -16,7 +18,7 @@ export const SAMPLING_DEFAULTS = {
   top_k: 40,
   top_p: 0.9,
   min_p: 0,
-  repeat_penalty: 1.1,
+  repeat_penalty: 1.0,
   repeat_last_n: 64,
   presence_penalty: 0,
   frequency_penalty: 0,
