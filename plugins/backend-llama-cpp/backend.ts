@@ -10,6 +10,7 @@ import type { FastifyBaseLogger } from 'fastify';
 import type { InferenceBackend, LoadOptions, MemoryEstimate } from '../../core/contracts/backend.js';
 import type { ResolvedModel } from '../../core/contracts/model-store.js';
 import { estimateBytes, fileBytes, readShape } from './estimate.js';
+import { CpuPlacement, type CpuAffinityMode } from './placement.js';
 import { spawnRunner, startRunner, type RunnerModel } from './runner-client.js';
 
 export interface LlamaCppBackendOptions {
@@ -23,6 +24,8 @@ export interface LlamaCppBackendOptions {
    * crash) only reads the model. Defaults to true.
    */
   prewarm?: boolean;
+  /** Bind each runner to CPUs of its own when there are enough (see placement.ts). Defaults to `auto`. */
+  cpuAffinity?: CpuAffinityMode;
 }
 
 export class LlamaCppBackend implements InferenceBackend {
@@ -32,9 +35,11 @@ export class LlamaCppBackend implements InferenceBackend {
   readonly #runners = new Set<RunnerModel>();
   #spare: ChildProcess | null = null;
   #closed = false;
+  readonly #placement: CpuPlacement;
 
   constructor(options: LlamaCppBackendOptions) {
-    this.#options = { gpu: 'auto', batchSize: 512, prewarm: true, ...options };
+    this.#options = { gpu: 'auto', batchSize: 512, prewarm: true, cpuAffinity: 'auto', ...options };
+    this.#placement = new CpuPlacement(this.#options.cpuAffinity);
     this.#refill();
   }
 
@@ -64,7 +69,7 @@ export class LlamaCppBackend implements InferenceBackend {
       {
         log,
         onExit: (err) => {
-          if (runner) this.#runners.delete(runner);
+          if (runner) this.#forget(runner);
           options.onExit?.(err);
         },
       },
@@ -73,17 +78,24 @@ export class LlamaCppBackend implements InferenceBackend {
     this.#refill();
     runner.modelName = model.name;
     this.#runners.add(runner);
+    const cpus = runner.pid === undefined ? null : await this.#placement.place(runner.pid, options.threads);
     log.info(
-      { pid: runner.pid, contextLength: runner.contextLength, parallel: options.parallel, threads: options.threads, ...runner.info },
+      { pid: runner.pid, contextLength: runner.contextLength, parallel: options.parallel, threads: options.threads, cpus, ...runner.info },
       'model loaded',
     );
     const loaded = runner;
     const unload = loaded.unload.bind(loaded);
     loaded.unload = async () => {
-      this.#runners.delete(loaded);
+      this.#forget(loaded);
       await unload();
     };
     return loaded;
+  }
+
+  /** A runner is gone or going: it no longer counts, nor holds CPUs. */
+  #forget(runner: RunnerModel): void {
+    this.#runners.delete(runner);
+    if (runner.pid !== undefined) this.#placement.release(runner.pid);
   }
 
   /** The runner processes of the loaded models (for diagnostics and crash tests). */

@@ -21,6 +21,11 @@ export default definePlugin({
       default: true,
       description: 'Keep one spare runner with the bindings loaded, so loads and crash recovery are fast. Defaults to true.',
     }),
+    cpuAffinity: Type.Union([Type.Literal('auto'), Type.Literal('off')], {
+      default: 'auto',
+      description:
+        'Bind each model runner to CPUs of its own (the last free ones, never the first) when the machine has more CPUs than inference threads ("auto"), or leave placement to the kernel ("off"). Defaults to "auto".',
+    }),
     batchSize: Type.Integer({
       minimum: 16,
       maximum: 8192,
@@ -28,9 +33,10 @@ export default definePlugin({
       description: 'Prompt tokens evaluated per decode. Defaults to 512.',
     }),
   }),
-  env: { LIA_LLAMA_GPU: 'gpu', LIA_BATCH_SIZE: 'batchSize', LIA_LLAMA_PREWARM: 'prewarm' },
+  env: { LIA_LLAMA_GPU: 'gpu', LIA_BATCH_SIZE: 'batchSize', LIA_LLAMA_PREWARM: 'prewarm', LIA_CPU_AFFINITY: 'cpuAffinity' },
   async setup(app, ctx) {
-    const backend = new LlamaCppBackend({ log: ctx.log, gpu: ctx.options.gpu, batchSize: ctx.options.batchSize, prewarm: ctx.options.prewarm });
+    const { gpu, batchSize, prewarm, cpuAffinity } = ctx.options;
+    const backend = new LlamaCppBackend({ log: ctx.log, gpu, batchSize, prewarm, cpuAffinity });
     ctx.hooks.backends.register(backend);
     app.addHook('onClose', () => backend.close());
   },

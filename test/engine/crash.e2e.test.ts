@@ -5,8 +5,11 @@
  * an `{"error"}` line after), every other model and route keeps answering, and the next request
  * to the crashed model loads it again.
  */
+import { readFile } from 'node:fs/promises';
 import t from 'tap';
 import type { LlamaCppBackend } from '../../plugins/backend-llama-cpp/backend.js';
+import { allowedCpus, chooseCpus } from '../../plugins/backend-llama-cpp/placement.js';
+import { inferenceThreads } from '../../plugins/engine/threads.js';
 import { createModel } from '../helpers/models.js';
 import { ollamaClient, startEngineAppliance } from './helpers.js';
 
@@ -18,6 +21,22 @@ const ollama = ollamaClient(app);
 const backend = app.hooks.backends.list().find((b) => b.name === 'llama-cpp') as LlamaCppBackend;
 const pidOf = (model: string) => backend.processes().find((p) => p.model === `${model}:latest`)?.pid;
 const post = (path: string, body: unknown) => app.fetch(path, { method: 'POST', body: JSON.stringify(body) });
+
+t.test('the first runner is bound to CPUs of its own; one that finds none free is not', async (t) => {
+  await ollama.generate({ model: 'stories', prompt: 'Hi', options: { num_predict: 2 } });
+  await ollama.generate({ model: 'crashy', prompt: 'Hi', options: { num_predict: 2 } });
+  const allowed = allowedCpus();
+  t.ok(allowed.length >= 1, 'this process knows its CPUs');
+  const cpusOf = async (model: string) => allowedCpus(await readFile(`/proc/${pidOf(model)}/status`, 'utf8'));
+  const expected = chooseCpus(allowed, new Set(), inferenceThreads(0));
+  if (expected) {
+    t.same(await cpusOf('stories'), expected, `bound to ${expected.join(',')}, the last CPUs but never the first`);
+    t.notOk(expected.includes(allowed[0]!), 'the first CPU stays free for the API');
+  } else {
+    t.same(await cpusOf('stories'), allowed, 'no more CPUs than inference threads: unbound');
+  }
+  t.same(await cpusOf('crashy'), allowed, 'the second runner found no CPUs free and runs unbound');
+});
 
 t.test('a llama.cpp abort fails only the requests on that model, with a clear 500', async (t) => {
   await ollama.generate({ model: 'stories', prompt: 'Hi', options: { num_predict: 2 } });
