@@ -40,7 +40,7 @@ export class FileKeyStore implements KeyStore {
     if (key !== null && checkShape(key) !== 'ok') throw new Error(`${file} does not hold a valid LIA key; remove it to create a new one`);
     if (key === null) {
       key = generateKey();
-      await writeFileAtomic(file, key + '\n', 0o600);
+      await writeFileAtomic(file, key + '\n');
       store.firstBootKey = key;
     }
     store.#digest = digestOf(key);
@@ -53,7 +53,7 @@ export class FileKeyStore implements KeyStore {
 
   async rotateMaster(): Promise<{ key: string; hint: string }> {
     const key = generateKey();
-    await writeFileAtomic(this.masterKeyPath, key + '\n', 0o600);
+    await writeFileAtomic(this.masterKeyPath, key + '\n');
     this.#digest = digestOf(key);
     this.firstBootKey = null;
     return { key, hint: hintOf(key) };

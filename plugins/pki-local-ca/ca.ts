@@ -41,8 +41,8 @@ async function readPair(certFile: string, keyFile: string): Promise<KeyPairPem |
 }
 
 async function writePair(certFile: string, keyFile: string, pair: KeyPairPem): Promise<void> {
-  await writeFileAtomic(keyFile, pair.keyPem, 0o600);
-  await writeFileAtomic(certFile, pair.certPem, 0o600);
+  await writeFileAtomic(keyFile, pair.keyPem);
+  await writeFileAtomic(certFile, pair.certPem);
 }
 
 /** Loads the root, or creates it (with the current bare host name permitted) on first boot. */

@@ -105,7 +105,7 @@ async function receive(t: Parameters<typeof target>[0], client: HttpClient, url:
     onWritten: (n) => (written += n),
   }).catch((err: Error) => (error = err));
   await file.drain();
-  const digest = await file.digest();
+  const digest = await file.finish();
   return { received, written, regions, copies, digest, error, bytes: await readFile(filePath) };
 }
 

@@ -74,7 +74,7 @@ parentPort.on('message', (m) => {
         return parentPort.postMessage({ ok: size });
       }
       case 'hashFile': return parentPort.postMessage({ ok: hashFile(m.from, m.to) });
-      case 'digest': { const hex = hash.digest('hex'); hash = createHash('sha256'); return parentPort.postMessage({ ok: hex }); }
+      case 'finish': { const hex = hash.digest('hex'); const f = fd; hash = null; fd = -1; fs.closeSync(f); return parentPort.postMessage({ ok: hex }); }
       case 'close': if (fd >= 0) fs.closeSync(fd); fd = -1; hash = null; return parentPort.postMessage({ ok: 0 });
     }
   } catch (err) {
@@ -270,10 +270,18 @@ export class BlobFile {
     return (await this.#call({ op: 'hashFile', from, to })) as number;
   }
 
-  /** The hex SHA-256 of everything hashed so far. */
-  async digest(): Promise<string> {
-    this.#flush();
-    return (await this.#call({ op: 'digest' })) as string;
+  /**
+   * Closes the file once every write is on disk and returns the hex SHA-256 of everything hashed
+   * (one message to the writer instead of two); the worker goes back to the pool.
+   */
+  async finish(): Promise<string> {
+    await this.drain();
+    this.#closed = true;
+    try {
+      return (await this.#call({ op: 'finish' })) as string;
+    } finally {
+      await this.#release();
+    }
   }
 
   /** Closes the file and returns the worker to the pool (or ends it). Safe to call twice. */
@@ -282,8 +290,17 @@ export class BlobFile {
     this.#closed = true;
     this.#region = null;
     if (!this.#failure) this.#flush();
-    const healthy = !this.#failure || this.#failure.name !== 'WorkerGone';
-    if (healthy) await this.#call({ op: 'close' }).catch(() => undefined);
+    if (this.#healthy) await this.#call({ op: 'close' }).catch(() => undefined);
+    await this.#release();
+  }
+
+  get #healthy(): boolean {
+    return !this.#failure || this.#failure.name !== 'WorkerGone';
+  }
+
+  /** Gives the worker back to the pool, or ends it when it failed or the pool is full. */
+  async #release(): Promise<void> {
+    const healthy = this.#healthy;
     this.#worker.off('message', this.#onMessage).off('error', this.#onCrash).off('exit', this.#onExit);
     if (healthy && idle.length < MAX_IDLE) {
       this.#worker.unref();

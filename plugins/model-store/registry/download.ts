@@ -140,8 +140,8 @@ export class BlobDownload {
       await this.#discard();
       throw corruptDownload(this.digest, got);
     }
-    await rename(this.#partial, this.#final);
-    await rm(partFiles(this.#final).state, { force: true });
+    // Without its state file a leftover partial is never resumed, so the two can go at once.
+    await Promise.all([rename(this.#partial, this.#final), rm(partFiles(this.#final).state, { force: true })]);
   }
 
   /** Opens the partial file: as it is for a resumed download, else new and sized, with its state saved. */
@@ -177,7 +177,7 @@ export class BlobDownload {
     }
     const file = await opening;
     if (hasher.cursor < this.total) hasher.cursor += await file.hashFile(hasher.cursor, this.total);
-    return file.digest();
+    return file.finish();
   }
 
   /** A small blob: fetched into memory in one request (see small-blob.ts). */

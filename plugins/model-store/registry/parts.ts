@@ -5,6 +5,7 @@
  *
  * @module
  */
+import { existsSync } from 'node:fs';
 import { readFile, stat, writeFile } from 'node:fs/promises';
 
 export interface Part {
@@ -43,6 +44,9 @@ export function partFiles(blob: string): { partial: string; state: string } {
  */
 export async function loadParts(blob: string, digest: string, total: number): Promise<Part[] | null> {
   const files = partFiles(blob);
+  // The usual case, a new download, answered without a trip through the thread pool (its first
+  // request goes out sooner).
+  if (!existsSync(files.state)) return null;
   try {
     const state = JSON.parse(await readFile(files.state, 'utf8')) as PartState;
     const size = (await stat(files.partial)).size;

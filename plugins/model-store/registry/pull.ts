@@ -5,11 +5,18 @@
  * start, at most every 100 ms while it downloads, and at its end). The manifest is written,
  * exactly as the registry sent it, only after every blob is in place and checked.
  *
+ * Durability: the answer comes as soon as the model is usable; the new blobs and the manifest are
+ * flushed to disk (`fdatasync`, then their folders) right after, in the background, and closing
+ * the plugin waits for that. Until then a power cut can lose them as it would a file the kernel
+ * has not written back yet (Ollama never flushes a pull; the kernel writes back within ~30 s).
+ * Flushing a multi-gigabyte blob before answering would hold every pull up by the disk's full
+ * write time.
+ *
  * @module
  */
 import { statfs } from 'node:fs/promises';
 import type { FastifyBaseLogger } from 'fastify';
-import { formatBytes } from '../../../core/index.js';
+import { flushToDisk, formatBytes } from '../../../core/index.js';
 import { insufficientStorage } from '../store/errors.js';
 import type { Layer } from '../store/manifest.js';
 import type { ModelStoreService } from '../store/store.js';
@@ -32,6 +39,8 @@ export class Puller {
   readonly #store: ModelStoreService;
   readonly #client: RegistryClient;
   readonly #log: FastifyBaseLogger;
+  /** Background flushes of finished pulls (see the module comment). */
+  readonly #flushing = new Set<Promise<void>>();
 
   constructor(store: ModelStoreService, client: RegistryClient, options: DownloadOptions & { log: FastifyBaseLogger }) {
     this.#store = store;
@@ -55,9 +64,13 @@ export class Puller {
       const missing = await Promise.all(layers.map(async (l) => (await this.#store.blobs.size(l.digest)) !== l.size));
       await this.#checkSpace(layers.filter((_, i) => missing[i]));
       const started = layers.map((l, i) => (missing[i] ? this.#start(repo, l, mine.signal) : null));
+      // The manifest this pull replaces (if any) is looked up while the blobs download.
+      const replaced = this.#store.find(repo.name);
+      replaced.catch(() => undefined);
       for (const [i, download] of started.entries()) await this.#report(layers[i]!, download, emit);
-      const previous = await this.#store.find(repo.name);
-      await this.#store.writeManifest(repo.name, manifestBytes);
+      const previous = await replaced;
+      const file = await this.#store.writeManifest(repo.name, manifestBytes, { durable: false });
+      this.#flushLater([...layers.filter((_, i) => missing[i]).map((l) => this.#store.blobs.path(l.digest)), file]);
       if (previous) {
         const now = await this.#store.find(repo.name);
         if (now && now.digest !== previous.digest) await this.#store.collectGarbage(previous);
@@ -67,6 +80,13 @@ export class Puller {
       if (!mine.signal.aborted) mine.abort(new Error('pull finished'));
       unpin();
     }
+  }
+
+  /** Flushes `files` to disk in the background; a failure is logged (the files stay usable). */
+  #flushLater(files: string[]): void {
+    const flush = flushToDisk(files).catch((err: Error) => this.#log.warn({ err, files }, 'flushing a pulled model to disk failed'));
+    this.#flushing.add(flush);
+    void flush.finally(() => this.#flushing.delete(flush));
   }
 
   /** Fails early, with numbers, when the `missing` layers cannot fit on the disk. */
@@ -114,8 +134,9 @@ export class Puller {
     emit(line(layer.size));
   }
 
-  /** Stops running downloads (at shutdown); they resume on the next pull. */
-  close(): Promise<void> {
-    return this.downloads.cancelAll();
+  /** Stops running downloads (at shutdown; they resume on the next pull) and finishes the flushes. */
+  async close(): Promise<void> {
+    await this.downloads.cancelAll();
+    await Promise.all(this.#flushing);
   }
 }

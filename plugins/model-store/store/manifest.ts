@@ -1,11 +1,11 @@
 /**
- * Image manifests (Docker schema 2, as Ollama and OCI registries use them): parsing with checks,
- * atomic writes and the walk over every manifest in the store.
+ * Image manifests (Docker schema 2, as Ollama and OCI registries use them): parsing with checks
+ * and the walk over every manifest in the store.
  *
  * @module
  */
-import { createHash, randomBytes } from 'node:crypto';
-import { mkdir, readdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
+import { createHash } from 'node:crypto';
+import { readdir, readFile, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { digestHex } from './paths.js';
 import type { ModelName } from './names.js';
@@ -114,19 +114,6 @@ export async function readManifest(file: string, name: ModelName): Promise<Store
   const parsed = parseManifest(bytes);
   if ('problem' in parsed) return null;
   return { name, file, manifest: parsed.manifest, digest: sha256Hex(bytes), size: manifestSize(parsed.manifest), modifiedAt: mtime };
-}
-
-/** Writes a file so that readers see the old bytes or the new ones, never a part. */
-export async function writeFileAtomic(file: string, bytes: Buffer | string): Promise<void> {
-  await mkdir(path.dirname(file), { recursive: true });
-  const tmp = `${file}.${randomBytes(6).toString('hex')}.tmp`;
-  try {
-    await writeFile(tmp, bytes, { flush: true });
-    await rename(tmp, file);
-  } catch (err) {
-    await rm(tmp, { force: true });
-    throw err;
-  }
 }
 
 /** Serialises a manifest the way it is stored and pushed. */

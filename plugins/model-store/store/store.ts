@@ -5,14 +5,14 @@
  *
  * @module
  */
-import { statSync, type Stats } from 'node:fs';
+import { mkdirSync, statSync, type Stats } from 'node:fs';
 import { mkdir, readFile, rm, rmdir, utimes } from 'node:fs/promises';
 import path from 'node:path';
-import { Errors, type BeforeDeleteHook, type ModelStore, type ResolvedModel } from '../../../core/index.js';
+import { Errors, writeFileAtomic, type BeforeDeleteHook, type ModelStore, type ResolvedModel } from '../../../core/index.js';
 import { BlobStore } from './blobs.js';
 import { Describer, type ModelView } from './describe.js';
 import { storageError } from './errors.js';
-import { readManifest, walkManifests, writeFileAtomic, type StoredManifest } from './manifest.js';
+import { readManifest, walkManifests, type StoredManifest } from './manifest.js';
 import { displayName, parseName, sameName, tryParseName, type ModelName } from './names.js';
 import { materialiseOnnx } from './onnx.js';
 import { StorePaths } from './paths.js';
@@ -141,13 +141,20 @@ export class ModelStoreService implements ModelStore {
     };
   }
 
-  /** Writes manifest bytes for a name atomically (the final step of pull and create). */
-  async writeManifest(name: ModelName, bytes: Buffer): Promise<void> {
+  /**
+   * Writes manifest bytes for a name atomically (the final step of pull, create and copy) and
+   * returns the file. Durable (fsynced, with its folder) unless `durable` is false, for a caller
+   * that flushes it later together with the blobs it names (a pull: see registry/pull.ts).
+   */
+  async writeManifest(name: ModelName, bytes: Buffer, { durable = true }: { durable?: boolean } = {}): Promise<string> {
+    const file = this.paths.manifest(name);
     try {
-      await writeFileAtomic(this.paths.manifest(name), bytes);
+      mkdirSync(path.dirname(file), { recursive: true }); // one or two system calls, mostly none to make
+      await writeFileAtomic(file, bytes, { mode: 0o644, durable });
     } catch (err) {
       throw storageError(err, 'writing the manifest');
     }
+    return file;
   }
 
   /** Makes `destination` an alias of `source` (the manifest bytes are copied as they are). */
