@@ -12,9 +12,9 @@
  *    (`split_equal`, "sequential"). The library queues tokens in the order the sequences finished
  *    sampling, so 16 streams became up to 16 one-row micro-batches: matrix-vector products instead
  *    of one matrix-matrix product. Keeping the queue sorted by sequence id (and handing out the
- *    lowest free sequence, see session.ts) gives llama.cpp one micro-batch, as llama-server's
- *    slots do. Measured on bench-random-135m, 1 thread, 16 streams: 96 ms per decode before, see
- *    docs/engine.md for after.
+ *    lowest free sequence while others generate, see `chooseSlot` in slots.ts) gives llama.cpp
+ *    one micro-batch, as llama-server's slots do. Measured on bench-random-135m, 1 thread,
+ *    16 streams: 96 ms per decode before, see docs/engine.md for after.
  * 3. Drifting groups. Requests arrive a few milliseconds apart, so some streams start one batch
  *    later than others; from then on each group re-queued after its own batch and the groups took
  *    turns, two or three decodes per step for ever (16 streams seen as 12 + 3 + 1). With `busy`
