@@ -27,13 +27,17 @@ export function completionsRoute(app: FastifyInstance, hooks: Hooks, options: Ro
     for (const n of tr.natives) n.model = resolveAlias(requested, options);
     const inference = hooks.inference.get();
     const signal = clientGone(reply);
-    const start = async (i: number): Promise<GenerationStream> => {
-      const generation = await inference.generate(tr.natives[i]!, signal).catch((err) => withModelParam(err, requested));
-      return { ...generation, events: await primed(generation.events) };
-    };
-    let generation = await start(0);
-    const meta: ResponseMeta = { id: newId('cmpl-'), created: unixSeconds(), model: generation.model };
+    const call = (i: number): Promise<GenerationStream> =>
+      inference.generate(tr.natives[i]!, signal).catch((err) => withModelParam(err, requested));
+    const prime = async (g: GenerationStream): Promise<GenerationStream> => ({ ...g, events: await primed(g.events) });
+    const start = async (i: number): Promise<GenerationStream> => prime(await call(i));
+    // As in the chat route: the first prompt goes to the engine at once, and the id and header are
+    // set up while the engine works on it.
+    const called = await call(0);
+    const first = prime(called);
+    const meta: ResponseMeta = { id: newId('cmpl-'), created: unixSeconds(), model: called.model };
     requestIdHeader(reply, meta.id);
+    let generation = await first;
 
     if (!tr.stream) {
       const collected: CompletionCollector[] = [];
