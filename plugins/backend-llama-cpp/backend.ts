@@ -95,7 +95,7 @@ export class LlamaCppBackend implements InferenceBackend {
   /** A runner is gone or going: it no longer counts, nor holds CPUs. */
   #forget(runner: RunnerModel): void {
     this.#runners.delete(runner);
-    if (runner.pid !== undefined) this.#placement.release(runner.pid);
+    if (runner.pid !== undefined) void this.#placement.release(runner.pid);
   }
 
   /** The runner processes of the loaded models (for diagnostics and crash tests). */

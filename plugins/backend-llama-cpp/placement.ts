@@ -2,9 +2,9 @@
  * Where runner processes run (Linux CPU affinity). With `cpuAffinity: "auto"` (the default), each
  * loaded model's runner is bound to CPUs of its own: the last `threads` CPUs this process may use
  * that no other runner holds, never the first one, which stays free for the API's event loop and
- * the network. A runner that finds no free CPUs left runs unbound, as every runner does with
- * `"off"`, on a machine with no more CPUs than inference threads, or without `taskset`
- * (util-linux, part of every Debian system).
+ * the network. A runner that finds no free CPUs left runs unbound until a bound one stops (then the
+ * longest-waiting one takes its CPUs). Every runner runs unbound with `"off"`, on a machine with no
+ * more CPUs than inference threads, or without `taskset` (util-linux, part of every Debian system).
  *
  * Why: a token is a decode job on a libuv thread, then a sampling job, each handed over by the
  * runner's event loop. On a 2-core machine an unbound runner's threads and the API process kept
@@ -62,6 +62,8 @@ export class CpuPlacement {
   readonly #mode: CpuAffinityMode;
   readonly #allowed: readonly number[];
   readonly #held = new Map<number, number[]>();
+  /** Runners left unbound for want of free CPUs, oldest first, with their thread counts. */
+  readonly #waiting = new Map<number, number>();
 
   constructor(mode: CpuAffinityMode, allowed: readonly number[] = allowedCpus()) {
     this.#mode = mode;
@@ -76,7 +78,11 @@ export class CpuPlacement {
     if (this.#mode === 'off' || TASKSET === null) return null;
     const taken = new Set([...this.#held.values()].flat());
     const cpus = chooseCpus(this.#allowed, taken, threads);
-    if (!cpus) return null;
+    if (!cpus) {
+      this.#waiting.set(pid, threads);
+      return null;
+    }
+    this.#waiting.delete(pid);
     this.#held.set(pid, cpus);
     try {
       await run(TASKSET, ['--all-tasks', '--pid', '--cpu-list', cpus.join(','), String(pid)]);
@@ -87,9 +93,16 @@ export class CpuPlacement {
     }
   }
 
-  /** Frees the CPUs of a runner that stopped. */
-  release(pid: number): void {
-    this.#held.delete(pid);
+  /**
+   * Frees the CPUs of a runner that stopped, for the longest-waiting unbound runner that fits.
+   * Resolves once that one is bound (or none was).
+   */
+  async release(pid: number): Promise<void> {
+    this.#waiting.delete(pid);
+    if (!this.#held.delete(pid)) return;
+    for (const [waiting, threads] of this.#waiting) {
+      if (await this.place(waiting, threads)) return;
+    }
   }
 }
 

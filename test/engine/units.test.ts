@@ -16,7 +16,6 @@ import { parseGoDuration, parseKeepAlive } from '../../plugins/engine/keep-alive
 import { cgroupMemoryLimit, memoryBudget } from '../../plugins/engine/memory.js';
 import { mergeOptions, parseSamplingOptions } from '../../plugins/engine/request-options.js';
 import { availableCores, cgroupCpuLimit, inferenceThreads } from '../../plugins/engine/threads.js';
-import { allowedCpus, chooseCpus, CpuPlacement, parseCpuList } from '../../plugins/backend-llama-cpp/placement.js';
 import { chooseSlot } from '../../plugins/backend-llama-cpp/runner/slots.js';
 import { fixture } from '../helpers/fixtures.js';
 
@@ -244,23 +243,6 @@ t.test('stop sequences on the text stream: everything before, nothing from the s
   t.same(run(['x', 'ab'], ['cab', 'x']), { out: 'c', stopped: 1 }, 'the earliest stop wins');
   t.same(run([], ['a', 'b']), { out: 'ab', stopped: 0 });
   t.same(run(['zz'], ['a', 'z']), { out: 'az', stopped: 0 }, 'flush releases what was held');
-});
-
-t.test('cpu placement: lists parsed, the first CPU kept free, runners never share CPUs', async (t) => {
-  t.same(parseCpuList('0-3,8,10-11'), [0, 1, 2, 3, 8, 10, 11]);
-  t.same(parseCpuList('5'), [5]);
-  t.same(parseCpuList('0-1,x'), [], 'anything unexpected: unknown');
-  t.same(allowedCpus('Name:\tnode\nCpus_allowed:\t3\nCpus_allowed_list:\t0-1\n'), [0, 1]);
-  t.same(allowedCpus('Name:\tnode\n'), []);
-  t.same(chooseCpus([0, 1], new Set(), 1), [1], '2 CPUs, 1 thread: the second');
-  t.equal(chooseCpus([0, 1], new Set([1]), 1), null, 'taken: none left');
-  t.equal(chooseCpus([0], new Set(), 1), null, 'one CPU: unbound');
-  t.equal(chooseCpus([0, 1, 2, 3], new Set(), 4), null, 'as many threads as CPUs: unbound');
-  t.same(chooseCpus([0, 1, 2, 3, 4, 5, 6, 7], new Set(), 3), [5, 6, 7]);
-  t.same(chooseCpus([0, 1, 2, 3, 4, 5, 6, 7], new Set([5, 6, 7]), 3), [2, 3, 4], 'the next runner gets the next free ones');
-  t.same(chooseCpus([2, 4, 6], new Set(), 2), [4, 6], 'a restricted set: its own first CPU stays free');
-  const placement = new CpuPlacement('off', [0, 1]);
-  t.equal(await placement.place(process.pid, 1), null, 'off: never bound');
 });
 
 t.test('slot choice: a cached half of the prompt, then an empty slot, then LRU alone or the lowest id beside others', async (t) => {
