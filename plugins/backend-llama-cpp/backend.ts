@@ -24,7 +24,7 @@ export interface LlamaCppBackendOptions {
    * crash) only reads the model. Defaults to true.
    */
   prewarm?: boolean;
-  /** Bind each runner to CPUs of its own when there are enough (see placement.ts). Defaults to `auto`. */
+  /** Bind each runner to CPUs of its own when there are enough (see placement.ts). Defaults to `off`. */
   cpuAffinity?: CpuAffinityMode;
 }
 
@@ -38,7 +38,7 @@ export class LlamaCppBackend implements InferenceBackend {
   readonly #placement: CpuPlacement;
 
   constructor(options: LlamaCppBackendOptions) {
-    this.#options = { gpu: 'auto', batchSize: 512, prewarm: true, cpuAffinity: 'auto', ...options };
+    this.#options = { gpu: 'auto', batchSize: 512, prewarm: true, cpuAffinity: 'off', ...options };
     this.#placement = new CpuPlacement(this.#options.cpuAffinity);
     this.#refill();
   }

@@ -22,9 +22,9 @@ export default definePlugin({
       description: 'Keep one spare runner with the bindings loaded, so loads and crash recovery are fast. Defaults to true.',
     }),
     cpuAffinity: Type.Union([Type.Literal('auto'), Type.Literal('off')], {
-      default: 'auto',
+      default: 'off',
       description:
-        'Bind each model runner to CPUs of its own (the last free ones, never the first) when the machine has more CPUs than inference threads ("auto"), or leave placement to the kernel ("off"). Defaults to "auto".',
+        'Bind each model runner to CPUs of its own (the last free ones, never the first) when the machine has more CPUs than inference threads ("auto"), or leave placement to the kernel ("off"). Defaults to "off".',
     }),
     batchSize: Type.Integer({
       minimum: 16,

@@ -1,21 +1,19 @@
 /**
- * Where runner processes run (Linux CPU affinity). With `cpuAffinity: "auto"` (the default), each
+ * Where runner processes run (Linux CPU affinity). With `cpuAffinity: "auto"` (off by default), each
  * loaded model's runner is bound to CPUs of its own: the last `threads` CPUs this process may use
  * that no other runner holds, never the first one, which stays free for the API's event loop and
  * the network. A runner that finds no free CPUs left runs unbound until a bound one stops (then the
  * longest-waiting one takes its CPUs). Every runner runs unbound with `"off"`, on a machine with no
  * more CPUs than inference threads, or without `taskset` (util-linux, part of every Debian system).
  *
- * Why: a token is a decode job on a libuv thread, then a sampling job, each handed over by the
- * runner's event loop. On a 2-core machine an unbound runner's threads and the API process kept
- * trading cores, and each hand-over to a thread on another, idle core cost a wake-up of about
- * 0.2 ms (docs/engine.md). Bound to one core, the hand-overs stay on it. Measured with the engine
- * benchmark, 3 alternating pairs of runs: single-stream decode 0.90-0.96 of llama-server's
- * unbound, 0.98-1.02 bound; time to first token 0.74-0.84 unbound, 0.87-0.95 bound.
- *
- * The cost: a bound runner cannot move away from a core that something else keeps busy (a
- * compile running beside one bound run cut its decode to 0.79). Appliances run little else;
- * `"off"` restores the kernel's free placement.
+ * Why one would: a token is a decode job on a libuv thread, then a sampling job, each handed over
+ * by the runner's event loop; bound to its own cores, a runner's hand-overs stay there and the API
+ * process has the rest. Why it is off by default: measured with the engine benchmark (3 pairs of
+ * runs, `LIA_CPU_AFFINITY` off and auto alternating, docs/engine.md), it changed single-stream
+ * decode and time to first token by less than the machine's noise and 16 streams by +3 %, while a
+ * bound runner cannot move away from a core that something else keeps busy (a compile beside one
+ * bound run cut its decode to 0.79 of llama-server's). Ollama and llama-server leave placement to
+ * the kernel too; llama.cpp offers the same control (`--cpu-mask`).
  *
  * @module
  */

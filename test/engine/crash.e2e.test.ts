@@ -13,7 +13,8 @@ import { inferenceThreads } from '../../plugins/engine/threads.js';
 import { createModel } from '../helpers/models.js';
 import { ollamaClient, startEngineAppliance } from './helpers.js';
 
-const app = await startEngineAppliance();
+// CPU affinity is off by default; on here, to check the binding of the runners (first test).
+const app = await startEngineAppliance({ plugins: { 'backend-llama-cpp': { options: { cpuAffinity: 'auto' } } } });
 t.teardown(() => app.close());
 await createModel(app, 'crashy', 'gguf/tinystories-656k-q8_0.gguf');
 await createModel(app, 'stories', 'gguf/stories260K.gguf');
