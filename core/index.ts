@@ -15,6 +15,7 @@ export { toAppError, errorBody } from './http/error-handler.js';
 export { normalizePath, surfaceOf, type Surface } from './http/surface.js';
 export { SERVICE_NAMES, isServiceName, ServiceRegistry, type ServiceName, type ServiceRole, type ServiceState } from './services/registry.js';
 export { LogHub } from './logging.js';
+export { readTextOrNull } from './fs/read.js';
 export { flushToDisk, writeFileAtomic, type AtomicWriteOptions } from './fs/write-atomic.js';
 export { VERSION } from './version.js';
 export { formatBytes } from './format/bytes.js';

@@ -8,6 +8,15 @@
  */
 import { median } from '../lib/stats.js';
 
+/** The prompt every target generates from (raw text, no template). */
+export const PROMPT = 'Once upon a time, in a small village at the edge of a great forest, there lived an old clockmaker who';
+
+/**
+ * The sampling every target gets, in Ollama's option names (llama-server's `/completion` takes the
+ * same ones): the appliance's defaults, with a fixed seed.
+ */
+export const SAMPLING = { temperature: 0.8, top_k: 40, top_p: 0.9, min_p: 0, repeat_penalty: 1.0, repeat_last_n: 64, seed: 42 } as const;
+
 /** One streamed generation, timed where its tokens arrive (milliseconds, `performance.now()`). */
 export interface Stream {
   ttftMs: number;

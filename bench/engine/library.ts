@@ -14,11 +14,10 @@
 import type { GenerationEvent } from '../../core/contracts/backend.js';
 import { ModelSession } from '../../plugins/backend-llama-cpp/runner/session.js';
 import { fixture } from '../../test/helpers/fixtures.js';
-import { measureFigures, type Stream } from './figures.js';
+import { measureFigures, PROMPT, SAMPLING, type Stream } from './figures.js';
 
 const [threads = 1, tokens = 128, SLOTS = 16, CONTEXT = 512] = process.argv.slice(2).map(Number);
-const PROMPT = 'Once upon a time, in a small village at the edge of a great forest, there lived an old clockmaker who';
-const OPTIONS = { temperature: 0.8, top_k: 40, top_p: 0.9, min_p: 0, repeat_penalty: 1.0, repeat_last_n: 64, seed: 42, num_predict: tokens };
+const OPTIONS = { ...SAMPLING, num_predict: tokens };
 
 const session = await ModelSession.load({
   modelPath: fixture('gguf/bench-random-135m-q4_0.gguf'),

@@ -35,7 +35,7 @@ import { median } from '../lib/stats.js';
 import { ENGINE_ONLY } from '../../test/helpers/plugin-sets.js';
 import { fixture, ROOT } from '../../test/helpers/fixtures.js';
 import { createModel } from '../../test/helpers/models.js';
-import { measureFigures, type Figures, type Stream } from './figures.js';
+import { measureFigures, PROMPT, SAMPLING, type Figures, type Stream } from './figures.js';
 import { buildLlamaServer, startLlamaServer } from './llama-server.js';
 
 const { values } = parseArgs({
@@ -54,8 +54,6 @@ const TOKENS = Number(values.tokens);
 const SLOTS = Number(values.slots);
 const CONTEXT = Number(values.context);
 const THREADS = inferenceThreads(Number(process.env['LIA_THREADS'] ?? 0));
-const PROMPT = 'Once upon a time, in a small village at the edge of a great forest, there lived an old clockmaker who';
-const SAMPLING = { temperature: 0.8, top_k: 40, top_p: 0.9, min_p: 0, repeat_penalty: 1.0, repeat_last_n: 64, seed: 42 };
 
 /** A server under test: one streaming generation, timed on the client side. */
 type Target = { name: string; generate(): Promise<Stream> };
@@ -149,13 +147,7 @@ async function main(): Promise<void> {
             prompt: PROMPT,
             stream: true,
             n_predict: TOKENS,
-            temperature: SAMPLING.temperature,
-            top_k: SAMPLING.top_k,
-            top_p: SAMPLING.top_p,
-            min_p: SAMPLING.min_p,
-            repeat_penalty: SAMPLING.repeat_penalty,
-            repeat_last_n: SAMPLING.repeat_last_n,
-            seed: SAMPLING.seed,
+            ...SAMPLING,
           }),
         });
         return timeStream(res, (line) => {

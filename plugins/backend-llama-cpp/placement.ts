@@ -18,8 +18,9 @@
  * @module
  */
 import { execFile } from 'node:child_process';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import { promisify } from 'node:util';
+import { readTextOrNull } from '../../core/index.js';
 
 /** `auto`: bind runners to free CPUs when there are enough; `off`: never. */
 export type CpuAffinityMode = 'auto' | 'off';
@@ -41,7 +42,7 @@ export function parseCpuList(list: string): number[] {
 }
 
 /** The CPUs this process may run on (`Cpus_allowed_list` of /proc/self/status); empty when unknown. */
-export function allowedCpus(status: string | null = readStatus()): number[] {
+export function allowedCpus(status: string | null = readTextOrNull('/proc/self/status')): number[] {
   const m = status ? /^Cpus_allowed_list:\s*(\S+)/m.exec(status) : null;
   return m ? parseCpuList(m[1]!) : [];
 }
@@ -63,7 +64,7 @@ export class CpuPlacement {
   /** Runners left unbound for want of free CPUs, oldest first, with their thread counts. */
   readonly #waiting = new Map<number, number>();
 
-  constructor(mode: CpuAffinityMode, allowed: readonly number[] = allowedCpus()) {
+  constructor(mode: CpuAffinityMode, allowed: readonly number[] = mode === 'off' ? [] : allowedCpus()) {
     this.#mode = mode;
     this.#allowed = allowed;
   }
@@ -101,13 +102,5 @@ export class CpuPlacement {
     for (const [waiting, threads] of this.#waiting) {
       if (await this.place(waiting, threads)) return;
     }
-  }
-}
-
-function readStatus(): string | null {
-  try {
-    return readFileSync('/proc/self/status', 'utf8');
-  } catch {
-    return null;
   }
 }

@@ -5,11 +5,11 @@
  *
  * @module
  */
-import { readFileSync } from 'node:fs';
 import os from 'node:os';
+import { readTextOrNull } from '../../core/index.js';
 
 /** The cgroup v2 memory limit in bytes; null when there is none. */
-export function cgroupMemoryLimit(read: (file: string) => string | null = readOrNull): number | null {
+export function cgroupMemoryLimit(read: (file: string) => string | null = readTextOrNull): number | null {
   const raw = read('/sys/fs/cgroup/memory.max') ?? read('/sys/fs/cgroup/memory/memory.limit_in_bytes');
   const n = Number(raw?.trim());
   // cgroup v1 reports "no limit" as a huge number.
@@ -20,12 +20,4 @@ export function cgroupMemoryLimit(read: (file: string) => string | null = readOr
 export function memoryBudget(configured: number, total = os.totalmem(), limit = cgroupMemoryLimit()): number {
   if (configured > 0) return configured;
   return Math.floor(0.8 * Math.min(total, limit ?? Infinity));
-}
-
-function readOrNull(file: string): string | null {
-  try {
-    return readFileSync(file, 'utf8');
-  } catch {
-    return null;
-  }
 }

@@ -6,11 +6,11 @@
  *
  * @module
  */
-import { readFileSync } from 'node:fs';
 import os from 'node:os';
+import { readTextOrNull } from '../../core/index.js';
 
 /** CPUs allowed by the cgroup quota (v2 `cpu.max`, else v1 `cfs_quota_us`); null when unlimited. */
-export function cgroupCpuLimit(read: (file: string) => string | null = readOrNull): number | null {
+export function cgroupCpuLimit(read: (file: string) => string | null = readTextOrNull): number | null {
   const v2 = read('/sys/fs/cgroup/cpu.max');
   if (v2 !== null) {
     const [quota, period] = v2.trim().split(/\s+/);
@@ -37,12 +37,4 @@ export function inferenceThreads(configured: number, cores: number = availableCo
   if (configured > 0) return Math.trunc(configured);
   if (cores <= 2) return 1;
   return cores >= 4 ? cores - 1 : cores;
-}
-
-function readOrNull(file: string): string | null {
-  try {
-    return readFileSync(file, 'utf8');
-  } catch {
-    return null;
-  }
 }

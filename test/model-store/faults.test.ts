@@ -32,16 +32,21 @@ async function seededRegistry(t: Test): Promise<{ reg: TestRegistry; proxy: Test
 
 const modelName = (proxy: TestProxy) => `${proxy.host}/library/stories:latest`;
 
-t.test('a connection cut mid-blob is resumed, not restarted', async (t) => {
-  const { proxy, weights } = await seededRegistry(t);
+/** Has the proxy cut the first GET of `digest` after `after` bytes and pass everything else. */
+function cutFirstGet(proxy: TestProxy, digest: string, after: number): void {
   let cut = false;
   proxy.decide = (req) => {
-    if (req.method === 'GET' && req.url.includes(weights) && !cut) {
+    if (req.method === 'GET' && req.url.includes(digest) && !cut) {
       cut = true;
-      return { kind: 'cut', after: 300_000 };
+      return { kind: 'cut', after };
     }
     return { kind: 'pass' };
   };
+}
+
+t.test('a connection cut mid-blob is resumed, not restarted', async (t) => {
+  const { proxy, weights } = await seededRegistry(t);
+  cutFirstGet(proxy, weights, 300_000);
   const app = await startStore();
   t.teardown(app.close);
   const res = await call(app, 'POST', '/api/pull', { name: modelName(proxy), insecure: true });
@@ -247,14 +252,7 @@ t.test('a partial file that cannot be opened fails the pull at once, without ret
 t.test('a small blob cut mid-way is fetched again; a corrupt one fails at once', async (t) => {
   const { reg, proxy } = await seededRegistry(t);
   const template = `sha256:${createHash('sha256').update('{{ .Prompt }}').digest('hex')}`;
-  let cut = false;
-  proxy.decide = (req) => {
-    if (req.method === 'GET' && req.url.includes(template) && !cut) {
-      cut = true;
-      return { kind: 'cut', after: 4 };
-    }
-    return { kind: 'pass' };
-  };
+  cutFirstGet(proxy, template, 4);
   const app = await startStore();
   t.teardown(app.close);
   const ok = await call(app, 'POST', '/api/pull', { name: modelName(proxy), insecure: true, stream: false });
