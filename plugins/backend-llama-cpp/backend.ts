@@ -10,8 +10,9 @@ import type { FastifyBaseLogger } from 'fastify';
 import type { InferenceBackend, LoadOptions, MemoryEstimate } from '../../core/contracts/backend.js';
 import type { ResolvedModel } from '../../core/contracts/model-store.js';
 import { estimateBytes, fileBytes, readShape } from './estimate.js';
+import type { HugePagesMode } from './huge-pages.js';
 import { CpuPlacement, type CpuAffinityMode } from './placement.js';
-import { spawnRunner, startRunner, type RunnerModel } from './runner-client.js';
+import { spawnRunner, startRunner, type RunnerModel, type SpawnOptions } from './runner-client.js';
 
 export interface LlamaCppBackendOptions {
   log: FastifyBaseLogger;
@@ -26,6 +27,8 @@ export interface LlamaCppBackendOptions {
   prewarm?: boolean;
   /** Bind each runner to CPUs of its own when there are enough (see placement.ts). Defaults to `off`. */
   cpuAffinity?: CpuAffinityMode;
+  /** Ask glibc for transparent huge pages in runners (see huge-pages.ts). Defaults to `auto`. */
+  hugePages?: HugePagesMode;
 }
 
 export class LlamaCppBackend implements InferenceBackend {
@@ -38,7 +41,7 @@ export class LlamaCppBackend implements InferenceBackend {
   readonly #placement: CpuPlacement;
 
   constructor(options: LlamaCppBackendOptions) {
-    this.#options = { gpu: 'auto', batchSize: 512, prewarm: true, cpuAffinity: 'off', ...options };
+    this.#options = { gpu: 'auto', batchSize: 512, prewarm: true, cpuAffinity: 'off', hugePages: 'auto', ...options };
     this.#placement = new CpuPlacement(this.#options.cpuAffinity);
     this.#refill();
   }
@@ -73,7 +76,7 @@ export class LlamaCppBackend implements InferenceBackend {
           options.onExit?.(err);
         },
       },
-      this.#takeSpare(),
+      this.#takeSpare() ?? spawnRunner(this.#spawnOptions()),
     );
     this.#refill();
     runner.modelName = model.name;
@@ -103,6 +106,10 @@ export class LlamaCppBackend implements InferenceBackend {
     return [...this.#runners].flatMap((r) => (r.pid === undefined ? [] : [{ model: r.modelName, pid: r.pid }]));
   }
 
+  #spawnOptions(): SpawnOptions {
+    return { gpu: this.#options.gpu, hugePages: this.#options.hugePages };
+  }
+
   /** The spare runner if it is still alive, taken out of the pool and referenced again. */
   #takeSpare(): ChildProcess | undefined {
     const spare = this.#spare;
@@ -115,7 +122,7 @@ export class LlamaCppBackend implements InferenceBackend {
   /** Starts a new spare runner unless there is one (it does not keep the process alive). */
   #refill(): void {
     if (!this.#options.prewarm || this.#closed || this.#spare) return;
-    const spare = spawnRunner(this.#options.gpu);
+    const spare = spawnRunner(this.#spawnOptions());
     spare.once('exit', () => {
       if (this.#spare === spare) this.#spare = null;
     });

@@ -24,6 +24,7 @@ import type {
 } from '../../core/contracts/backend.js';
 import type { ModelCapability } from '../../core/contracts/model-store.js';
 import { EventQueue } from './event-queue.js';
+import { runnerTunables, type HugePagesMode } from './huge-pages.js';
 import type { LoadSpec, ParentMessage, RunnerInfo, RunnerMessage } from './protocol.js';
 
 /** How long a runner may take to load its model. Defaults to 5 minutes (Ollama's load timeout). */
@@ -66,12 +67,21 @@ export interface RunnerOptions {
  */
 const RUNNER_POOL_THREADS = Math.min(6, Math.max(2, os.availableParallelism()));
 
+/** How runner processes start (the backend's options). */
+export interface SpawnOptions {
+  /** `auto` (CUDA, Vulkan, then CPU) or `false` (CPU only). */
+  gpu: 'auto' | false;
+  /** Transparent huge pages for llama.cpp's buffers (see huge-pages.ts). */
+  hugePages: HugePagesMode;
+}
+
 /**
  * Forks a runner and has it load the llama.cpp bindings at once, so that a later load only has to
  * read the model (the bindings take seconds: importing them and probing the binary).
  */
-export function spawnRunner(gpu: 'auto' | false): ChildProcess {
+export function spawnRunner({ gpu, hugePages }: SpawnOptions): ChildProcess {
   const { entry, execArgv } = runnerCommand();
+  const tunables = runnerTunables(hugePages, process.env.GLIBC_TUNABLES);
   const child = fork(entry, [], {
     execArgv,
     serialization: 'advanced',
@@ -80,6 +90,7 @@ export function spawnRunner(gpu: 'auto' | false): ChildProcess {
       ...process.env,
       // Decodes, sampling and loads are libuv jobs (reference §1).
       UV_THREADPOOL_SIZE: String(RUNNER_POOL_THREADS),
+      ...(tunables === undefined ? {} : { GLIBC_TUNABLES: tunables }),
     },
   });
   child.send({ t: 'prepare', gpu } satisfies ParentMessage);
@@ -87,11 +98,11 @@ export function spawnRunner(gpu: 'auto' | false): ChildProcess {
 }
 
 /**
- * Loads `spec` in a runner (the spare `child` when given, else a new one); rejects if the load
- * fails or the runner dies.
+ * Loads `spec` in `child`, a runner from {@link spawnRunner}; rejects if the load fails or the
+ * runner dies.
  */
-export async function startRunner(spec: LoadSpec, options: RunnerOptions, child?: ChildProcess): Promise<RunnerModel> {
-  const model = new RunnerModel(child ?? spawnRunner(spec.gpu), spec, options);
+export async function startRunner(spec: LoadSpec, options: RunnerOptions, child: ChildProcess): Promise<RunnerModel> {
+  const model = new RunnerModel(child, spec, options);
   await model.ready;
   return model;
 }

@@ -1,7 +1,9 @@
 /**
  * Memory-budget eviction: with a budget that holds the two small models but not all three, loading
  * the large one unloads the least recently used idle model, estimated from the GGUF before loading.
+ * And the memory a runner's buffers live in: transparent huge pages where the kernel offers them.
  */
+import { readFile } from 'node:fs/promises';
 import t from 'tap';
 import { LlamaCppBackend } from '../../plugins/backend-llama-cpp/backend.js';
 import { createModel } from '../helpers/models.js';
@@ -33,4 +35,22 @@ t.test('loading past the budget unloads the least recently used idle model', asy
   t.same(await names(), ['small1:latest', 'small2:latest']);
   await ollama.generate({ model: 'large', prompt: '' });
   t.same(await names(), ['large:latest', 'small2:latest'], 'small1 was the least recently used');
+});
+
+t.test('runners ask for transparent huge pages for llama.cpp buffers (hugePages: auto)', async (t) => {
+  const backend = app.hooks.backends.list().find((b) => b.name === 'llama-cpp') as LlamaCppBackend;
+  await ollama.generate({ model: 'large', prompt: 'Once', options: { num_predict: 4 } });
+  const pid = backend.processes().find((p) => p.model === 'large:latest')?.pid;
+  t.ok(pid, 'the runner of the loaded model');
+  const environ = (await readFile(`/proc/${pid}/environ`, 'utf8')).split('\0');
+  t.ok(environ.includes('GLIBC_TUNABLES=glibc.malloc.hugetlb=1'), 'started with the glibc tunable');
+  const rollup = await readFile(`/proc/${pid}/smaps_rollup`, 'utf8');
+  const hugeKb = Number(/^AnonHugePages:\s+(\d+) kB/m.exec(rollup)?.[1] ?? 0);
+  const thp = await readFile('/sys/kernel/mm/transparent_hugepage/enabled', 'utf8');
+  if (thp.includes('[never]')) {
+    t.equal(hugeKb, 0, 'the kernel has transparent huge pages off: none');
+  } else {
+    // The KV cache of 4 sequences alone is tens of MB; a few 2 MiB pages would be chance.
+    t.ok(hugeKb >= 16 * 1024, `KV cache and compute buffers on huge pages (${hugeKb} kB)`);
+  }
 });
