@@ -27,10 +27,10 @@ import { mkdir, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { parseArgs, promisify } from 'node:util';
-import { Agent, request } from 'undici';
+import { request } from 'undici';
 import { inferenceThreads } from '../../plugins/engine/threads.js';
 import { startApplianceProcess } from '../lib/appliance-process.js';
-import { countConnections, settle } from '../lib/connections.js';
+import { countConnections, keepAlivePool, settle } from '../lib/connections.js';
 import { median } from '../lib/stats.js';
 import { ENGINE_ONLY } from '../../test/helpers/plugin-sets.js';
 import { fixture, ROOT } from '../../test/helpers/fixtures.js';
@@ -133,7 +133,7 @@ async function main(): Promise<void> {
         }, t0);
       },
     };
-    const plain = new Agent({ bodyTimeout: 0, headersTimeout: 0, connections: 64 });
+    const plain = keepAlivePool(`http://127.0.0.1:${port}`);
     const llamaServer: Target = {
       name: 'llama-server',
       async generate() {

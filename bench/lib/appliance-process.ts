@@ -14,7 +14,8 @@ import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
-import { Agent, fetch, Headers, type RequestInit, type Response } from 'undici';
+import { fetch, Headers, type Pool, type RequestInit, type Response } from 'undici';
+import { keepAlivePool } from './connections.js';
 
 const ROOT = path.resolve(import.meta.dirname, '..', '..');
 
@@ -25,7 +26,8 @@ export interface ApplianceProcess {
   ca: string;
   dataDir: string;
   pid: number;
-  dispatcher(): Agent;
+  /** The connections to the appliance (a pool of up to 64; see `keepAlivePool`). */
+  dispatcher(): Pool;
   fetch(pathname: string, init?: RequestInit & { auth?: boolean }): Promise<Response>;
   close(): Promise<void>;
 }
@@ -60,8 +62,8 @@ export async function startApplianceProcess(config: Record<string, unknown> = {}
   });
   const key = (await readFile(path.join(dataDir, 'keys', 'master.key'), 'utf8')).trim();
   const ca = await readFile(path.join(dataDir, 'pki', 'root.crt'), 'utf8');
-  const agent = new Agent({ connect: { ca }, bodyTimeout: 0, headersTimeout: 0, connections: 64 });
   const url = `https://localhost:${port}`;
+  const agent = keepAlivePool(url, { connect: { ca } });
   return {
     url,
     port,

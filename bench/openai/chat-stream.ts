@@ -42,7 +42,7 @@ import { parseArgs } from 'node:util';
 import { request, type Dispatcher } from 'undici';
 import { inferenceThreads } from '../../plugins/engine/threads.js';
 import { startApplianceProcess } from '../lib/appliance-process.js';
-import { countConnections, settle } from '../lib/connections.js';
+import { countConnections, keepAlivePool, settle } from '../lib/connections.js';
 import { fixture, ROOT } from '../../test/helpers/fixtures.js';
 import { createModel } from '../../test/helpers/models.js';
 import { median } from '../lib/stats.js';
@@ -198,7 +198,10 @@ async function main(): Promise<void> {
       // repeat penalty). `--same-sampling` sends llama-server the appliance's defaults in its
       // extra fields, to compare the engines on exactly equal work.
       const body = args['same-sampling'] ? { ...openaiBody, repeat_penalty: 1.0, top_k: 40, top_p: 0.9, min_p: 0 } : openaiBody;
-      contenders.push({ name: 'llama-server /v1/chat/completions', url: `${server.url}/v1/chat/completions`, headers: {}, body, parse: openaiParse });
+      contenders.push({
+        name: 'llama-server /v1/chat/completions', url: `${server.url}/v1/chat/completions`, headers: {}, body, parse: openaiParse,
+        dispatcher: keepAlivePool(server.url),
+      });
     } else {
       console.log('llama-server not found under bench/.cache (pass --server PATH): comparing /v1 with /api/chat only');
     }

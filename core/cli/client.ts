@@ -10,7 +10,7 @@
  * @module
  */
 import { readFile } from 'node:fs/promises';
-import { Agent, fetch, type Response } from 'undici';
+import { fetch, Pool, type Response } from 'undici';
 import { CliError } from './types.js';
 
 export interface ApiClientOptions {
@@ -43,8 +43,11 @@ export async function responseError(res: Response): Promise<CliError> {
 }
 
 export function createApiClient(options: ApiClientOptions): ApiClient {
-  const dispatcher = new Agent({ connect: { ca: options.ca }, bodyTimeout: 0, headersTimeout: 0 });
   const base = options.url.replace(/\/+$/, '');
+  // A Pool, not an Agent: the client talks to one origin, and undici 7's Agent loses its pool once
+  // a connection closes, after which every request opens a new TLS connection
+  // (bench/lib/connections.ts). A chat in `lia run` sends one request per turn.
+  const dispatcher = new Pool(new URL(base).origin, { connect: { ca: options.ca }, bodyTimeout: 0, headersTimeout: 0 });
   const request: ApiClient['request'] = async (method, path, body, init = {}) => {
     const headers: Record<string, string> = { ...init.headers };
     if (options.key) headers['authorization'] = `Bearer ${options.key}`;
