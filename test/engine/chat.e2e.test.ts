@@ -2,7 +2,7 @@
  * `/api/chat` end to end with the official `ollama` client: the chat template stored in the GGUF
  * (stories260K-chatml), the store's template and system layers, the ChatML fallback, tools
  * (declared to the model; calls returned, never run; tool results accepted in the history),
- * structured output and the load/unload forms.
+ * structured output, history truncation to the context and the load/unload forms.
  */
 import t from 'tap';
 import { createModel } from '../helpers/models.js';
@@ -87,6 +87,35 @@ t.test('tools are declared to the model; tool results are accepted in the histor
   const both = await app.fetch('/api/chat', { method: 'POST', body: JSON.stringify({ model: 'chatml', messages: hi, tools, format: 'json' }) });
   t.equal(both.status, 400);
   t.match(await both.json(), { error: /format.*tools/ });
+});
+
+t.test('a conversation longer than the context loses its oldest turns; the system message and the newest stay', async (t) => {
+  const system = { role: 'system', content: 'You tell short stories about animals.' };
+  const turns = Array.from({ length: 120 }, (_, i) =>
+    i % 2 === 0 ? { role: 'user', content: 'Tell me more about the cat and the dog.' } : { role: 'assistant', content: 'The cat and the dog played in the park.' },
+  );
+  const last = { role: 'user', content: 'What happened next?' };
+  const chat = (messages: { role: string; content: string }[]) => ollama.chat({ model: 'chatml', messages, options: { num_predict: 8, temperature: 0 } });
+  const whole = await chat([system, ...turns, last]);
+  const context = (await ollama.ps()).models.find((m) => m.name === 'chatml:latest')?.context_length ?? 0;
+  t.ok(whole.prompt_eval_count < context, `the prompt fits: ${whole.prompt_eval_count} of ${context} tokens`);
+  t.equal(whole.eval_count, 8, 'with room left to answer');
+  // It is the prompt of the system message, the newest turns that fit, and the last message.
+  let kept = 1;
+  let same = await chat([system, ...turns.slice(-kept), last]);
+  while (kept < turns.length && same.prompt_eval_count < whole.prompt_eval_count) same = await chat([system, ...turns.slice(-++kept), last]);
+  t.ok(kept > 1 && kept < turns.length, `${kept} of ${turns.length} turns kept`);
+  t.equal(same.prompt_eval_count, whole.prompt_eval_count);
+  t.equal(same.message.content, whole.message.content, 'the same answer (temperature 0)');
+  const oneMore = await chat([system, ...turns.slice(-kept - 1), last]);
+  t.equal(oneMore.prompt_eval_count, whole.prompt_eval_count, 'one more turn does not fit: it is dropped too');
+
+  const res = await app.fetch('/api/chat', {
+    method: 'POST',
+    body: JSON.stringify({ model: 'chatml', messages: [system, { role: 'user', content: 'cat '.repeat(4 * context) }] }),
+  });
+  t.equal(res.status, 400, 'a last message that cannot fit is a 400');
+  t.match(await res.json(), { error: /context length/ });
 });
 
 t.test('format with a JSON schema gives parseable JSON', async (t) => {
