@@ -6,13 +6,14 @@
  * and most distributions' default), memory gets 2 MiB pages only when the program asks for them,
  * and llama.cpp never does; glibc can ask on its behalf (`GLIBC_TUNABLES=glibc.malloc.hugetlb=1`,
  * glibc 2.35 and later: `madvise(MADV_HUGEPAGE)` on the large blocks malloc maps). With `hugePages:
- * "auto"` (the default) runners start with that tunable; `"off"` leaves the environment alone.
+ * "auto"` runners start with that tunable; `"off"` (the default) leaves the environment alone.
  *
- * Measured with llama.cpp's own server on the engine benchmark's model (4 slots × 2048, one
- * thread, 8 generations per run, 3 runs each, alternating): 197-207 tok/s without, 206-213 with
- * (+2-4 %), 270-280 MB of the process then on huge pages; the weights, memory-mapped from the
- * model file, stay on small pages either way (reading them into memory instead gained nothing
- * more). The cost: memory is handed out 2 MiB at a time, so a buffer rounds up by at most that.
+ * Off by default because the gain did not hold up (docs/engine.md, *Transparent huge pages*): +2-4 %
+ * decode for llama-server alone on one machine, but on the next, two llama-servers side by side
+ * showed that the one started first ran 6-7 % faster whichever had the tunable (0.94 and 1.07 with
+ * the starts swapped), which is as large as anything the tunable did. 270-280 MB of the benchmark
+ * runner are then on huge pages; the weights, memory-mapped from the model file, stay on small
+ * pages either way. The cost: a buffer rounds up by at most 2 MiB.
  * A GLIBC_TUNABLES the operator already set is kept, and its own `glibc.malloc.hugetlb` wins.
  *
  * @module

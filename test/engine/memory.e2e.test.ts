@@ -10,7 +10,9 @@ import { createModel } from '../helpers/models.js';
 import { ollamaClient, startEngineAppliance } from './helpers.js';
 
 const MB = 1024 * 1024;
-const app = await startEngineAppliance({ plugins: { engine: { options: { memoryBudget: 450 * MB } } } });
+const app = await startEngineAppliance({
+  plugins: { engine: { options: { memoryBudget: 450 * MB } }, 'backend-llama-cpp': { options: { hugePages: 'auto' } } },
+});
 t.teardown(() => app.close());
 await createModel(app, 'small1', 'gguf/stories260K.gguf');
 await createModel(app, 'small2', 'gguf/stories260K-chatml.gguf');
@@ -37,7 +39,7 @@ t.test('loading past the budget unloads the least recently used idle model', asy
   t.same(await names(), ['large:latest', 'small2:latest'], 'small1 was the least recently used');
 });
 
-t.test('runners ask for transparent huge pages for llama.cpp buffers (hugePages: auto)', async (t) => {
+t.test('with hugePages: auto, runners ask for transparent huge pages for llama.cpp buffers', async (t) => {
   const backend = app.hooks.backends.list().find((b) => b.name === 'llama-cpp') as LlamaCppBackend;
   await ollama.generate({ model: 'large', prompt: 'Once', options: { num_predict: 4 } });
   const pid = backend.processes().find((p) => p.model === 'large:latest')?.pid;
