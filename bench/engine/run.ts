@@ -5,7 +5,9 @@
  * context per slot, the same sampling (Ollama's defaults) and a fixed number of generated tokens.
  *
  * Figures, each the median of `--reps` interleaved runs (each ratio the median of the ratios
- * within a repetition, which a machine drifting between repetitions affects less):
+ * within a repetition, which a machine drifting between repetitions affects less); every
+ * repetition after the first restarts llama-server and reloads the appliance's model (a new
+ * runner), so that the luck of where a process's memory lands is drawn anew each time:
  * - single-stream decode tokens/s (client side: first to last token; median of 5 requests per run);
  * - time to first token (client side: request sent to first token; the same 5 requests);
  * - aggregate tokens/s with 4 and 16 concurrent streams (all tokens / wall time).
@@ -108,7 +110,8 @@ async function main(): Promise<void> {
   const model = fixture('gguf/bench-random-135m-q4_0.gguf');
   const binary = await buildLlamaServer();
   const port = Number(values.port);
-  const server = await startLlamaServer(binary, { model, port, threads: THREADS, parallel: SLOTS, contextPerSlot: CONTEXT });
+  const startServer = () => startLlamaServer(binary, { model, port, threads: THREADS, parallel: SLOTS, contextPerSlot: CONTEXT });
+  let server = await startServer();
   const app = await startApplianceProcess({
     plugins: { ...ENGINE_ONLY, engine: { options: { numParallel: SLOTS, contextLength: CONTEXT, threads: THREADS, keepAlive: -1 } } },
   });
@@ -133,7 +136,7 @@ async function main(): Promise<void> {
         }, t0);
       },
     };
-    const plain = keepAlivePool(`http://127.0.0.1:${port}`);
+    let plain = keepAlivePool(`http://127.0.0.1:${port}`);
     const llamaServer: Target = {
       name: 'llama-server',
       async generate() {
@@ -158,21 +161,36 @@ async function main(): Promise<void> {
       },
     };
 
-    // Warm both (model load, caches, and the 16 connections the widest figure needs), then
-    // interleave the repetitions.
-    for (const target of [appliance, llamaServer]) await Promise.all(Array.from({ length: SLOTS }, () => target.generate()));
+    // Warm both (model load, caches, and the connections the widest figure needs).
+    // A warm-up request that a just-restarted llama-server cuts ("other side closed") is sent again:
+    // it is not timed.
+    const warm = async () => {
+      for (const target of [appliance, llamaServer]) await Promise.all(Array.from({ length: SLOTS }, () => target.generate().catch(() => target.generate())));
+    };
+    await warm();
     const connections = countConnections();
-    connections.on = true;
     const results: Record<string, Figures[]> = { appliance: [], 'llama-server': [], library: [] };
     for (let r = 0; r < REPS; r++) {
+      if (r > 0) {
+        // New processes for every repetition: where a process's memory lands in a VM moved decode
+        // by 4-7 % between two identical llama-servers side by side (docs/engine.md, Benchmark),
+        // and a run that kept its processes kept that luck in every repetition.
+        await plain.close();
+        server.kill();
+        await new Promise((resolve) => server.once('exit', resolve));
+        server = await startServer();
+        plain = keepAlivePool(`http://127.0.0.1:${port}`);
+        await app.fetch('/api/generate', { method: 'POST', body: JSON.stringify({ model: 'bench', prompt: '', keep_alive: 0 }) }).then((res) => res.text());
+        await warm();
+      }
+      connections.on = true;
       for (const target of r % 2 === 0 ? [appliance, llamaServer] : [llamaServer, appliance]) {
         results[target.name]!.push(await measureFigures(() => target.generate()));
         console.error(`rep ${r + 1}/${REPS} ${target.name}: ${JSON.stringify(results[target.name]!.at(-1))}`);
       }
+      connections.on = false;
       if (!values['no-library']) {
-        connections.on = false;
         results['library']!.push(await measureLibrary());
-        connections.on = true;
         console.error(`rep ${r + 1}/${REPS} library: ${JSON.stringify(results['library']!.at(-1))}`);
       }
     }
