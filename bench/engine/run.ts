@@ -6,7 +6,7 @@
  *
  * Figures, each the median of `--reps` interleaved runs (each ratio the median of the ratios
  * within a repetition, which a machine drifting between repetitions affects less); every
- * repetition after the first restarts llama-server and reloads the appliance's model (a new
+ * repetition after the first starts a new llama-server and reloads the appliance's model (a new
  * runner), so that the luck of where a process's memory lands is drawn anew each time:
  * - single-stream decode tokens/s (client side: first to last token; median of 5 requests per run);
  * - time to first token (client side: request sent to first token; the same 5 requests);
@@ -24,7 +24,7 @@
  *
  * @module
  */
-import { execFile } from 'node:child_process';
+import { execFile, type ChildProcess } from 'node:child_process';
 import { mkdir, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -109,9 +109,12 @@ async function measureLibrary(): Promise<Figures> {
 async function main(): Promise<void> {
   const model = fixture('gguf/bench-random-135m-q4_0.gguf');
   const binary = await buildLlamaServer();
-  const port = Number(values.port);
+  let port = Number(values.port);
   const startServer = () => startLlamaServer(binary, { model, port, threads: THREADS, parallel: SLOTS, contextPerSlot: CONTEXT });
   let server = await startServer();
+  // Servers of earlier repetitions, stopped at the end: killing one while undici still held its
+  // connections failed the run with "other side closed" thrown outside any request.
+  const retired: ChildProcess[] = [];
   const app = await startApplianceProcess({
     plugins: { ...ENGINE_ONLY, engine: { options: { numParallel: SLOTS, contextLength: CONTEXT, threads: THREADS, keepAlive: -1 } } },
   });
@@ -175,9 +178,8 @@ async function main(): Promise<void> {
         // New processes for every repetition: where a process's memory lands in a VM moved decode
         // by 4-7 % between two identical llama-servers side by side (docs/engine.md, Benchmark),
         // and a run that kept its processes kept that luck in every repetition.
-        await plain.close();
-        server.kill();
-        await new Promise((resolve) => server.once('exit', resolve));
+        retired.push(server);
+        port += 1;
         server = await startServer();
         plain = keepAlivePool(`http://127.0.0.1:${port}`);
         await app.fetch('/api/generate', { method: 'POST', body: JSON.stringify({ model: 'bench', prompt: '', keep_alive: 0 }) }).then((res) => res.text());
@@ -230,7 +232,10 @@ async function main(): Promise<void> {
   } finally {
     await app.close();
     server.kill();
+    for (const old of retired) old.kill();
   }
 }
 
 await main();
+// The retired servers' connections may still be open in undici's pools.
+process.exit(0);
