@@ -6,7 +6,7 @@
  *
  * @module
  */
-import { getLlama, type Llama, type LlamaContext, type LlamaGrammar, type LlamaModel } from 'node-llama-cpp';
+import { getLlama, type Llama, type LlamaContext, type LlamaGrammar, type LlamaModel, type Token } from 'node-llama-cpp';
 import type { ChatParams, EmbedParams, EmbedResult, GenerateParams } from '../../../core/contracts/backend.js';
 import type { ModelCapability } from '../../../core/contracts/model-store.js';
 import type { LoadSpec, RunnerInfo } from '../protocol.js';
@@ -17,9 +17,9 @@ import { forcedChoice, parseForcedCall, type ForcedToolChoice } from './forced-t
 import { generation, now, prefill, type Emit } from './generation.js';
 import { Grammars } from './grammars.js';
 import { toChatHistory, toFunctions, toToolCalls } from './history.js';
-import { Prompts } from './prompts.js';
-import { maxTokensFor, toLlamaSampling } from './sampling.js';
-import { SlotPool } from './slots.js';
+import { Prompts, type Stops } from './prompts.js';
+import { maxTokensFor, toLlamaSampling, type LlamaSampling } from './sampling.js';
+import { SlotPool, type Slot } from './slots.js';
 import { resolvePromptFormat, type PromptFormat } from './templates.js';
 
 /** Bindings loaded ahead of the model (a spare runner does this while it waits). */
@@ -109,17 +109,8 @@ export class ModelSession {
     await this.#slots.with(this.#prompts.withBos(tokens), async (slot) => {
       const started = now();
       await prefill(slot.seq, this.#prompts.withBos(tokens), signal);
-      const { done } = await generation(signal, [...sampling.customStopTriggers, ...stops.texts], emit, started, promptTokens, (o) =>
-        slot.completion.generateCompletionWithMeta(tokens, {
-          ...sampling,
-          ...o,
-          customStopTriggers: stops.tokens,
-          maxTokens: maxTokensFor(params.options, this.info.contextLength, promptTokens),
-          disableContextShift: true,
-          ...(grammar ? { grammar } : {}),
-        }),
-        (generated) => this.#model.detokenize(generated, false, tokens.slice(-8)),
-      );
+      const maxTokens = maxTokensFor(params.options, this.info.contextLength, promptTokens);
+      const { done } = await this.#complete(slot, { tokens, stops, promptTokens }, { sampling, maxTokens, grammar, signal, emit, started });
       emit(done);
     });
   }
@@ -146,32 +137,56 @@ export class ModelSession {
       const started = now();
       await prefill(slot.seq, this.#prompts.withBos(tokens), signal);
       const maxTokens = maxTokensFor(params.options, this.info.contextLength, promptTokens);
+      if (functions === undefined && !this.#thoughts) {
+        const { done } = await this.#complete(slot, prompt, { sampling, maxTokens, grammar, signal, emit, started });
+        emit(done);
+        return;
+      }
       type ChatResult = { metadata: { stopReason: string }; functionCalls?: readonly { functionName: string; params: unknown }[] };
-      const library = functions !== undefined || this.#thoughts;
-      const stops = library ? sampling.customStopTriggers : [...sampling.customStopTriggers, ...prompt.stops.texts];
-      const { result, done } = await generation<ChatResult>(signal, stops, emit, started, promptTokens, (o) =>
-        library
-          ? (slot.chat.generateResponse(prompt.history, {
-              ...sampling,
-              ...o,
-              customStopTriggers: [],
-              maxTokens,
-              ...(functions ? { functions } : grammar ? { grammar } : {}),
-            }) as Promise<ChatResult>)
-          : slot.completion.generateCompletionWithMeta(tokens, {
-              ...sampling,
-              ...o,
-              customStopTriggers: prompt.stops.tokens,
-              maxTokens,
-              disableContextShift: true,
-              ...(grammar ? { grammar } : {}),
-            }),
-        library ? undefined : (generated) => this.#model.detokenize(generated, false, tokens.slice(-8)),
+      const { result, done } = await generation<ChatResult>(
+        signal,
+        sampling.customStopTriggers,
+        emit,
+        started,
+        promptTokens,
+        (o) =>
+          slot.chat.generateResponse(prompt.history, {
+            ...sampling,
+            ...o,
+            customStopTriggers: [],
+            maxTokens,
+            ...(functions ? { functions } : grammar ? { grammar } : {}),
+          }) as Promise<ChatResult>,
       );
       const calls = result?.functionCalls;
       if (calls && calls.length > 0) emit({ type: 'tool_calls', calls: toToolCalls(calls) });
       emit(done);
     });
+  }
+
+  /**
+   * Completes a prompt already prefilled on `slot` with LlamaCompletion (generate, and chat without
+   * tools): the prompt format's token triggers go to the library, its text stops join the
+   * request's stop sequences (see prompts.ts, `Stops`).
+   */
+  #complete(
+    slot: Slot,
+    prompt: { tokens: Token[]; stops: Stops; promptTokens: number },
+    run: { sampling: LlamaSampling; maxTokens: number; grammar: LlamaGrammar | undefined; signal: AbortSignal; emit: Emit; started: bigint },
+  ) {
+    const { tokens, stops } = prompt;
+    const { sampling, grammar } = run;
+    return generation(run.signal, [...sampling.customStopTriggers, ...stops.texts], run.emit, run.started, prompt.promptTokens, (o) =>
+      slot.completion.generateCompletionWithMeta(tokens, {
+        ...sampling,
+        ...o,
+        customStopTriggers: stops.tokens,
+        maxTokens: run.maxTokens,
+        disableContextShift: true,
+        ...(grammar ? { grammar } : {}),
+      }),
+      (generated) => this.#model.detokenize(generated, false, tokens.slice(-8)),
+    );
   }
 
   /** Whether the chat format has thought segments (see {@link chat}). */
@@ -233,7 +248,7 @@ export class ModelSession {
   /** Fill-in-the-middle (`suffix`) with the model's infill tokens; a 400 for a model without them. */
   async #infill(
     params: GenerateParams,
-    sampling: ReturnType<typeof toLlamaSampling>,
+    sampling: LlamaSampling,
     grammar: LlamaGrammar | undefined,
     signal: AbortSignal,
     emit: Emit,
