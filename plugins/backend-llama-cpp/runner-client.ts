@@ -120,6 +120,8 @@ export class RunnerModel implements LoadedModel {
   readonly #child: ChildProcess;
   readonly #options: RunnerOptions;
   readonly #pending = new Map<number, Pending>();
+  /** When a message last went to or came from the runner (`performance.now()`). */
+  #lastActive = performance.now();
   #nextId = 1;
   #dead: Error | null = null;
   #unloading = false;
@@ -251,6 +253,7 @@ export class RunnerModel implements LoadedModel {
   }
 
   #onMessage(m: RunnerMessage): void {
+    this.#lastActive = performance.now();
     switch (m.t) {
       case 'event':
         this.#pending.get(m.id)?.event(m.event);
@@ -281,7 +284,13 @@ export class RunnerModel implements LoadedModel {
   }
 
   #send(message: ParentMessage): void {
+    this.#lastActive = performance.now();
     if (this.#child.connected) this.#child.send(message);
+  }
+
+  /** Since when (`performance.now()`) the runner has had no request in flight; `null` while it has. */
+  get quietSince(): number | null {
+    return this.#pending.size > 0 ? null : this.#lastActive;
   }
 }
 
