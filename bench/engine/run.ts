@@ -167,11 +167,14 @@ async function main(): Promise<void> {
     // Warm both (model load, caches, and the connections the widest figure needs).
     // A warm-up request that a just-restarted llama-server cuts ("other side closed") is sent again:
     // it is not timed.
-    // Then a pause: after a load the appliance starts its next spare runner once it has been quiet
-    // for 1 s (about 2 s of start-up, 1.3 s of CPU), which must not land in either server's figures.
+    // Between the two, a pause: after a load the appliance starts its next spare runner once it has
+    // been quiet for 1 s (about 2 s of start-up, 1.3 s of CPU), which must land in neither
+    // server's figures.
     const warm = async () => {
-      for (const target of [appliance, llamaServer]) await Promise.all(Array.from({ length: SLOTS }, () => target.generate().catch(() => target.generate())));
-      await new Promise((resolve) => setTimeout(resolve, 3000));
+      for (const target of [appliance, llamaServer]) {
+        if (target === llamaServer) await new Promise((resolve) => setTimeout(resolve, 3000));
+        await Promise.all(Array.from({ length: SLOTS }, () => target.generate().catch(() => target.generate())));
+      }
     };
     await warm();
     const connections = countConnections();

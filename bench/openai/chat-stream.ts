@@ -206,10 +206,13 @@ async function main(): Promise<void> {
       console.log('llama-server not found under bench/.cache (pass --server PATH): comparing /v1 with /api/chat only');
     }
 
-    for (const c of contenders) await measure(c); // warm-up: load, caches, JIT, connections
-    // After a load the appliance starts its next spare runner once it has been quiet for 1 s
-    // (about 2 s of start-up): let that happen now rather than during someone's figures.
-    await new Promise((resolve) => setTimeout(resolve, 3000));
+    // Warm-up: load, caches, JIT, connections. After its load the appliance starts its next spare
+    // runner once it has been quiet for 1 s (about 2 s of start-up): that happens in a pause after
+    // the appliance's warm-ups, before llama-server's, so that it lands in nobody's figures.
+    for (const c of contenders) {
+      if (c === contenders[2]) await new Promise((resolve) => setTimeout(resolve, 3000));
+      await measure(c);
+    }
     const connections = countConnections();
     connections.on = true;
     const samples = new Map<string, Sample[]>(contenders.map((c) => [c.name, []]));
