@@ -106,6 +106,14 @@ async function measureLibrary(): Promise<Figures> {
   return JSON.parse(stdout.trim().split('\n').at(-1)!) as Figures;
 }
 
+// undici can raise a llama-server connection's "other side closed" on a response body that was
+// already read to its end, outside any request (seen after a new llama-server had been started).
+// A failed measurement rejects its own request and still ends the run; this one is only logged.
+process.on('uncaughtException', (err: Error & { code?: string }) => {
+  if (err.code !== 'UND_ERR_SOCKET') throw err;
+  console.error(`ignored, outside any request: ${err.message}`);
+});
+
 async function main(): Promise<void> {
   const model = fixture('gguf/bench-random-135m-q4_0.gguf');
   const binary = await buildLlamaServer();
