@@ -87,12 +87,8 @@ export class Prompts {
    */
   forChat(history: ChatHistoryItem[], functions?: ChatModelFunctions): ChatPrompt {
     const render = (items: ChatHistoryItem[]): ChatPrompt => {
-      const state = this.format.wrapper.generateContextState({
-        chatHistory: [...items, { type: 'model', response: [] }],
-        ...(functions ? { availableFunctions: functions } : {}),
-      });
-      const tokens = this.withoutBos(state.contextText.tokenize(this.model.tokenizer));
-      return { history: items, tokens, stops: this.#stops(state.stopGenerationTriggers), promptTokens: this.#length(tokens) };
+      const { tokens, stops } = this.#render(this.format.wrapper, items, functions);
+      return { history: items, tokens, stops, promptTokens: this.#length(tokens) };
     };
     const whole = render(history);
     if (whole.promptTokens < this.contextLength) return whole;
@@ -103,7 +99,7 @@ export class Prompts {
       return render(history.filter((_, i) => !dropped.has(i)));
     };
     let best = without(droppable.length);
-    if (best.promptTokens >= this.contextLength) this.checkLength(best.tokens);
+    this.checkLength(best.tokens);
     // The fewest drops that fit: fits(droppable.length) holds, fits(0) does not.
     let lo = 0;
     let hi = droppable.length;
@@ -136,12 +132,14 @@ export class Prompts {
     } else if (this.format.untemplated) {
       return plain(params.prompt);
     }
+    return this.#render(wrapper, [...(params.system ? [{ type: 'system' as const, text: params.system }] : []), { type: 'user', text: params.prompt }]);
+  }
+
+  /** `history` rendered by `wrapper` for the model's answer: the tokens (without BOS) and its stops. */
+  #render(wrapper: ChatWrapper, history: ChatHistoryItem[], functions?: ChatModelFunctions): { tokens: Token[]; stops: Stops } {
     const state = wrapper.generateContextState({
-      chatHistory: [
-        ...(params.system ? [{ type: 'system' as const, text: params.system }] : []),
-        { type: 'user', text: params.prompt },
-        { type: 'model', response: [] },
-      ],
+      chatHistory: [...history, { type: 'model', response: [] }],
+      ...(functions ? { availableFunctions: functions } : {}),
     });
     return { tokens: this.withoutBos(state.contextText.tokenize(this.model.tokenizer)), stops: this.#stops(state.stopGenerationTriggers) };
   }
