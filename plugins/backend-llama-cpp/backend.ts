@@ -33,7 +33,7 @@ export interface LlamaCppBackendOptions {
   prewarm?: boolean;
   /** Bind each runner to CPUs of its own when there are enough (see placement.ts). Defaults to `off`. */
   cpuAffinity?: CpuAffinityMode;
-  /** Ask glibc for transparent huge pages in runners (see huge-pages.ts). Defaults to `off`. */
+  /** Ask glibc for transparent huge pages in runners (see huge-pages.ts). Defaults to `auto`. */
   hugePages?: HugePagesMode;
 }
 
@@ -48,7 +48,7 @@ export class LlamaCppBackend implements InferenceBackend {
   readonly #placement: CpuPlacement;
 
   constructor(options: LlamaCppBackendOptions) {
-    this.#options = { gpu: 'auto', batchSize: 512, prewarm: true, cpuAffinity: 'off', hugePages: 'off', ...options };
+    this.#options = { gpu: 'auto', batchSize: 512, prewarm: true, cpuAffinity: 'off', hugePages: 'auto', ...options };
     this.#placement = new CpuPlacement(this.#options.cpuAffinity);
     this.#refill();
   }

@@ -27,9 +27,9 @@ export default definePlugin({
         'Bind each model runner to CPUs of its own (the last free ones, never the first) when the machine has more CPUs than inference threads ("auto"), or leave placement to the kernel ("off"). Defaults to "off".',
     }),
     hugePages: Type.Union([Type.Literal('auto'), Type.Literal('off')], {
-      default: 'off',
+      default: 'auto',
       description:
-        'Start model runners with glibc asking for transparent huge pages for llama.cpp\'s buffers ("auto"; no reliable gain measured, see docs/engine.md), or leave their environment alone ("off"). Defaults to "off".',
+        'Start model runners with glibc asking for transparent huge pages for the large blocks it allocates ("auto": llama.cpp\'s buffers, and the sampler node-llama-cpp allocates for every request, see docs/engine.md), or leave their environment alone ("off"). Defaults to "auto".',
     }),
     batchSize: Type.Integer({
       minimum: 16,

@@ -11,7 +11,7 @@ import { ollamaClient, startEngineAppliance } from './helpers.js';
 
 const MB = 1024 * 1024;
 const app = await startEngineAppliance({
-  plugins: { engine: { options: { memoryBudget: 450 * MB } }, 'backend-llama-cpp': { options: { hugePages: 'auto' } } },
+  plugins: { engine: { options: { memoryBudget: 450 * MB } } },
 });
 t.teardown(() => app.close());
 await createModel(app, 'small1', 'gguf/stories260K.gguf');
@@ -39,7 +39,7 @@ t.test('loading past the budget unloads the least recently used idle model', asy
   t.same(await names(), ['large:latest', 'small2:latest'], 'small1 was the least recently used');
 });
 
-t.test('with hugePages: auto, runners ask for transparent huge pages for llama.cpp buffers', async (t) => {
+t.test('by default (hugePages: auto), runners ask for transparent huge pages for llama.cpp buffers', async (t) => {
   const backend = app.hooks.backends.list().find((b) => b.name === 'llama-cpp') as LlamaCppBackend;
   await ollama.generate({ model: 'large', prompt: 'Once', options: { num_predict: 4 } });
   const pid = backend.processes().find((p) => p.model === 'large:latest')?.pid;
