@@ -29,10 +29,11 @@ import { mkdir, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { parseArgs, promisify } from 'node:util';
-import { request } from 'undici';
+import type { Dispatcher } from 'undici';
+import { runnerTunables } from '../../plugins/backend-llama-cpp/huge-pages.js';
 import { inferenceThreads } from '../../plugins/engine/threads.js';
 import { startApplianceProcess } from '../lib/appliance-process.js';
-import { countConnections, keepAlivePool, settle } from '../lib/connections.js';
+import { countConnections, keepAlivePool, resent, timedPost } from '../lib/connections.js';
 import { median } from '../lib/stats.js';
 import { ENGINE_ONLY } from '../../test/helpers/plugin-sets.js';
 import { fixture, ROOT } from '../../test/helpers/fixtures.js';
@@ -61,7 +62,7 @@ const THREADS = inferenceThreads(Number(process.env['LIA_THREADS'] ?? 0));
 type Target = { name: string; generate(): Promise<Stream> };
 
 /** A streamed answer as undici's `request` gives it (the same client for both servers). */
-type Answer = Awaited<ReturnType<typeof request>>;
+type Answer = Dispatcher.ResponseData;
 
 async function timeStream(res: Answer, parse: (line: string) => { text: boolean; tokens?: number }, t0: number): Promise<Stream> {
   if (res.statusCode !== 200) throw new Error(`HTTP ${res.statusCode}: ${await res.body.text()}`);
@@ -95,24 +96,21 @@ async function timeStream(res: Answer, parse: (line: string) => { text: boolean;
 
 /**
  * The ceiling (see library.ts): the runner's generation code in a process of its own, with the
- * libuv pool a runner gets and no HTTP or IPC. One load and warm-up per repetition.
+ * libuv pool and the glibc tunables a runner gets (huge pages unless `LIA_HUGE_PAGES=off`, see
+ * huge-pages.ts) and no HTTP or IPC. One load and warm-up per repetition.
  */
 async function measureLibrary(): Promise<Figures> {
   const pool = String(Math.min(6, Math.max(2, os.availableParallelism())));
   const { stdout } = await promisify(execFile)(process.execPath, ['--import', 'tsx', path.join(ROOT, 'bench/engine/library.ts'), String(THREADS), String(TOKENS), String(SLOTS), String(CONTEXT)], {
     cwd: ROOT,
-    env: { ...process.env, UV_THREADPOOL_SIZE: pool },
+    env: {
+      ...process.env,
+      UV_THREADPOOL_SIZE: pool,
+      GLIBC_TUNABLES: runnerTunables(process.env['LIA_HUGE_PAGES'] === 'off' ? 'off' : 'auto', process.env['GLIBC_TUNABLES']),
+    },
   });
   return JSON.parse(stdout.trim().split('\n').at(-1)!) as Figures;
 }
-
-// undici can raise a llama-server connection's "other side closed" on a response body that was
-// already read to its end, outside any request (seen after a new llama-server had been started).
-// A failed measurement rejects its own request and still ends the run; this one is only logged.
-process.on('uncaughtException', (err: Error & { code?: string }) => {
-  if (err.code !== 'UND_ERR_SOCKET') throw err;
-  console.error(`ignored, outside any request: ${err.message}`);
-});
 
 async function main(): Promise<void> {
   const model = fixture('gguf/bench-random-135m-q4_0.gguf');
@@ -120,8 +118,7 @@ async function main(): Promise<void> {
   let port = Number(values.port);
   const startServer = () => startLlamaServer(binary, { model, port, threads: THREADS, parallel: SLOTS, contextPerSlot: CONTEXT });
   let server = await startServer();
-  // Servers of earlier repetitions, stopped at the end: killing one while undici still held its
-  // connections failed the run with "other side closed" thrown outside any request.
+  // Servers of earlier repetitions, stopped at the end.
   const retired: ChildProcess[] = [];
   const app = await startApplianceProcess({
     plugins: { ...ENGINE_ONLY, engine: { options: { numParallel: SLOTS, contextLength: CONTEXT, threads: THREADS, keepAlive: -1 } } },
@@ -132,14 +129,8 @@ async function main(): Promise<void> {
     const appliance: Target = {
       name: 'appliance',
       async generate() {
-        await settle();
-        const t0 = performance.now();
-        const res = await request(`${app.url}/api/generate`, {
-          method: 'POST',
-          dispatcher: agent,
-          headers: { authorization: `Bearer ${app.key}`, 'content-type': 'application/json' },
-          body: JSON.stringify({ model: 'bench', prompt: PROMPT, raw: true, options: { ...SAMPLING, num_predict: TOKENS } }),
-        });
+        const body = JSON.stringify({ model: 'bench', prompt: PROMPT, raw: true, options: { ...SAMPLING, num_predict: TOKENS } });
+        const { res, t0 } = await timedPost(`${app.url}/api/generate`, { dispatcher: agent, headers: { authorization: `Bearer ${app.key}` }, body });
         return timeStream(res, (line) => {
           const o = JSON.parse(line) as { response?: string; done?: boolean; eval_count?: number; error?: string };
           if (o.error) throw new Error(o.error);
@@ -151,19 +142,8 @@ async function main(): Promise<void> {
     const llamaServer: Target = {
       name: 'llama-server',
       async generate() {
-        await settle();
-        const t0 = performance.now();
-        const res = await request(`http://127.0.0.1:${port}/completion`, {
-          method: 'POST',
-          dispatcher: plain,
-          headers: { 'content-type': 'application/json' },
-          body: JSON.stringify({
-            prompt: PROMPT,
-            stream: true,
-            n_predict: TOKENS,
-            ...SAMPLING,
-          }),
-        });
+        const body = JSON.stringify({ prompt: PROMPT, stream: true, n_predict: TOKENS, ...SAMPLING });
+        const { res, t0 } = await timedPost(`http://127.0.0.1:${port}/completion`, { dispatcher: plain, body });
         return timeStream(res, (line) => {
           if (!line.startsWith('data: ')) return { text: false };
           const o = JSON.parse(line.slice(6)) as { content?: string; stop?: boolean; tokens_predicted?: number };
@@ -173,15 +153,13 @@ async function main(): Promise<void> {
     };
 
     // Warm both (model load, caches, and the connections the widest figure needs).
-    // A warm-up request that a just-restarted llama-server cuts ("other side closed") is sent again:
-    // it is not timed.
     // Between the two, a pause: after a load the appliance starts its next spare runner once it has
     // been quiet for 1 s (about 2 s of start-up, 1.3 s of CPU), which must land in neither
     // server's figures.
     const warm = async () => {
       for (const target of [appliance, llamaServer]) {
         if (target === llamaServer) await new Promise((resolve) => setTimeout(resolve, 3000));
-        await Promise.all(Array.from({ length: SLOTS }, () => target.generate().catch(() => target.generate())));
+        await Promise.all(Array.from({ length: SLOTS }, () => target.generate()));
       }
     };
     await warm();
@@ -195,7 +173,7 @@ async function main(): Promise<void> {
         retired.push(server);
         port += 1;
         server = await startServer();
-        plain = keepAlivePool(`http://127.0.0.1:${port}`);
+              plain = keepAlivePool(`http://127.0.0.1:${port}`);
         await app.fetch('/api/generate', { method: 'POST', body: JSON.stringify({ model: 'bench', prompt: '', keep_alive: 0 }) }).then((res) => res.text());
         await warm();
       }
@@ -240,7 +218,7 @@ async function main(): Promise<void> {
     console.log('library: the runner\'s generation code in-process, no HTTPS, auth or IPC (bench/engine/library.ts): the ceiling node-llama-cpp leaves');
     const out = path.join(ROOT, 'bench/results');
     await mkdir(out, { recursive: true });
-    console.log(`connections opened while timing: ${JSON.stringify(connections.opened)}`);
+    console.log(`connections opened while timing: ${JSON.stringify(connections.opened)}; requests sent again on a new connection (timedPost): ${JSON.stringify(resent)}`);
     await writeFile(path.join(out, `engine-${new Date().toISOString().replace(/[:.]/g, '-')}.json`), JSON.stringify({ threads: THREADS, tokens: TOKENS, slots: SLOTS, context: CONTEXT, rows, raw: results }, null, 2));
     await plain.close();
   } finally {

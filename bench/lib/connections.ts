@@ -12,7 +12,7 @@
  * @module
  */
 import diagnostics from 'node:diagnostics_channel';
-import { Pool } from 'undici';
+import { Pool, request, type Dispatcher } from 'undici';
 
 /**
  * A pool of up to 64 keep-alive connections to one origin, with no body or headers timeout. Not an
@@ -45,4 +45,35 @@ export function countConnections(): { on: boolean; readonly opened: Record<strin
   };
   diagnostics.subscribe('undici:client:connected', listener);
   return state;
+}
+
+/** Requests that {@link timedPost} sent a second time, per origin. */
+export const resent: Record<string, number> = {};
+
+/**
+ * Sends one JSON POST after {@link settle} and returns the answer with the time it was sent
+ * (`performance.now()`). llama-server closes its connection after every streamed answer (curl, too,
+ * finds it dead), and undici can send the next request on it before the close arrives: that
+ * request fails with "other side closed" (`UND_ERR_SOCKET`) before any answer. It is sent once more,
+ * on a new connection, and timed from the second send (counted in {@link resent}). Any other
+ * error, or a second failure, is thrown.
+ */
+export async function timedPost(url: string, options: { dispatcher?: Dispatcher; headers?: Record<string, string>; body: string }): Promise<{ res: Dispatcher.ResponseData; t0: number }> {
+  for (let attempt = 1; ; attempt++) {
+    await settle();
+    const t0 = performance.now();
+    try {
+      const res = await request(url, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', ...options.headers },
+        body: options.body,
+        ...(options.dispatcher ? { dispatcher: options.dispatcher } : {}),
+      });
+      return { res, t0 };
+    } catch (err) {
+      if ((err as { code?: string }).code !== 'UND_ERR_SOCKET' || attempt > 1) throw err;
+      const origin = new URL(url).origin;
+      resent[origin] = (resent[origin] ?? 0) + 1;
+    }
+  }
 }

@@ -42,7 +42,7 @@ import { parseArgs } from 'node:util';
 import { request, type Dispatcher } from 'undici';
 import { inferenceThreads } from '../../plugins/engine/threads.js';
 import { startApplianceProcess } from '../lib/appliance-process.js';
-import { countConnections, keepAlivePool, settle } from '../lib/connections.js';
+import { countConnections, keepAlivePool, resent, timedPost } from '../lib/connections.js';
 import { fixture, ROOT } from '../../test/helpers/fixtures.js';
 import { createModel } from '../../test/helpers/models.js';
 import { median } from '../lib/stats.js';
@@ -98,14 +98,7 @@ function ollamaParse(line: string): { text?: string; tokens?: number } {
 }
 
 async function measure(c: Contender): Promise<Sample> {
-  await settle();
-  const started = performance.now();
-  const res = await request(c.url, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json', ...c.headers },
-    body: JSON.stringify(c.body),
-    ...(c.dispatcher ? { dispatcher: c.dispatcher } : {}),
-  });
+  const { res, t0: started } = await timedPost(c.url, { headers: c.headers, body: JSON.stringify(c.body), ...(c.dispatcher ? { dispatcher: c.dispatcher } : {}) });
   if (res.statusCode !== 200) throw new Error(`${c.name}: ${res.statusCode} ${await res.body.text()}`);
   let first = 0;
   let last = 0;
@@ -250,7 +243,7 @@ async function main(): Promise<void> {
     if (ratios.v1VsLlamaServer) {
       console.log(`/v1 vs llama-server: tok/s ×${ratios.v1VsLlamaServer.tokensPerSecond.toFixed(3)}, TTFT ×${ratios.v1VsLlamaServer.ttft.toFixed(3)} (>1 = /v1 faster)`);
     }
-    console.log(`connections opened while timing: ${JSON.stringify(connections.opened)}`);
+    console.log(`connections opened while timing: ${JSON.stringify(connections.opened)}; requests sent again on a new connection (timedPost): ${JSON.stringify(resent)}`);
     if (args.json) await writeFile(args.json, JSON.stringify({ model: FIXTURE, tokens: TOKENS, rounds: ROUNDS, threads, summary, ratios, samples: Object.fromEntries(samples) }, null, 2));
   } finally {
     server?.proc.kill();
