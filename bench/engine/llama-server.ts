@@ -66,10 +66,13 @@ export async function buildLlamaServer(log: (line: string) => void = console.err
   return binary;
 }
 
-/** Starts llama-server on 127.0.0.1:`port` and resolves once `/health` answers 200. */
+/**
+ * Starts llama-server on 127.0.0.1:`port` and resolves once `/health` answers 200. `jinja` turns on
+ * the GGUF's chat template for `/v1/chat/completions` (off by default: `/completion` needs none).
+ */
 export async function startLlamaServer(
   binary: string,
-  opts: { model: string; port: number; threads: number; parallel: number; contextPerSlot: number },
+  opts: { model: string; port: number; threads: number; parallel: number; contextPerSlot: number; jinja?: boolean },
 ): Promise<ChildProcess> {
   const child = spawn(
     binary,
@@ -78,6 +81,7 @@ export async function startLlamaServer(
       '-t', String(opts.threads), '-tb', String(opts.threads),
       '-np', String(opts.parallel), '-c', String(opts.contextPerSlot * opts.parallel),
       '-b', '512', '-ub', '512', '--no-webui', '--log-disable',
+      ...(opts.jinja ? ['--jinja'] : []),
     ],
     { stdio: ['ignore', 'ignore', 'pipe'] },
   );

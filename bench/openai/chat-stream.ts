@@ -16,34 +16,27 @@
  * `request` (Node streams; `fetch` added 1.5–3 ms per request of its own on this machine), over
  * open connections (see bench/lib/connections.ts: otherwise most requests paid a TLS handshake).
  *
- * llama-server is the newest `llama-server` binary under `bench/.cache/` (or `--server PATH`),
- * built from the llama.cpp source node-llama-cpp bundles, so both run the same release:
- *
- *   git clone node_modules/node-llama-cpp/llama/gitRelease.bundle bench/.cache/llama.cpp
- *   cmake -S bench/.cache/llama.cpp -B bench/.cache/llama.cpp/build -DCMAKE_BUILD_TYPE=Release \
- *     -DGGML_NATIVE=ON -DLLAMA_CURL=OFF -DBUILD_SHARED_LIBS=OFF -DLLAMA_BUILD_TESTS=OFF
- *   cmake --build bench/.cache/llama.cpp/build --target llama-server -j2
- *
- * It runs with the engine's thread count and 4 slots of 2048 tokens, as the engine loads the
- * model. Without it, only the first comparison runs, and the output says so.
+ * llama-server is the one the engine benchmark builds from the llama.cpp source node-llama-cpp
+ * bundles (bench/engine/llama-server.ts: built once, cached under `bench/.cache/`), so both run
+ * the same release; `--server PATH` runs another binary. It runs with the engine's thread count,
+ * 4 slots of 2048 tokens (as the engine loads the model) and the GGUF's chat template (`--jinja`).
  *
  * Run: `node --import tsx bench/openai/chat-stream.ts [--rounds 12] [--tokens 128] [--same-sampling] [--json FILE]`
  * (a multiple of 6 with three contenders, 2 with two, keeps the orders balanced)
  *
  * @module
  */
-import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, readdirSync, statSync } from 'node:fs';
+import type { ChildProcess } from 'node:child_process';
 import { writeFile } from 'node:fs/promises';
 import os from 'node:os';
-import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { parseArgs } from 'node:util';
-import { request, type Dispatcher } from 'undici';
+import type { Dispatcher } from 'undici';
 import { inferenceThreads } from '../../plugins/engine/threads.js';
-import { startApplianceProcess } from '../lib/appliance-process.js';
+import { buildLlamaServer, startLlamaServer } from '../engine/llama-server.js';
+import { freePort, startApplianceProcess } from '../lib/appliance-process.js';
 import { countConnections, keepAlivePool, resent, timedPost } from '../lib/connections.js';
-import { fixture, ROOT } from '../../test/helpers/fixtures.js';
+import { fixture } from '../../test/helpers/fixtures.js';
 import { createModel } from '../../test/helpers/models.js';
 import { median } from '../lib/stats.js';
 
@@ -123,41 +116,6 @@ async function measure(c: Contender): Promise<Sample> {
   return { ttftMs: first - started, tokensPerSecond: ((tokens - 1) / (last - first)) * 1000, tokens };
 }
 
-/** The llama-server binary: `--server`, else the newest `llama-server` under bench/.cache. */
-function findLlamaServer(): string | null {
-  if (args.server) return args.server;
-  const cache = path.join(ROOT, 'bench', '.cache');
-  const found: string[] = [];
-  const walk = (dir: string, depth: number): void => {
-    if (depth > 6 || !existsSync(dir)) return;
-    for (const e of readdirSync(dir, { withFileTypes: true })) {
-      const p = path.join(dir, e.name);
-      if (e.isDirectory()) walk(p, depth + 1);
-      else if (e.name === 'llama-server') found.push(p);
-    }
-  };
-  walk(cache, 0);
-  found.sort((a, b) => statSync(b).mtimeMs - statSync(a).mtimeMs);
-  return found[0] ?? null;
-}
-
-async function startLlamaServer(binary: string, model: string, threads: number): Promise<{ url: string; proc: ChildProcess }> {
-  const port = 18000 + Math.floor(Math.random() * 2000);
-  const proc = spawn(binary, [
-    '-m', model, '--host', '127.0.0.1', '--port', String(port), '-t', String(threads), '-tb', String(threads),
-    '-c', '8192', '-np', '4', '--no-webui', '--log-disable', '--jinja',
-  ], { stdio: 'ignore' });
-  const url = `http://127.0.0.1:${port}`;
-  for (let i = 0; i < 300; i++) {
-    if (proc.exitCode !== null) throw new Error(`llama-server exited with ${proc.exitCode}`);
-    const ok = await request(`${url}/health`).then(async (r) => (await r.body.text(), r.statusCode === 200), () => false);
-    if (ok) return { url, proc };
-    await new Promise((r) => setTimeout(r, 200));
-  }
-  proc.kill();
-  throw new Error('llama-server did not become healthy in 60 s');
-}
-
 /** Every order of `items` (3 contenders: 6 orders, in which each one follows each other one twice). */
 function permutations<T>(items: readonly T[]): T[][] {
   if (items.length <= 1) return [[...items]];
@@ -183,9 +141,11 @@ async function main(): Promise<void> {
         body: { model: 'bench', messages: MESSAGES, stream: true, options: { num_predict: TOKENS, seed: 1, temperature: 0.8 } },
       },
     ];
-    const binary = findLlamaServer();
-    if (binary) {
-      server = await startLlamaServer(binary, modelFile, threads);
+    {
+      const binary = args.server ?? (await buildLlamaServer());
+      const port = await freePort();
+      const proc = await startLlamaServer(binary, { model: modelFile, port, threads, parallel: 4, contextPerSlot: 2048, jinja: true });
+      server = { url: `http://127.0.0.1:${port}`, proc };
       // The same request gets each server's own defaults: the appliance Ollama's (top_k 40,
       // top_p 0.9, no repeat penalty), llama-server its own (top_k 40, top_p 0.95, min_p 0.05, no
       // repeat penalty). `--same-sampling` sends llama-server the appliance's defaults in its
@@ -195,8 +155,6 @@ async function main(): Promise<void> {
         name: 'llama-server /v1/chat/completions', url: `${server.url}/v1/chat/completions`, headers: {}, body, parse: openaiParse,
         dispatcher: keepAlivePool(server.url),
       });
-    } else {
-      console.log('llama-server not found under bench/.cache (pass --server PATH): comparing /v1 with /api/chat only');
     }
 
     // Warm-up: load, caches, JIT, connections. After its load the appliance starts its next spare
