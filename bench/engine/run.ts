@@ -173,7 +173,7 @@ async function main(): Promise<void> {
         retired.push(server);
         port += 1;
         server = await startServer();
-              plain = keepAlivePool(`http://127.0.0.1:${port}`);
+        plain = keepAlivePool(`http://127.0.0.1:${port}`);
         await app.fetch('/api/generate', { method: 'POST', body: JSON.stringify({ model: 'bench', prompt: '', keep_alive: 0 }) }).then((res) => res.text());
         await warm();
       }
