@@ -22,7 +22,7 @@
  * 4 slots of 2048 tokens (as the engine loads the model) and the GGUF's chat template (`--jinja`).
  *
  * Run: `node --import tsx bench/openai/chat-stream.ts [--rounds 12] [--tokens 128] [--same-sampling] [--json FILE]`
- * (a multiple of 6 with three contenders, 2 with two, keeps the orders balanced)
+ * (a multiple of 6 keeps the orders balanced)
  *
  * @module
  */
@@ -126,7 +126,7 @@ async function main(): Promise<void> {
   const modelFile = fixture(FIXTURE);
   const threads = inferenceThreads(0);
   const app = await startApplianceProcess({ plugins: { 'host-network': false, 'host-gpu': false, 'host-services': false, webui: false } });
-  let server: { url: string; proc: ChildProcess } | null = null;
+  let server: ChildProcess | undefined;
   try {
     await createModel(app, 'bench', FIXTURE);
     const auth = { authorization: `Bearer ${app.key}` };
@@ -134,28 +134,26 @@ async function main(): Promise<void> {
       model: 'bench', messages: MESSAGES, max_tokens: TOKENS, seed: 1, temperature: 0.8, stream: true,
       stream_options: { include_usage: true },
     };
+    const binary = args.server ?? (await buildLlamaServer());
+    const port = await freePort();
+    server = await startLlamaServer(binary, { model: modelFile, port, threads, parallel: 4, contextPerSlot: 2048, jinja: true });
+    const serverUrl = `http://127.0.0.1:${port}`;
+    // The same request gets each server's own defaults: the appliance Ollama's (top_k 40, top_p 0.9,
+    // no repeat penalty), llama-server its own (top_k 40, top_p 0.95, min_p 0.05, no repeat
+    // penalty). `--same-sampling` sends llama-server the appliance's defaults in its extra fields,
+    // to compare the engines on exactly equal work.
+    const serverBody = args['same-sampling'] ? { ...openaiBody, repeat_penalty: 1.0, top_k: 40, top_p: 0.9, min_p: 0 } : openaiBody;
     const contenders: Contender[] = [
       { name: 'lia /v1/chat/completions', url: `${app.url}/v1/chat/completions`, headers: auth, dispatcher: app.dispatcher(), body: openaiBody, parse: openaiParse },
       {
         name: 'lia /api/chat', url: `${app.url}/api/chat`, headers: auth, dispatcher: app.dispatcher(), parse: ollamaParse,
         body: { model: 'bench', messages: MESSAGES, stream: true, options: { num_predict: TOKENS, seed: 1, temperature: 0.8 } },
       },
+      {
+        name: 'llama-server /v1/chat/completions', url: `${serverUrl}/v1/chat/completions`, headers: {}, body: serverBody, parse: openaiParse,
+        dispatcher: keepAlivePool(serverUrl),
+      },
     ];
-    {
-      const binary = args.server ?? (await buildLlamaServer());
-      const port = await freePort();
-      const proc = await startLlamaServer(binary, { model: modelFile, port, threads, parallel: 4, contextPerSlot: 2048, jinja: true });
-      server = { url: `http://127.0.0.1:${port}`, proc };
-      // The same request gets each server's own defaults: the appliance Ollama's (top_k 40,
-      // top_p 0.9, no repeat penalty), llama-server its own (top_k 40, top_p 0.95, min_p 0.05, no
-      // repeat penalty). `--same-sampling` sends llama-server the appliance's defaults in its
-      // extra fields, to compare the engines on exactly equal work.
-      const body = args['same-sampling'] ? { ...openaiBody, repeat_penalty: 1.0, top_k: 40, top_p: 0.9, min_p: 0 } : openaiBody;
-      contenders.push({
-        name: 'llama-server /v1/chat/completions', url: `${server.url}/v1/chat/completions`, headers: {}, body, parse: openaiParse,
-        dispatcher: keepAlivePool(server.url),
-      });
-    }
 
     // Warm-up: load, caches, JIT, connections. After its load the appliance starts its next spare
     // runner once it has been quiet for 1 s (about 2 s of start-up): that happens in a pause after
@@ -191,20 +189,18 @@ async function main(): Promise<void> {
     const ratios = {
       // Speed ratios: higher is better for /v1; TTFT ratio = other's TTFT ÷ /v1's TTFT.
       v1VsApiChat: paired(v1!.name, native!.name),
-      ...(llama ? { v1VsLlamaServer: paired(v1!.name, llama.name) } : {}),
+      v1VsLlamaServer: paired(v1!.name, llama!.name),
     };
     console.log(`bench-random-135m-q4_0, ${TOKENS} tokens, ${ROUNDS} rounds, ${threads} thread(s), ${os.cpus().length} CPUs`);
     for (const s of summary) {
       console.log(`${s.name.padEnd(36)} TTFT ${s.ttftMs.toFixed(1).padStart(7)} ms   ${s.tokensPerSecond.toFixed(1).padStart(7)} tok/s   (${s.tokens} tokens)`);
     }
     console.log(`/v1 vs /api/chat: tok/s ×${ratios.v1VsApiChat.tokensPerSecond.toFixed(3)}, TTFT ×${ratios.v1VsApiChat.ttft.toFixed(3)} (>1 = /v1 faster)`);
-    if (ratios.v1VsLlamaServer) {
-      console.log(`/v1 vs llama-server: tok/s ×${ratios.v1VsLlamaServer.tokensPerSecond.toFixed(3)}, TTFT ×${ratios.v1VsLlamaServer.ttft.toFixed(3)} (>1 = /v1 faster)`);
-    }
+    console.log(`/v1 vs llama-server: tok/s ×${ratios.v1VsLlamaServer.tokensPerSecond.toFixed(3)}, TTFT ×${ratios.v1VsLlamaServer.ttft.toFixed(3)} (>1 = /v1 faster)`);
     console.log(`connections opened while timing: ${JSON.stringify(connections.opened)}; requests sent again on a new connection (timedPost): ${JSON.stringify(resent)}`);
     if (args.json) await writeFile(args.json, JSON.stringify({ model: FIXTURE, tokens: TOKENS, rounds: ROUNDS, threads, summary, ratios, samples: Object.fromEntries(samples) }, null, 2));
   } finally {
-    server?.proc.kill();
+    server?.kill();
     await app.close();
   }
 }
