@@ -70,7 +70,8 @@ interface Contender {
   url: string;
   headers: Record<string, string>;
   body: unknown;
-  dispatcher?: Dispatcher;
+  /** The connection pool its requests go over (kept open between requests). */
+  dispatcher: Dispatcher;
   /** From one stream line/event: the content text, the completion token count, or neither. */
   parse(line: string): { text?: string; tokens?: number };
 }
@@ -91,7 +92,7 @@ function ollamaParse(line: string): { text?: string; tokens?: number } {
 }
 
 async function measure(c: Contender): Promise<Sample> {
-  const { res, t0: started } = await timedPost(c.url, { headers: c.headers, body: JSON.stringify(c.body), ...(c.dispatcher ? { dispatcher: c.dispatcher } : {}) });
+  const { res, t0: started } = await timedPost(c.url, { dispatcher: c.dispatcher, headers: c.headers, body: JSON.stringify(c.body) });
   if (res.statusCode !== 200) throw new Error(`${c.name}: ${res.statusCode} ${await res.body.text()}`);
   let first = 0;
   let last = 0;
