@@ -95,26 +95,38 @@ t.test('a conversation longer than the context loses its oldest turns; the syste
     i % 2 === 0 ? { role: 'user', content: 'Tell me more about the cat and the dog.' } : { role: 'assistant', content: 'The cat and the dog played in the park.' },
   );
   const last = { role: 'user', content: 'What happened next?' };
-  const chat = (messages: { role: string; content: string }[]) => ollama.chat({ model: 'chatml', messages, options: { num_predict: 8, temperature: 0 } });
+  // A 512-token context keeps every prompt here short: attention over the whole context is what
+  // these requests cost. num_ctx applies when the model loads, so it is unloaded first.
+  await ollama.chat({ model: 'chatml', messages: [], keep_alive: 0 });
+  const options = { num_predict: 8, temperature: 0, num_ctx: 512 };
+  const chat = (messages: { role: string; content: string }[]) => ollama.chat({ model: 'chatml', messages, options });
+  const newest = (k: number) => chat([system, ...turns.slice(-k), last]);
   const whole = await chat([system, ...turns, last]);
   // The ollama client's types lack ps's context_length (the server sends it).
   const loaded = (await ollama.ps()).models.find((m) => m.name === 'chatml:latest') as { context_length?: number } | undefined;
   const context = loaded?.context_length ?? 0;
+  t.equal(context, 512, 'loaded with the requested context');
   t.ok(whole.prompt_eval_count < context, `the prompt fits: ${whole.prompt_eval_count} of ${context} tokens`);
   t.equal(whole.eval_count, 8, 'with room left to answer');
-  // It is the prompt of the system message, the newest turns that fit, and the last message.
-  let kept = 1;
-  let same = await chat([system, ...turns.slice(-kept), last]);
-  while (kept < turns.length && same.prompt_eval_count < whole.prompt_eval_count) same = await chat([system, ...turns.slice(-++kept), last]);
+  // It is the prompt of the system message, the newest turns that fit, and the last message: the
+  // fewest newest turns whose prompt is as long as the truncated one (a prompt only grows with k).
+  let [lo, hi] = [1, turns.length];
+  while (lo < hi) {
+    const mid = (lo + hi) >> 1;
+    if ((await newest(mid)).prompt_eval_count < whole.prompt_eval_count) lo = mid + 1;
+    else hi = mid;
+  }
+  const kept = lo;
   t.ok(kept > 1 && kept < turns.length, `${kept} of ${turns.length} turns kept`);
+  const same = await newest(kept);
   t.equal(same.prompt_eval_count, whole.prompt_eval_count);
   t.equal(same.message.content, whole.message.content, 'the same answer (temperature 0)');
-  const oneMore = await chat([system, ...turns.slice(-kept - 1), last]);
-  t.equal(oneMore.prompt_eval_count, whole.prompt_eval_count, 'one more turn does not fit: it is dropped too');
+  t.ok((await newest(kept - 1)).prompt_eval_count < whole.prompt_eval_count, 'one turn fewer is a shorter prompt');
+  t.equal((await newest(kept + 1)).prompt_eval_count, whole.prompt_eval_count, 'one more turn does not fit: it is dropped too');
 
   const res = await app.fetch('/api/chat', {
     method: 'POST',
-    body: JSON.stringify({ model: 'chatml', messages: [system, { role: 'user', content: 'cat '.repeat(4 * context) }] }),
+    body: JSON.stringify({ model: 'chatml', messages: [system, { role: 'user', content: 'cat '.repeat(4 * context) }], options }),
   });
   t.equal(res.status, 400, 'a last message that cannot fit is a 400');
   t.match(await res.json(), { error: /context length/ });
