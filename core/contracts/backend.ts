@@ -133,6 +133,11 @@ export interface LoadOptions {
   parallel: number;
   /** CPU threads for this model (see docs/engine.md for the default). */
   threads: number;
+  /**
+   * CPU threads for batches of prompt tokens, where the backend can tell them apart (llama.cpp's
+   * `n_threads_batch`). Defaults to `threads`.
+   */
+  batchThreads?: number;
   /** Fired when the model dies on its own (runner crash); the scheduler forgets it. */
   onExit?: (error: Error) => void;
   /** Prompt-evaluation batch size in tokens. Defaults to the backend's own (512 for llama.cpp). */

@@ -72,6 +72,7 @@ export class LlamaCppBackend implements InferenceBackend {
         contextLength: options.contextLength ?? 0,
         parallel: options.parallel,
         threads: options.threads,
+        batchThreads: options.batchThreads ?? options.threads,
         batchSize: options.batchSize ?? this.#options.batchSize,
         gpu: this.#options.gpu,
         ...(model.template ? { template: model.template } : {}),
@@ -88,9 +89,10 @@ export class LlamaCppBackend implements InferenceBackend {
     this.#refillWhenQuiet();
     runner.modelName = model.name;
     this.#runners.add(runner);
+    this.#shareCpus();
     const cpus = runner.pid === undefined ? null : await this.#placement.place(runner.pid, options.threads);
     log.info(
-      { pid: runner.pid, contextLength: runner.contextLength, parallel: options.parallel, threads: options.threads, cpus, ...runner.info },
+      { pid: runner.pid, contextLength: runner.contextLength, parallel: options.parallel, threads: options.threads, promptThreads: runner.promptThreads, cpus, ...runner.info },
       'model loaded',
     );
     const loaded = runner;
@@ -104,13 +106,25 @@ export class LlamaCppBackend implements InferenceBackend {
 
   /** A runner is gone or going: it no longer counts, nor holds CPUs. */
   #forget(runner: RunnerModel): void {
-    this.#runners.delete(runner);
+    if (!this.#runners.delete(runner)) return;
     if (runner.pid !== undefined) void this.#placement.release(runner.pid);
+    this.#shareCpus();
   }
 
-  /** The runner processes of the loaded models (for diagnostics and crash tests). */
-  processes(): { model: string; pid: number }[] {
-    return [...this.#runners].flatMap((r) => (r.pid === undefined ? [] : [{ model: r.modelName, pid: r.pid }]));
+  /**
+   * Prompt batches get their own (larger) thread count only while one model is loaded: two
+   * runners each spinning more threads than their share of the cores would take turns on them
+   * (llama.cpp's threads wait on each other by spinning), so with several, prompts run on the
+   * generation count, as before batch threads existed.
+   */
+  #shareCpus(): void {
+    const alone = this.#runners.size === 1;
+    for (const r of this.#runners) r.setBatchThreads(alone ? r.batchThreads : r.threads);
+  }
+
+  /** The runner processes of the loaded models and their prompt thread counts (for diagnostics and tests). */
+  processes(): { model: string; pid: number; promptThreads: number }[] {
+    return [...this.#runners].flatMap((r) => (r.pid === undefined ? [] : [{ model: r.modelName, pid: r.pid, promptThreads: r.promptThreads }]));
   }
 
   #spawnOptions(): SpawnOptions {

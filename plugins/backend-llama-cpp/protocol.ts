@@ -20,7 +20,10 @@ export interface LoadSpec {
   /** Context length per sequence; 0 means the model's trained context. */
   contextLength: number;
   parallel: number;
+  /** CPU threads of generation steps. */
   threads: number;
+  /** CPU threads of batches that hold prompt tokens (see runner/batch-threads.ts); defaults to `threads`. */
+  batchThreads?: number;
   batchSize: number;
   /** `auto` (CUDA, then Vulkan, then CPU) or `false` for the CPU. */
   gpu: 'auto' | false;
@@ -47,6 +50,8 @@ export type ParentMessage =
   | { t: 'chat'; id: number; params: ChatParams }
   | { t: 'embed'; id: number; params: EmbedParams }
   | { t: 'abort'; id: number }
+  /** The thread count of prompt batches from now on. */
+  | { t: 'threads'; batch: number }
   | { t: 'unload' };
 
 /** How the parent should classify an error: the client's fault (400) or the engine's (500). */

@@ -116,6 +116,11 @@ export class RunnerModel implements LoadedModel {
   modelName = '';
   /** Facts the runner reported after loading. */
   info: RunnerInfo | null = null;
+  /** The thread counts it was loaded with: generation steps, and prompt batches when it runs alone. */
+  readonly threads: number;
+  readonly batchThreads: number;
+  /** The thread count of its prompt batches now (see {@link setBatchThreads}). */
+  promptThreads: number;
   readonly ready: Promise<void>;
   readonly #child: ChildProcess;
   readonly #options: RunnerOptions;
@@ -131,6 +136,9 @@ export class RunnerModel implements LoadedModel {
   constructor(child: ChildProcess, spec: LoadSpec, options: RunnerOptions) {
     this.#child = child;
     this.#options = options;
+    this.threads = spec.threads;
+    this.batchThreads = spec.batchThreads ?? spec.threads;
+    this.promptThreads = this.batchThreads;
     const log = options.log;
     forwardLines(child.stderr, (line) => log.warn({ runner: child.pid }, line));
     forwardLines(child.stdout, (line) => log.info({ runner: child.pid }, line));
@@ -281,6 +289,12 @@ export class RunnerModel implements LoadedModel {
       this.#options.log.error({ runner: this.#child.pid }, error.message);
       this.#options.onExit?.(error);
     }
+  }
+
+  /** The thread count of its prompt batches from now on (not a request: the runner stays quiet). */
+  setBatchThreads(threads: number): void {
+    this.promptThreads = threads;
+    if (this.#child.connected) this.#child.send({ t: 'threads', batch: threads } satisfies ParentMessage);
   }
 
   #send(message: ParentMessage): void {

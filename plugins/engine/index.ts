@@ -17,7 +17,7 @@ import { generateRoute } from './routes/generate.js';
 import { psRoutes } from './routes/ps.js';
 import { Scheduler } from './scheduler.js';
 import { EngineService } from './service.js';
-import { inferenceThreads } from './threads.js';
+import { inferenceThreads, promptThreads } from './threads.js';
 
 export default definePlugin({
   name: 'engine',
@@ -56,6 +56,13 @@ export default definePlugin({
       default: 0,
       description: 'CPU threads per model; 0 = automatic (1 on ≤ 2 cores, else cores − 1, cgroup-aware). Defaults to 0.',
     }),
+    batchThreads: Type.Integer({
+      minimum: 0,
+      maximum: 512,
+      default: 0,
+      description:
+        'CPU threads for prompt batches while one model is loaded; 0 = automatic (all available cores, at least `threads`). Defaults to 0.',
+    }),
   }),
   env: {
     LIA_NUM_PARALLEL: 'numParallel',
@@ -65,9 +72,12 @@ export default definePlugin({
     LIA_MEMORY_BUDGET: 'memoryBudget',
     LIA_CONTEXT_LENGTH: 'contextLength',
     LIA_THREADS: 'threads',
+    LIA_BATCH_THREADS: 'batchThreads',
   },
   async setup(app, ctx) {
     const o = ctx.options;
+    const threads = inferenceThreads(o.threads);
+    const batchThreads = promptThreads(o.batchThreads, threads);
     const scheduler = new Scheduler({
       backends: ctx.hooks.backends,
       log: ctx.log,
@@ -77,7 +87,8 @@ export default definePlugin({
       maxLoadedModels: o.maxLoadedModels,
       memoryBudgetBytes: memoryBudget(o.memoryBudget),
       contextLength: o.contextLength,
-      threads: inferenceThreads(o.threads),
+      threads,
+      batchThreads,
     });
     const service = new EngineService(() => ctx.hooks.models.get(), scheduler);
     ctx.hooks.inference.provide(service, 'engine');
@@ -93,7 +104,7 @@ export default definePlugin({
     });
     ctx.hooks.models.maybe()?.onBeforeDelete(async (model) => scheduler.unload(model.name, true));
     ctx.log.info(
-      { parallel: o.numParallel, threads: inferenceThreads(o.threads), maxQueue: o.maxQueue, keepAlive: o.keepAlive },
+      { parallel: o.numParallel, threads, batchThreads, maxQueue: o.maxQueue, keepAlive: o.keepAlive },
       'inference engine ready',
     );
 

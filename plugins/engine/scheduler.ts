@@ -30,7 +30,10 @@ export interface SchedulerOptions {
   memoryBudgetBytes: number;
   /** Default context length per sequence (0 = the model's trained context). */
   contextLength: number;
+  /** CPU threads per model for generation. */
   threads: number;
+  /** CPU threads per model for prompt batches (the backend may use fewer while others are loaded). Defaults to `threads`. */
+  batchThreads?: number;
   batchSize?: number;
 }
 
@@ -190,6 +193,7 @@ export class Scheduler {
     const loadOptions = {
       parallel: this.#o.parallel,
       threads: this.#o.threads,
+      batchThreads: this.#o.batchThreads ?? this.#o.threads,
       ...(contextLength > 0 ? { contextLength } : {}),
       ...(this.#o.batchSize ? { batchSize: this.#o.batchSize } : {}),
       onExit: (err: Error) => this.#crashed(inst, err),

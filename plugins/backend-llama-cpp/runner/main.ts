@@ -114,6 +114,9 @@ function handle(message: ParentMessage): void {
     case 'abort':
       inflight.get(message.id)?.abort(new Error('aborted'));
       return;
+    case 'threads':
+      session?.setBatchThreads(message.batch);
+      return;
     case 'unload':
       void shutdown(0);
       return;

@@ -10,6 +10,7 @@ import { getLlama, type Llama, type LlamaContext, type LlamaGrammar, type LlamaM
 import type { ChatParams, EmbedParams, EmbedResult, GenerateParams } from '../../../core/contracts/backend.js';
 import type { ModelCapability } from '../../../core/contracts/model-store.js';
 import type { LoadSpec, RunnerInfo } from '../protocol.js';
+import { useBatchThreads, type BatchThreads } from './batch-threads.js';
 import { fixBatchDispatch } from './batching.js';
 import { Embedder } from './embedding.js';
 import { RequestError } from './errors.js';
@@ -48,6 +49,7 @@ export class ModelSession {
   readonly #prompts: Prompts;
   readonly #grammars: Grammars;
   readonly #embedder: Embedder;
+  readonly #batchThreads: BatchThreads | null;
 
   private constructor(llama: Llama, model: LlamaModel, context: LlamaContext, spec: LoadSpec, info: RunnerInfo, format: PromptFormat) {
     this.#llama = llama;
@@ -59,6 +61,10 @@ export class ModelSession {
     this.#prompts = new Prompts(model, format, info.contextLength);
     this.#grammars = new Grammars(llama);
     this.#embedder = new Embedder(model, info.contextLength, spec.threads);
+    this.#batchThreads = useBatchThreads(context, spec.threads, spec.batchThreads ?? spec.threads, spec.parallel);
+    if (!this.#batchThreads) {
+      this.warnings.push("node-llama-cpp's native context lacks the calls runner/batch-threads.ts wraps (another version?): prompts run on the generation thread count");
+    }
     if (!fixBatchDispatch(context, () => this.#slots.busy)) {
       this.warnings.push(
         "node-llama-cpp's batching internals are not the ones runner/batching.ts patches (another version?): " +
@@ -97,6 +103,11 @@ export class ModelSession {
       gpu: llama.gpu,
     };
     return new ModelSession(llama, model, context, spec, info, format);
+  }
+
+  /** The thread count of prompt batches from now on (the parent lowers it while other models are loaded). */
+  setBatchThreads(threads: number): void {
+    this.#batchThreads?.set(threads);
   }
 
   /** Raw or templated text completion (`/api/generate`). */
