@@ -7,7 +7,7 @@
  * JSON line from its stdout. Whatever gap this leaves to llama-server is in node-llama-cpp (or
  * the way the runner uses it), not in the appliance's HTTP, auth or process boundary.
  *
- * Run alone: `UV_THREADPOOL_SIZE=2 node --import tsx bench/engine/library.ts THREADS TOKENS [SLOTS CONTEXT]`.
+ * Run alone: `UV_THREADPOOL_SIZE=2 node --import tsx bench/engine/library.ts THREADS TOKENS [SLOTS CONTEXT BATCH_THREADS]`.
  *
  * @module
  */
@@ -16,7 +16,7 @@ import { ModelSession } from '../../plugins/backend-llama-cpp/runner/session.js'
 import { fixture } from '../../test/helpers/fixtures.js';
 import { measureFigures, PROMPT, SAMPLING, type Stream } from './figures.js';
 
-const [threads = 1, tokens = 128, SLOTS = 16, CONTEXT = 512] = process.argv.slice(2).map(Number);
+const [threads = 1, tokens = 128, SLOTS = 16, CONTEXT = 512, batchThreads = threads] = process.argv.slice(2).map(Number);
 const OPTIONS = { ...SAMPLING, num_predict: tokens };
 
 const session = await ModelSession.load({
@@ -24,6 +24,7 @@ const session = await ModelSession.load({
   contextLength: CONTEXT,
   parallel: SLOTS,
   threads,
+  batchThreads,
   batchSize: 512,
   gpu: false,
 });

@@ -67,18 +67,19 @@ export async function buildLlamaServer(log: (line: string) => void = console.err
 }
 
 /**
- * Starts llama-server on 127.0.0.1:`port` and resolves once `/health` answers 200. `jinja` turns on
- * the GGUF's chat template for `/v1/chat/completions` (off by default: `/completion` needs none).
+ * Starts llama-server on 127.0.0.1:`port` and resolves once `/health` answers 200. `batchThreads`
+ * (`-tb`, prompt processing) defaults to `threads`. `jinja` turns on the GGUF's chat template for
+ * `/v1/chat/completions` (off by default: `/completion` needs none).
  */
 export async function startLlamaServer(
   binary: string,
-  opts: { model: string; port: number; threads: number; parallel: number; contextPerSlot: number; jinja?: boolean },
+  opts: { model: string; port: number; threads: number; batchThreads?: number; parallel: number; contextPerSlot: number; jinja?: boolean },
 ): Promise<ChildProcess> {
   const child = spawn(
     binary,
     [
       '-m', opts.model, '--host', '127.0.0.1', '--port', String(opts.port),
-      '-t', String(opts.threads), '-tb', String(opts.threads),
+      '-t', String(opts.threads), '-tb', String(opts.batchThreads ?? opts.threads),
       '-np', String(opts.parallel), '-c', String(opts.contextPerSlot * opts.parallel),
       '-b', '512', '-ub', '512', '--no-webui', '--log-disable',
       ...(opts.jinja ? ['--jinja'] : []),

@@ -31,7 +31,7 @@ import path from 'node:path';
 import { parseArgs, promisify } from 'node:util';
 import type { Dispatcher } from 'undici';
 import { runnerTunables } from '../../plugins/backend-llama-cpp/huge-pages.js';
-import { inferenceThreads } from '../../plugins/engine/threads.js';
+import { inferenceThreads, promptThreads } from '../../plugins/engine/threads.js';
 import { startApplianceProcess } from '../lib/appliance-process.js';
 import { countConnections, keepAlivePool, resent, timedPost } from '../lib/connections.js';
 import { median } from '../lib/stats.js';
@@ -57,6 +57,8 @@ const TOKENS = Number(values.tokens);
 const SLOTS = Number(values.slots);
 const CONTEXT = Number(values.context);
 const THREADS = inferenceThreads(Number(process.env['LIA_THREADS'] ?? 0));
+/** Prompt-batch threads, the appliance's rule for one loaded model (llama-server's `-tb`). */
+const BATCH_THREADS = promptThreads(Number(process.env['LIA_BATCH_THREADS'] ?? 0), THREADS);
 
 /** A server under test: one streaming generation, timed on the client side. */
 type Target = { name: string; generate(): Promise<Stream> };
@@ -101,7 +103,7 @@ async function timeStream(res: Answer, parse: (line: string) => { text: boolean;
  */
 async function measureLibrary(): Promise<Figures> {
   const pool = String(Math.min(6, Math.max(2, os.availableParallelism())));
-  const { stdout } = await promisify(execFile)(process.execPath, ['--import', 'tsx', path.join(ROOT, 'bench/engine/library.ts'), String(THREADS), String(TOKENS), String(SLOTS), String(CONTEXT)], {
+  const { stdout } = await promisify(execFile)(process.execPath, ['--import', 'tsx', path.join(ROOT, 'bench/engine/library.ts'), String(THREADS), String(TOKENS), String(SLOTS), String(CONTEXT), String(BATCH_THREADS)], {
     cwd: ROOT,
     env: {
       ...process.env,
@@ -116,12 +118,12 @@ async function main(): Promise<void> {
   const model = fixture('gguf/bench-random-135m-q4_0.gguf');
   const binary = await buildLlamaServer();
   let port = Number(values.port);
-  const startServer = () => startLlamaServer(binary, { model, port, threads: THREADS, parallel: SLOTS, contextPerSlot: CONTEXT });
+  const startServer = () => startLlamaServer(binary, { model, port, threads: THREADS, batchThreads: BATCH_THREADS, parallel: SLOTS, contextPerSlot: CONTEXT });
   let server = await startServer();
   // Servers of earlier repetitions, stopped at the end.
   const retired: ChildProcess[] = [];
   const app = await startApplianceProcess({
-    plugins: { ...ENGINE_ONLY, engine: { options: { numParallel: SLOTS, contextLength: CONTEXT, threads: THREADS, keepAlive: -1 } } },
+    plugins: { ...ENGINE_ONLY, engine: { options: { numParallel: SLOTS, contextLength: CONTEXT, threads: THREADS, batchThreads: BATCH_THREADS, keepAlive: -1 } } },
   });
   try {
     await createModel(app, 'bench', 'gguf/bench-random-135m-q4_0.gguf');
@@ -206,7 +208,7 @@ async function main(): Promise<void> {
       libraryRatio: paired('library', key),
     }));
     const labels = { decode: 'single-stream decode (tok/s)', ttft: 'time to first token (ms)', agg4: 'aggregate, 4 streams (tok/s)', agg16: 'aggregate, 16 streams (tok/s)' };
-    console.log(`\nbench-random-135m-q4_0, ${TOKENS} tokens per stream, threads ${THREADS}, ${SLOTS} slots × ${CONTEXT} context, median of ${REPS}`);
+    console.log(`\nbench-random-135m-q4_0, ${TOKENS} tokens per stream, threads ${THREADS} (prompts ${BATCH_THREADS}), ${SLOTS} slots × ${CONTEXT} context, median of ${REPS}`);
     console.log('(figures: medians over the repetitions; ratios: medians of the ratios within each repetition)');
     console.log(`${'figure'.padEnd(32)}${'appliance'.padStart(12)}${'llama-server'.padStart(14)}${'ratio'.padStart(8)}${'library'.padStart(10)}${'ratio'.padStart(8)}`);
     for (const r of rows) {
@@ -219,7 +221,7 @@ async function main(): Promise<void> {
     const out = path.join(ROOT, 'bench/results');
     await mkdir(out, { recursive: true });
     console.log(`connections opened while timing: ${JSON.stringify(connections.opened)}; requests sent again on a new connection (timedPost): ${JSON.stringify(resent)}`);
-    await writeFile(path.join(out, `engine-${new Date().toISOString().replace(/[:.]/g, '-')}.json`), JSON.stringify({ threads: THREADS, tokens: TOKENS, slots: SLOTS, context: CONTEXT, rows, raw: results }, null, 2));
+    await writeFile(path.join(out, `engine-${new Date().toISOString().replace(/[:.]/g, '-')}.json`), JSON.stringify({ threads: THREADS, batchThreads: BATCH_THREADS, tokens: TOKENS, slots: SLOTS, context: CONTEXT, rows, raw: results }, null, 2));
     await plain.close();
   } finally {
     await app.close();
