@@ -19,7 +19,7 @@
  */
 import type { ChildProcess } from 'node:child_process';
 import { parseArgs } from 'node:util';
-import { inferenceThreads, promptThreads } from '../../plugins/engine/threads.js';
+import { inferenceBatchThreads, inferenceThreads } from '../../plugins/engine/threads.js';
 import { startApplianceProcess } from '../lib/appliance-process.js';
 import { median } from '../lib/stats.js';
 import { ENGINE_ONLY } from '../../test/helpers/plugin-sets.js';
@@ -39,7 +39,7 @@ const REPS = Number(values.reps);
 const SLOTS = Number(values.slots);
 const CONTEXT = Number(values.context);
 const THREADS = inferenceThreads(Number(process.env['LIA_THREADS'] ?? 0));
-const BATCH_THREADS = promptThreads(Number(process.env['LIA_BATCH_THREADS'] ?? 0), THREADS);
+const BATCH_THREADS = inferenceBatchThreads(Number(process.env['LIA_BATCH_THREADS'] ?? 0), THREADS);
 /** Sentence repeats per prompt: about 100, 500 and 1,300 tokens with the Llama-2 vocabulary. */
 const LENGTHS = [10, 50, 130];
 const SENTENCE = 'The cat and the dog played in the park. ';
@@ -80,7 +80,7 @@ async function main(): Promise<void> {
     await new Promise((resolve) => setTimeout(resolve, 4000));
     for (const n of LENGTHS) await llamaServer(promptOf(n));
 
-    console.log(`\nbench-random-135m-q4_0, prompt processing, threads ${THREADS} (prompts ${BATCH_THREADS}), ${SLOTS} slots × ${CONTEXT} context, median of ${REPS}`);
+    console.log(`\nbench-random-135m-q4_0, prompt processing, threads ${THREADS} (batches ${BATCH_THREADS}), ${SLOTS} slots × ${CONTEXT} context, median of ${REPS}`);
     console.log('| prompt tokens | appliance (tok/s) | llama-server (tok/s) | appliance ÷ llama-server |');
     console.log('|---:|---:|---:|---:|');
     for (const n of LENGTHS) {

@@ -31,7 +31,7 @@ import path from 'node:path';
 import { parseArgs, promisify } from 'node:util';
 import type { Dispatcher } from 'undici';
 import { runnerTunables } from '../../plugins/backend-llama-cpp/huge-pages.js';
-import { inferenceThreads, promptThreads } from '../../plugins/engine/threads.js';
+import { inferenceBatchThreads, inferenceThreads } from '../../plugins/engine/threads.js';
 import { startApplianceProcess } from '../lib/appliance-process.js';
 import { countConnections, keepAlivePool, resent, timedPost } from '../lib/connections.js';
 import { median } from '../lib/stats.js';
@@ -57,8 +57,8 @@ const TOKENS = Number(values.tokens);
 const SLOTS = Number(values.slots);
 const CONTEXT = Number(values.context);
 const THREADS = inferenceThreads(Number(process.env['LIA_THREADS'] ?? 0));
-/** Prompt-batch threads, the appliance's rule for one loaded model (llama-server's `-tb`). */
-const BATCH_THREADS = promptThreads(Number(process.env['LIA_BATCH_THREADS'] ?? 0), THREADS);
+/** Large-batch threads, the appliance's rule for one loaded model (llama-server's `-tb`). */
+const BATCH_THREADS = inferenceBatchThreads(Number(process.env['LIA_BATCH_THREADS'] ?? 0), THREADS);
 
 /** A server under test: one streaming generation, timed on the client side. */
 type Target = { name: string; generate(): Promise<Stream> };
@@ -208,7 +208,7 @@ async function main(): Promise<void> {
       libraryRatio: paired('library', key),
     }));
     const labels = { decode: 'single-stream decode (tok/s)', ttft: 'time to first token (ms)', agg4: 'aggregate, 4 streams (tok/s)', agg16: 'aggregate, 16 streams (tok/s)' };
-    console.log(`\nbench-random-135m-q4_0, ${TOKENS} tokens per stream, threads ${THREADS} (prompts ${BATCH_THREADS}), ${SLOTS} slots × ${CONTEXT} context, median of ${REPS}`);
+    console.log(`\nbench-random-135m-q4_0, ${TOKENS} tokens per stream, threads ${THREADS} (batches ${BATCH_THREADS}), ${SLOTS} slots × ${CONTEXT} context, median of ${REPS}`);
     console.log('(figures: medians over the repetitions; ratios: medians of the ratios within each repetition)');
     console.log(`${'figure'.padEnd(32)}${'appliance'.padStart(12)}${'llama-server'.padStart(14)}${'ratio'.padStart(8)}${'library'.padStart(10)}${'ratio'.padStart(8)}`);
     for (const r of rows) {

@@ -32,7 +32,7 @@ import os from 'node:os';
 import { performance } from 'node:perf_hooks';
 import { parseArgs } from 'node:util';
 import type { Dispatcher } from 'undici';
-import { inferenceThreads, promptThreads } from '../../plugins/engine/threads.js';
+import { inferenceBatchThreads, inferenceThreads } from '../../plugins/engine/threads.js';
 import { buildLlamaServer, startLlamaServer } from '../engine/llama-server.js';
 import { freePort, startApplianceProcess } from '../lib/appliance-process.js';
 import { countConnections, keepAlivePool, resent, timedPost } from '../lib/connections.js';
@@ -126,7 +126,7 @@ function permutations<T>(items: readonly T[]): T[][] {
 async function main(): Promise<void> {
   const modelFile = fixture(FIXTURE);
   const threads = inferenceThreads(0);
-  const batchThreads = promptThreads(0, threads);
+  const batchThreads = inferenceBatchThreads(0, threads);
   const app = await startApplianceProcess({ plugins: { 'host-network': false, 'host-gpu': false, 'host-services': false, webui: false } });
   let server: ChildProcess | undefined;
   try {
@@ -193,7 +193,7 @@ async function main(): Promise<void> {
       v1VsApiChat: paired(v1!.name, native!.name),
       v1VsLlamaServer: paired(v1!.name, llama!.name),
     };
-    console.log(`bench-random-135m-q4_0, ${TOKENS} tokens, ${ROUNDS} rounds, ${threads} thread(s) (prompts ${batchThreads}), ${os.cpus().length} CPUs`);
+    console.log(`bench-random-135m-q4_0, ${TOKENS} tokens, ${ROUNDS} rounds, ${threads} thread(s) (batches ${batchThreads}), ${os.cpus().length} CPUs`);
     for (const s of summary) {
       console.log(`${s.name.padEnd(36)} TTFT ${s.ttftMs.toFixed(1).padStart(7)} ms   ${s.tokensPerSecond.toFixed(1).padStart(7)} tok/s   (${s.tokens} tokens)`);
     }

@@ -134,8 +134,8 @@ export interface LoadOptions {
   /** CPU threads for this model (see docs/engine.md for the default). */
   threads: number;
   /**
-   * CPU threads for batches of prompt tokens, where the backend can tell them apart (llama.cpp's
-   * `n_threads_batch`). Defaults to `threads`.
+   * CPU threads for large batches (prompts, many streams), where the backend tells batches apart
+   * (llama.cpp's `n_threads_batch`). Defaults to `threads`.
    */
   batchThreads?: number;
   /** Fired when the model dies on its own (runner crash); the scheduler forgets it. */

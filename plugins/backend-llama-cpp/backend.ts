@@ -92,7 +92,7 @@ export class LlamaCppBackend implements InferenceBackend {
     this.#shareCpus();
     const cpus = runner.pid === undefined ? null : await this.#placement.place(runner.pid, options.threads);
     log.info(
-      { pid: runner.pid, contextLength: runner.contextLength, parallel: options.parallel, threads: options.threads, promptThreads: runner.promptThreads, cpus, ...runner.info },
+      { pid: runner.pid, contextLength: runner.contextLength, parallel: options.parallel, threads: options.threads, currentBatchThreads: runner.currentBatchThreads, cpus, ...runner.info },
       'model loaded',
     );
     const loaded = runner;
@@ -112,19 +112,19 @@ export class LlamaCppBackend implements InferenceBackend {
   }
 
   /**
-   * Prompt batches get their own (larger) thread count only while one model is loaded: two
+   * Large batches get their own (larger) thread count only while one model is loaded: two
    * runners each spinning more threads than their share of the cores would take turns on them
    * (llama.cpp's threads wait on each other by spinning), so with several, prompts run on the
-   * generation count, as before batch threads existed.
+   * the count of small ones, as before batch threads existed.
    */
   #shareCpus(): void {
     const alone = this.#runners.size === 1;
     for (const r of this.#runners) r.setBatchThreads(alone ? r.batchThreads : r.threads);
   }
 
-  /** The runner processes of the loaded models and their prompt thread counts (for diagnostics and tests). */
-  processes(): { model: string; pid: number; promptThreads: number }[] {
-    return [...this.#runners].flatMap((r) => (r.pid === undefined ? [] : [{ model: r.modelName, pid: r.pid, promptThreads: r.promptThreads }]));
+  /** The runner processes of the loaded models and their large-batch thread counts (for diagnostics and tests). */
+  processes(): { model: string; pid: number; currentBatchThreads: number }[] {
+    return [...this.#runners].flatMap((r) => (r.pid === undefined ? [] : [{ model: r.modelName, pid: r.pid, currentBatchThreads: r.currentBatchThreads }]));
   }
 
   #spawnOptions(): SpawnOptions {

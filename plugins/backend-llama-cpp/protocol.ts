@@ -20,9 +20,9 @@ export interface LoadSpec {
   /** Context length per sequence; 0 means the model's trained context. */
   contextLength: number;
   parallel: number;
-  /** CPU threads of generation steps. */
+  /** CPU threads of small batches (one-stream generation steps). */
   threads: number;
-  /** CPU threads of batches that hold prompt tokens (see runner/batch-threads.ts); defaults to `threads`. */
+  /** CPU threads of large batches (see runner/batch-threads.ts); defaults to `threads`. */
   batchThreads?: number;
   batchSize: number;
   /** `auto` (CUDA, then Vulkan, then CPU) or `false` for the CPU. */
@@ -50,7 +50,7 @@ export type ParentMessage =
   | { t: 'chat'; id: number; params: ChatParams }
   | { t: 'embed'; id: number; params: EmbedParams }
   | { t: 'abort'; id: number }
-  /** The thread count of prompt batches from now on. */
+  /** The thread count of large batches from now on (runner/batch-threads.ts). */
   | { t: 'threads'; batch: number }
   | { t: 'unload' };
 

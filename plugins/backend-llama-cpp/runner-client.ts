@@ -116,11 +116,11 @@ export class RunnerModel implements LoadedModel {
   modelName = '';
   /** Facts the runner reported after loading. */
   info: RunnerInfo | null = null;
-  /** The thread counts it was loaded with: generation steps, and prompt batches when it runs alone. */
+  /** The thread counts it was loaded with: small batches, and large ones when it runs alone. */
   readonly threads: number;
   readonly batchThreads: number;
-  /** The thread count of its prompt batches now (see {@link setBatchThreads}). */
-  promptThreads: number;
+  /** The thread count of its large batches now (see {@link setBatchThreads}). */
+  currentBatchThreads: number;
   readonly ready: Promise<void>;
   readonly #child: ChildProcess;
   readonly #options: RunnerOptions;
@@ -138,7 +138,7 @@ export class RunnerModel implements LoadedModel {
     this.#options = options;
     this.threads = spec.threads;
     this.batchThreads = spec.batchThreads ?? spec.threads;
-    this.promptThreads = this.batchThreads;
+    this.currentBatchThreads = this.batchThreads;
     const log = options.log;
     forwardLines(child.stderr, (line) => log.warn({ runner: child.pid }, line));
     forwardLines(child.stdout, (line) => log.info({ runner: child.pid }, line));
@@ -291,9 +291,9 @@ export class RunnerModel implements LoadedModel {
     }
   }
 
-  /** The thread count of its prompt batches from now on (not a request: the runner stays quiet). */
+  /** The thread count of its large batches from now on (not a request: the runner stays quiet). */
   setBatchThreads(threads: number): void {
-    this.promptThreads = threads;
+    this.currentBatchThreads = threads;
     if (this.#child.connected) this.#child.send({ t: 'threads', batch: threads } satisfies ParentMessage);
   }
 

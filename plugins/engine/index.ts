@@ -17,7 +17,7 @@ import { generateRoute } from './routes/generate.js';
 import { psRoutes } from './routes/ps.js';
 import { Scheduler } from './scheduler.js';
 import { EngineService } from './service.js';
-import { inferenceThreads, promptThreads } from './threads.js';
+import { inferenceBatchThreads, inferenceThreads } from './threads.js';
 
 export default definePlugin({
   name: 'engine',
@@ -61,7 +61,7 @@ export default definePlugin({
       maximum: 512,
       default: 0,
       description:
-        'CPU threads for prompt batches while one model is loaded; 0 = automatic (all available cores, at least `threads`). Defaults to 0.',
+        'CPU threads for batches of 8 or more tokens (prompts, many streams) while one model is loaded; 0 = automatic (all available cores, at least `threads`). Defaults to 0.',
     }),
   }),
   env: {
@@ -77,7 +77,7 @@ export default definePlugin({
   async setup(app, ctx) {
     const o = ctx.options;
     const threads = inferenceThreads(o.threads);
-    const batchThreads = promptThreads(o.batchThreads, threads);
+    const batchThreads = inferenceBatchThreads(o.batchThreads, threads);
     const scheduler = new Scheduler({
       backends: ctx.hooks.backends,
       log: ctx.log,

@@ -30,9 +30,9 @@ export interface SchedulerOptions {
   memoryBudgetBytes: number;
   /** Default context length per sequence (0 = the model's trained context). */
   contextLength: number;
-  /** CPU threads per model for generation. */
+  /** CPU threads per model. */
   threads: number;
-  /** CPU threads per model for prompt batches (the backend may use fewer while others are loaded). Defaults to `threads`. */
+  /** CPU threads per model for large batches (the backend may use fewer while others are loaded). Defaults to `threads`. */
   batchThreads?: number;
   batchSize?: number;
 }

@@ -3,7 +3,7 @@
  * than the free cores makes every token take hundreds of milliseconds (reference §1). The policy:
  * the cores really available (the smallest of the visible CPUs and the cgroup quota), minus one for
  * Node's event loop when there are 4 or more, and exactly 1 on machines with 2 cores or fewer.
- * Prompt batches may use more (see {@link promptThreads}).
+ * Large batches (prompts, many streams) may use more (see {@link inferenceBatchThreads}).
  *
  * @module
  */
@@ -41,11 +41,12 @@ export function inferenceThreads(configured: number, cores: number = availableCo
 }
 
 /**
- * Threads for prompt batches: `configured` when it is above 0, else every available core, and never
- * fewer than `threads`. A prompt is one large matrix product with nothing else to do meanwhile,
- * unlike a generation step (see plugins/backend-llama-cpp/runner/batch-threads.ts).
+ * Threads for large batches (a prompt, or a generation step of many streams): `configured` when it
+ * is above 0, else every available core, and never fewer than `threads`. A large batch is a matrix
+ * product that more threads speed up; a one-stream generation step is not (see
+ * plugins/backend-llama-cpp/runner/batch-threads.ts).
  */
-export function promptThreads(configured: number, threads: number, cores: number = availableCores()): number {
+export function inferenceBatchThreads(configured: number, threads: number, cores: number = availableCores()): number {
   if (configured > 0) return Math.trunc(configured);
   return Math.max(threads, cores);
 }

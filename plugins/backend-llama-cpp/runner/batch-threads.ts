@@ -1,16 +1,18 @@
 /**
- * Prompt batches on more CPU threads than generation, as llama.cpp's `n_threads_batch` (llama-server's
+ * Large batches on more CPU threads than small ones, as llama.cpp's `n_threads_batch` (llama-server's
  * `-tb`) intends: node-llama-cpp 3.22.1 sets one count for both and has no option for the other.
  *
- * A decode whose batch holds more tokens than the context has sequences carries prompt tokens (a
- * generation step holds at most one token per sequence); it runs on `batch` threads, every other
- * decode on `threads`. Why: a prompt is a matrix-matrix product that a second thread speeds up,
- * while a generation step hands each token to the runner's event loop, the sampler and the API
- * process, which a second spinning llama.cpp thread takes the CPU from. Measured on 2 vCPUs,
- * bench-random-135m, 4 × 2048: a 504-token prompt evaluated at 1,120-1,190 tokens/s on 2 threads
- * against 740-780 on 1, a 1,304-token one at 840-890 against 560-590; generation unchanged
- * (single stream and 4 streams); with generation steps on 2 threads as well, single-stream
- * generation lost a third (see docs/engine.md).
+ * A decode of {@link MIN_BATCH_TOKENS} tokens or more (a prompt, or a generation step of that many
+ * streams) runs on `batch` threads, every other decode on `threads`. Why: a large batch is a
+ * matrix-matrix product that a second thread speeds up, while a small generation step is short and
+ * is followed by hand-overs of each token to the runner's event loop, the sampler and the API
+ * process, which a second spinning llama.cpp thread takes the CPU from. llama.cpp itself uses
+ * `n_threads_batch` for every batch of more than one token; here that lost a third of the speed of
+ * one stream. Measured on 2 vCPUs, bench-random-135m, generation on 1 thread, batches on 2:
+ * - a 505-token prompt at 964-1,087 tokens/s against 691-712 on 1 thread, a 1,305-token one at
+ *   793-857 against 522-541 (bench/engine/prompt.ts);
+ * - generation steps: 16 streams 580-614 tokens/s against 428-455, 8 streams 361-439 against
+ *   330-357, 4 streams no better (294-345 against 311-317), 1 stream 63-75 against 197-224.
  *
  * The count is applied through the native context's `setThreads` right before each decode, on
  * the event loop's thread, while no decode of this context runs (the library decodes one batch
@@ -20,13 +22,16 @@
  */
 import type { LlamaContext } from 'node-llama-cpp';
 
+/** The smallest batch (tokens) that runs on the batch thread count. */
+export const MIN_BATCH_TOKENS = 8;
+
 type Native = {
   initBatch?: (size: number) => unknown;
   decodeBatch?: () => Promise<unknown>;
   setThreads?: (threads: number) => unknown;
 };
 
-/** Sets the thread count of prompt batches; the count of generation steps stays as loaded. */
+/** Sets the thread count of large batches; the count of small ones stays as loaded. */
 export interface BatchThreads {
   set(batch: number): void;
 }
@@ -35,7 +40,7 @@ export interface BatchThreads {
  * Wraps the context's native batch calls; null (and no change) if the library's internals are not
  * the expected ones, in which case every decode keeps the context's own count.
  */
-export function useBatchThreads(context: LlamaContext, threads: number, batch: number, sequences: number): BatchThreads | null {
+export function useBatchThreads(context: LlamaContext, threads: number, batch: number): BatchThreads | null {
   const native = (context as unknown as { _ctx?: Native })._ctx;
   const { initBatch, decodeBatch, setThreads } = native ?? {};
   if (!native || typeof initBatch !== 'function' || typeof decodeBatch !== 'function' || typeof setThreads !== 'function') return null;
@@ -46,7 +51,7 @@ export function useBatchThreads(context: LlamaContext, threads: number, batch: n
   own('decodeBatch', () => {
     // Set every time: node-llama-cpp's thread splitter may have set its own count just before, and
     // the native call changes nothing when the count is already the one asked for.
-    setThreads.call(native, size > sequences ? batch : threads);
+    setThreads.call(native, size >= MIN_BATCH_TOKENS ? batch : threads);
     return decodeBatch.call(native);
   });
   return {

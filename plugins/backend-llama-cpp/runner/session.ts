@@ -61,7 +61,7 @@ export class ModelSession {
     this.#prompts = new Prompts(model, format, info.contextLength);
     this.#grammars = new Grammars(llama);
     this.#embedder = new Embedder(model, info.contextLength, spec.threads);
-    this.#batchThreads = useBatchThreads(context, spec.threads, spec.batchThreads ?? spec.threads, spec.parallel);
+    this.#batchThreads = useBatchThreads(context, spec.threads, spec.batchThreads ?? spec.threads);
     if (!this.#batchThreads) {
       this.warnings.push("node-llama-cpp's native context lacks the calls runner/batch-threads.ts wraps (another version?): prompts run on the generation thread count");
     }
@@ -105,7 +105,7 @@ export class ModelSession {
     return new ModelSession(llama, model, context, spec, info, format);
   }
 
-  /** The thread count of prompt batches from now on (the parent lowers it while other models are loaded). */
+  /** The thread count of large batches from now on (the parent lowers it while other models are loaded). */
   setBatchThreads(threads: number): void {
     this.#batchThreads?.set(threads);
   }
