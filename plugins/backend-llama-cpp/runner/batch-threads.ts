@@ -7,12 +7,12 @@
  * matrix-matrix product that a second thread speeds up, while a small generation step is short and
  * is followed by hand-overs of each token to the runner's event loop, the sampler and the API
  * process, which a second spinning llama.cpp thread takes the CPU from. llama.cpp itself uses
- * `n_threads_batch` for every batch of more than one token; here that lost a third of the speed of
- * one stream. Measured on 2 vCPUs, bench-random-135m, generation on 1 thread, batches on 2:
+ * `n_threads_batch` for every batch of more than one token; here 4-token steps were slower that
+ * way. Measured on 2 vCPUs, bench-random-135m, small batches on 1 thread, large ones on 2:
  * - a 505-token prompt at 964-1,087 tokens/s against 691-712 on 1 thread, a 1,305-token one at
  *   793-857 against 522-541 (bench/engine/prompt.ts);
- * - generation steps: 16 streams 580-614 tokens/s against 428-455, 8 streams 361-439 against
- *   330-357, 4 streams no better (294-345 against 311-317), 1 stream 63-75 against 197-224.
+ * - generation steps: 16 streams 580-614 tokens/s against 428-455, 8 streams a median of 360
+ *   against 295, 4 streams worse (289 against 319-340), 1 stream 50-120 against 184-224.
  *
  * The count is applied through the native context's `setThreads` right before each decode, on
  * the event loop's thread, while no decode of this context runs (the library decodes one batch
