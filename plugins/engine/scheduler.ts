@@ -48,7 +48,10 @@ export interface Lease {
 export interface AcquireOptions {
   /** The request's keep_alive in ms; undefined keeps the model's current one. */
   keepAliveMs?: number;
-  /** The request's `num_ctx`, used when this request loads the model. */
+  /**
+   * The request's `num_ctx` (its own or the model's stored parameter): the context the model is
+   * loaded with, and a reason to reload an idle model loaded with another (see `#otherContext`).
+   */
   contextLength?: number;
 }
 
@@ -65,6 +68,8 @@ class Instance {
   timer: NodeJS.Timeout | null = null;
   expiresAt = 0;
   lastUsed = Date.now();
+  /** The context length asked for at load (0 = the model's own); the loaded one may be clamped. */
+  contextAsked = 0;
   gone = false;
   unloading: Promise<void> | null = null;
   readonly goneWaiters: (() => void)[] = [];
@@ -97,7 +102,7 @@ export class Scheduler {
     for (;;) {
       if (signal.aborted) throw signal.reason;
       let inst = this.#instances.get(model.name);
-      if (inst && inst.resolved.digest !== model.digest && inst.idle && inst.model) {
+      if (inst && inst.idle && inst.model && (inst.resolved.digest !== model.digest || this.#otherContext(inst, options.contextLength))) {
         await this.#unload(inst);
         continue;
       }
@@ -181,10 +186,24 @@ export class Scheduler {
     await Promise.all(all.map((inst) => this.#unload(inst)));
   }
 
+  /**
+   * Whether a request's `num_ctx` asks for another context than the loaded one, so that an idle
+   * model is loaded again with it, as Ollama does. A request without `num_ctx` takes the model as
+   * loaded (Ollama reloads it to the default, and clients that differ on num_ctx make it reload on
+   * every turn). A model clamped to its trained context is not reloaded for a larger ask.
+   */
+  #otherContext(inst: Instance, asked: number | undefined): boolean {
+    const loaded = inst.model?.contextLength;
+    if (asked === undefined || loaded === undefined || asked === loaded) return false;
+    const clamped = inst.contextAsked === 0 || loaded < inst.contextAsked;
+    return !(clamped && asked > loaded);
+  }
+
   #create(model: ResolvedModel, options: AcquireOptions): Instance {
     const inst = new Instance(model, this.#o.backends.forFormat(model.format), options.keepAliveMs ?? this.#o.keepAliveMs);
     this.#instances.set(model.name, inst);
     const contextLength = options.contextLength ?? this.#o.contextLength;
+    inst.contextAsked = contextLength;
     this.#loadChain = this.#loadChain.then(() => this.#load(inst, contextLength));
     return inst;
   }

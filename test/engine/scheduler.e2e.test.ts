@@ -2,7 +2,8 @@
  * The scheduler as a user meets it, with 2 slots per model, a queue of 2 and 1 loaded model:
  * concurrent requests share a model, the queue overflows into 503 + Retry-After, a client that
  * leaves frees its slot at once, keep_alive expires models, a new model evicts an idle one but
- * waits for a busy one, deleting a loaded model unloads it, and stopping svc-inference answers 503.
+ * waits for a busy one, a different num_ctx loads an idle model again, deleting a loaded model
+ * unloads it, and stopping svc-inference answers 503.
  */
 import t from 'tap';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -89,6 +90,28 @@ t.test('a new model evicts an idle one, but waits for one in use', async (t) => 
   t.notMatch(text, /"error"/, 'no error line');
   t.equal((await other).done, true, 'then the other model was loaded');
   t.same(await names(), ['a:latest']);
+});
+
+t.test('num_ctx: an idle model is loaded again with the context asked for; a busy one answers as loaded', async (t) => {
+  const context = async () => ((await ollama.ps()).models.find((m) => m.name === 'b:latest') as { context_length?: number } | undefined)?.context_length;
+  const ask = (numCtx?: number) => ollama.generate({ model: 'b', prompt: 'Once', options: { num_predict: 1, ...(numCtx ? { num_ctx: numCtx } : {}) } });
+  await ask();
+  t.equal(await context(), 2048, "the engine's 4096 clamped to the model's trained 2048");
+  t.notOk((await ask(4096)).load_duration, 'a larger num_ctx than the model has: no reload (no load_duration)');
+  t.equal(await context(), 2048);
+  t.ok((await ask(256)).load_duration > 0, 'a smaller num_ctx: the model is loaded again');
+  t.equal(await context(), 256);
+  t.notOk((await ask()).load_duration, 'no num_ctx: the model as loaded');
+  t.equal(await context(), 256);
+
+  const busy = await startStream('b', 40);
+  const during = await ask(512);
+  t.equal(during.done, true, 'a request with another num_ctx while the model is busy is answered');
+  t.notOk(during.load_duration, 'by the loaded model');
+  t.equal(await context(), 256);
+  t.match(await busy.rest, /"done":true/);
+  t.ok((await ask(512)).load_duration > 0, 'once idle, the next such request reloads it');
+  t.equal(await context(), 512);
 });
 
 t.test('deleting a loaded model unloads it first', async (t) => {
