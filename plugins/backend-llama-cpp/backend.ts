@@ -114,7 +114,7 @@ export class LlamaCppBackend implements InferenceBackend {
   /**
    * Large batches get their own (larger) thread count only while one model is loaded: two
    * runners each spinning more threads than their share of the cores would take turns on them
-   * (llama.cpp's threads wait on each other by spinning), so with several, prompts run on the
+   * (llama.cpp's threads wait on each other by spinning), so with several, every batch runs on
    * the count of small ones, as before batch threads existed.
    */
   #shareCpus(): void {

@@ -20,7 +20,7 @@ export interface LoadSpec {
   /** Context length per sequence; 0 means the model's trained context. */
   contextLength: number;
   parallel: number;
-  /** CPU threads of small batches (one-stream generation steps). */
+  /** CPU threads of small batches (generation steps of a few streams). */
   threads: number;
   /** CPU threads of large batches (see runner/batch-threads.ts); defaults to `threads`. */
   batchThreads?: number;

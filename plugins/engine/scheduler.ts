@@ -190,11 +190,13 @@ export class Scheduler {
    * Whether a request's `num_ctx` asks for another context than the loaded one, so that an idle
    * model is loaded again with it, as Ollama does. A request without `num_ctx` takes the model as
    * loaded (Ollama reloads it to the default, and clients that differ on num_ctx make it reload on
-   * every turn). A model clamped to its trained context is not reloaded for a larger ask.
+   * every turn). The ask is compared with the load's ask too: a backend may load another length
+   * than asked (an ONNX model has its own), and a model clamped to its trained context is not
+   * reloaded for a larger ask.
    */
   #otherContext(inst: Instance, asked: number | undefined): boolean {
     const loaded = inst.model?.contextLength;
-    if (asked === undefined || loaded === undefined || asked === loaded) return false;
+    if (asked === undefined || loaded === undefined || asked === loaded || asked === inst.contextAsked) return false;
     const clamped = inst.contextAsked === 0 || loaded < inst.contextAsked;
     return !(clamped && asked > loaded);
   }

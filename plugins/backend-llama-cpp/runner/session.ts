@@ -63,7 +63,7 @@ export class ModelSession {
     this.#embedder = new Embedder(model, info.contextLength, spec.threads);
     this.#batchThreads = useBatchThreads(context, spec.threads, spec.batchThreads ?? spec.threads);
     if (!this.#batchThreads) {
-      this.warnings.push("node-llama-cpp's native context lacks the calls runner/batch-threads.ts wraps (another version?): prompts run on the generation thread count");
+      this.warnings.push("node-llama-cpp's native context lacks the calls runner/batch-threads.ts wraps (another version?): large batches run on the small-batch thread count");
     }
     if (!fixBatchDispatch(context, () => this.#slots.busy)) {
       this.warnings.push(
