@@ -14,6 +14,7 @@ import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { inferenceBatchThreads, inferenceThreads } from '../../plugins/engine/threads.js';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const BUNDLE = path.join(ROOT, 'node_modules/node-llama-cpp/llama/gitRelease.bundle');
@@ -64,6 +65,15 @@ export async function buildLlamaServer(log: (line: string) => void = console.err
   logged('cmake', ['--build', build, '--target', 'llama-server', '-j', String(os.availableParallelism())], CACHE);
   await writeFile(stamp, commit);
   return binary;
+}
+
+/**
+ * The thread counts every side of a benchmark gets: the appliance's automatic ones for one loaded
+ * model, or `LIA_THREADS` / `LIA_BATCH_THREADS` (llama-server's `-t` / `-tb`).
+ */
+export function benchThreads(): { threads: number; batchThreads: number } {
+  const threads = inferenceThreads(Number(process.env['LIA_THREADS'] ?? 0));
+  return { threads, batchThreads: inferenceBatchThreads(Number(process.env['LIA_BATCH_THREADS'] ?? 0), threads) };
 }
 
 /**

@@ -19,13 +19,12 @@
  */
 import type { ChildProcess } from 'node:child_process';
 import { parseArgs } from 'node:util';
-import { inferenceBatchThreads, inferenceThreads } from '../../plugins/engine/threads.js';
 import { startApplianceProcess } from '../lib/appliance-process.js';
 import { median } from '../lib/stats.js';
 import { ENGINE_ONLY } from '../../test/helpers/plugin-sets.js';
 import { fixture } from '../../test/helpers/fixtures.js';
 import { createModel } from '../../test/helpers/models.js';
-import { buildLlamaServer, startLlamaServer } from './llama-server.js';
+import { benchThreads, buildLlamaServer, startLlamaServer } from './llama-server.js';
 
 const { values } = parseArgs({
   options: {
@@ -38,8 +37,7 @@ const { values } = parseArgs({
 const REPS = Number(values.reps);
 const SLOTS = Number(values.slots);
 const CONTEXT = Number(values.context);
-const THREADS = inferenceThreads(Number(process.env['LIA_THREADS'] ?? 0));
-const BATCH_THREADS = inferenceBatchThreads(Number(process.env['LIA_BATCH_THREADS'] ?? 0), THREADS);
+const { threads: THREADS, batchThreads: BATCH_THREADS } = benchThreads();
 /** Sentence repeats per prompt: about 100, 500 and 1,300 tokens with the Llama-2 vocabulary. */
 const LENGTHS = [10, 50, 130];
 const SENTENCE = 'The cat and the dog played in the park. ';

@@ -31,7 +31,6 @@ import path from 'node:path';
 import { parseArgs, promisify } from 'node:util';
 import type { Dispatcher } from 'undici';
 import { runnerTunables } from '../../plugins/backend-llama-cpp/huge-pages.js';
-import { inferenceBatchThreads, inferenceThreads } from '../../plugins/engine/threads.js';
 import { startApplianceProcess } from '../lib/appliance-process.js';
 import { countConnections, keepAlivePool, resent, timedPost } from '../lib/connections.js';
 import { median } from '../lib/stats.js';
@@ -39,7 +38,7 @@ import { ENGINE_ONLY } from '../../test/helpers/plugin-sets.js';
 import { fixture, ROOT } from '../../test/helpers/fixtures.js';
 import { createModel } from '../../test/helpers/models.js';
 import { measureFigures, PROMPT, SAMPLING, type Figures, type Stream } from './figures.js';
-import { buildLlamaServer, startLlamaServer } from './llama-server.js';
+import { benchThreads, buildLlamaServer, startLlamaServer } from './llama-server.js';
 
 const { values } = parseArgs({
   options: {
@@ -56,9 +55,7 @@ const TOKENS = Number(values.tokens);
 /** Slots (parallel sequences) and context per slot, the same on every side. Defaults to 16 × 512. */
 const SLOTS = Number(values.slots);
 const CONTEXT = Number(values.context);
-const THREADS = inferenceThreads(Number(process.env['LIA_THREADS'] ?? 0));
-/** Large-batch threads, the appliance's rule for one loaded model (llama-server's `-tb`). */
-const BATCH_THREADS = inferenceBatchThreads(Number(process.env['LIA_BATCH_THREADS'] ?? 0), THREADS);
+const { threads: THREADS, batchThreads: BATCH_THREADS } = benchThreads();
 
 /** A server under test: one streaming generation, timed on the client side. */
 type Target = { name: string; generate(): Promise<Stream> };

@@ -18,7 +18,8 @@
  *
  * llama-server is the one the engine benchmark builds from the llama.cpp source node-llama-cpp
  * bundles (bench/engine/llama-server.ts: built once, cached under `bench/.cache/`), so both run
- * the same release; `--server PATH` runs another binary. It runs with the engine's thread count,
+ * the same release; `--server PATH` runs another binary. It runs with the engine's thread counts
+ * (`LIA_THREADS` / `LIA_BATCH_THREADS` apply to both servers, see `benchThreads`),
  * 4 slots of 2048 tokens (as the engine loads the model) and the GGUF's chat template (`--jinja`).
  *
  * Run: `node --import tsx bench/openai/chat-stream.ts [--rounds 12] [--tokens 128] [--same-sampling] [--json FILE]`
@@ -32,8 +33,7 @@ import os from 'node:os';
 import { performance } from 'node:perf_hooks';
 import { parseArgs } from 'node:util';
 import type { Dispatcher } from 'undici';
-import { inferenceBatchThreads, inferenceThreads } from '../../plugins/engine/threads.js';
-import { buildLlamaServer, startLlamaServer } from '../engine/llama-server.js';
+import { benchThreads, buildLlamaServer, startLlamaServer } from '../engine/llama-server.js';
 import { freePort, startApplianceProcess } from '../lib/appliance-process.js';
 import { countConnections, keepAlivePool, resent, timedPost } from '../lib/connections.js';
 import { fixture } from '../../test/helpers/fixtures.js';
@@ -125,8 +125,7 @@ function permutations<T>(items: readonly T[]): T[][] {
 
 async function main(): Promise<void> {
   const modelFile = fixture(FIXTURE);
-  const threads = inferenceThreads(0);
-  const batchThreads = inferenceBatchThreads(0, threads);
+  const { threads, batchThreads } = benchThreads();
   const app = await startApplianceProcess({ plugins: { 'host-network': false, 'host-gpu': false, 'host-services': false, webui: false } });
   let server: ChildProcess | undefined;
   try {
