@@ -1,8 +1,7 @@
 /**
- * The console banner printed at boot, like the one a device shows on its screen: host name,
- * every URL the appliance answers on, the CA fingerprint to compare with the downloaded
- * certificate, and where the master key is kept. The key itself appears only on the boot that
- * created it (the key store reports that through `firstBootKey`).
+ * The console banner printed at boot, like the one a device shows on its screen: host name and
+ * every URL the appliance answers on, then the sections plugins add through `hooks.banner` (the
+ * CA fingerprint to compare with the downloaded certificate, where the master key is kept, ...).
  *
  * @module
  */
@@ -18,7 +17,8 @@ export function listenAddresses(host: string, interfaces = os.networkInterfaces(
   return [host];
 }
 
-function url(host: string, port: number): string {
+/** An https URL for a host name or address (IPv6 in brackets). */
+export function httpsUrl(host: string, port: number): string {
   return `https://${host.includes(':') ? `[${host}]` : host}:${port}`;
 }
 
@@ -27,26 +27,22 @@ export function bootBanner(built: BuiltApp, config: Config, port: number): strin
   const hostname = hooks.network.maybe()?.hostname() ?? os.hostname();
   const urls = new Set<string>();
   if (config.host === '0.0.0.0' || config.host === '::' || config.host === 'localhost' || config.host.startsWith('127.')) {
-    urls.add(url('localhost', port));
+    urls.add(httpsUrl('localhost', port));
   }
   if (config.host === '0.0.0.0' || config.host === '::') {
-    urls.add(url(`${hostname}.local`, port));
-    urls.add(url(hostname, port));
+    urls.add(httpsUrl(`${hostname}.local`, port));
+    urls.add(httpsUrl(hostname, port));
   }
-  for (const a of listenAddresses(config.host)) urls.add(url(a, port));
-  const tls = hooks.tls.maybe();
-  const keys = hooks.keys.maybe() as (ReturnType<typeof hooks.keys.get> & { firstBootKey?: string | null }) | undefined;
+  for (const a of listenAddresses(config.host)) urls.add(httpsUrl(a, port));
   const lines = [
     '',
     '  LIA — Local Inference Appliance',
     `  Host name     ${hostname}`,
     ...[...urls].map((u, i) => `  ${i === 0 ? 'URLs         ' : '             '} ${u}`),
-    `  CA SHA-256    ${tls ? tls.rootFingerprint() : '(no TLS plugin)'}`,
-    `  CA download   ${url('localhost', port)}/system/ca-cert (compare the fingerprint above)`,
-    `  Master key    ${keys ? keys.masterKeyPath : '(no key plugin)'}`,
   ];
-  if (keys?.firstBootKey) {
-    lines.push(`  New key       ${keys.firstBootKey}`, '                (shown once, on the boot that created it; `lia key show` reads the file)');
+  const sections = [...hooks.banner.list()].sort((a, b) => (a.order ?? 100) - (b.order ?? 100));
+  for (const section of sections) {
+    for (const [label, value] of section.lines({ port, hostname })) lines.push(`  ${label.padEnd(13)} ${value}`);
   }
   return lines.join('\n') + '\n\n';
 }

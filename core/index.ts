@@ -1,18 +1,23 @@
 /**
- * The public surface of LIA's core for plugin authors: the plugin contract, the hook interfaces,
- * the error registry and the streaming helpers. Plugins import from here, never from deeper
- * paths of core.
+ * `lia/plugin`: the public API for plugin authors, and the only module of core that plugins import,
+ * built-in ones included. It holds the plugin contract, the hook interfaces and contracts, the
+ * error registry, the streaming helpers, the CLI command contract and a few file and host helpers.
+ *
+ * Versioning: this module follows {@link PLUGIN_API_VERSION}. Within one major version, exports
+ * are only added; a removal or an incompatible change of a signature raises the major, and core
+ * refuses plugins written for another major at load (exit code 2).
  *
  * @module
  */
-export { definePlugin, type LiaPlugin, type PluginContext } from './plugin/define.js';
-export { Slot, Registry, BackendRegistry, type Hooks } from './plugin/hooks.js';
-export { AppError, Errors, defineError, isAppError, type ErrorFactory, type OpenAIErrorType } from './errors.js';
+export { definePlugin, PLUGIN_API_VERSION, type LiaPlugin, type PluginContext, type PluginSpec } from './plugin/define.js';
+export { Slot, Registry, Extensions, type Hooks, type BannerSection, type ErrorFormat, type CustomHooks } from './plugin/hooks.js';
+export { BackendRegistry } from './plugin/hooks.js';
+export { AppError, Errors, defineError, isAppError, type AppErrorOptions, type ErrorFactory } from './errors.js';
 export { startNdjson, clientGone, type StreamWriter } from './streaming/ndjson.js';
-export { startSse } from './streaming/sse.js';
+export { startSse, type SseOptions } from './streaming/sse.js';
 export { primed } from './streaming/primed.js';
-export { toAppError, errorBody } from './http/error-handler.js';
-export { normalizePath, surfaceOf, type Surface } from './http/surface.js';
+export { toAppError } from './http/error-handler.js';
+export { normalizePath } from './http/surface.js';
 export { SERVICE_NAMES, isServiceName, ServiceRegistry, type ServiceName, type ServiceRole, type ServiceState } from './services/registry.js';
 export { LogHub } from './logging.js';
 export { readTextOrNull } from './fs/read.js';
@@ -28,6 +33,8 @@ export type * from './contracts/inference.js';
 export type * from './contracts/model-store.js';
 export type * from './contracts/network.js';
 export type * from './contracts/tls.js';
-export { CliError, type CliCommand, type CliIO, type CliArgs } from './cli/types.js';
+export { CliError, isCliError, type CliCommand, type CliIO, type CliArgs } from './cli/types.js';
 export { responseError, type ApiClient } from './cli/client.js';
 export { runTool, firstLine, ToolError, type ToolResult } from './host/run-tool.js';
+/** TypeBox, for option and route schemas, so that a plugin needs no copy of its own. */
+export { Type, type Static, type TObject, type TSchema } from '@sinclair/typebox';

@@ -6,6 +6,7 @@
  * @module
  */
 import { mkdir } from 'node:fs/promises';
+import { ConfigError } from './config/load.js';
 import type { Config } from './config/schema.js';
 import { applyTls, buildApp, type BuildOptions, type BuiltApp } from './http/app.js';
 import { bootBanner } from './banner.js';
@@ -23,7 +24,7 @@ export async function startAppliance(config: Config, options: BuildOptions = {})
   const { app, hooks } = built;
   let closeControl: (() => Promise<void>) | null = null;
   try {
-    await app.ready();
+    await ready(built, config);
     await hooks.services.startAll();
     applyTls(app, hooks.tls.get().current());
     hooks.tls.get().onChange((credentials) => {
@@ -56,4 +57,23 @@ export async function startAppliance(config: Config, options: BuildOptions = {})
       return closing;
     },
   };
+}
+
+/**
+ * Runs every plugin's setup. A configuration that Fastify refuses (a third-party plugin listed
+ * before the plugin it depends on) or that leaves the appliance without TLS is a ConfigError.
+ */
+async function ready({ app, hooks }: BuiltApp, config: Config): Promise<void> {
+  try {
+    await app.ready();
+  } catch (err) {
+    const code = (err as { code?: string }).code;
+    if (code === 'FST_ERR_PLUGIN_NOT_PRESENT_IN_INSTANCE') {
+      throw new ConfigError(`${config.source ?? 'configuration'}: ${(err as Error).message}; list the plugin it depends on before it under "plugins"`);
+    }
+    throw err;
+  }
+  if (!hooks.tls.provided) {
+    throw new ConfigError(`${config.source ?? 'the default configuration'}: no enabled plugin provides TLS, and LIA serves only HTTPS; enable "pki-local-ca" (or a plugin that provides hooks.tls)`);
+  }
 }

@@ -1,43 +1,35 @@
 /**
- * `lia`: the command-line entry. It finds the command named by the first one or two words,
- * parses its flags with `node:util` `parseArgs`, and runs it. Command modules live in
- * `core/cli/commands/` and export `commands: CliCommand[]`.
+ * `lia`: the command-line entry. Commands come from core (`core/cli/commands/`: `serve`,
+ * `plugins`) and from every plugin the configuration enables (the `commands` of its definition),
+ * so a disabled plugin's commands disappear and a third-party plugin can add its own. The command
+ * is the one named by the first one or two words; its flags are parsed with `node:util`
+ * `parseArgs`.
  *
  * @module
  */
-import { existsSync } from 'node:fs';
-import { readdir } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
+import { ConfigError, loadConfig } from '../config/load.js';
+import type { Config } from '../config/schema.js';
+import { importEnabledPlugins } from '../plugin/host.js';
 import { VERSION } from '../version.js';
 import { clientFromEnv } from './client.js';
-import { dataDirFromEnv } from './data-dir.js';
-import { CliError, type CliCommand, type CliIO } from './types.js';
+import { commands as coreCommands } from './commands/index.js';
+import { isCliError, type CliCommand, type CliIO } from './types.js';
 
-const SOURCE = /\.(ts|js)$/;
+/** The value of a global flag (`--config F`, `--config=F`) read before the command is known. */
+function flagValue(argv: string[], name: string): string | undefined {
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i]!;
+    if (a === `--${name}`) return argv[i + 1];
+    if (a.startsWith(`--${name}=`)) return a.slice(name.length + 3);
+  }
+  return undefined;
+}
 
-/**
- * Core's commands (`core/cli/commands/*`) and those of every built-in plugin that ships a
- * `cli/commands` module: a plugin brings its own commands, as it brings its own routes.
- */
-async function loadCommands(): Promise<CliCommand[]> {
-  const urls: URL[] = [];
-  const coreDir = new URL('./commands/', import.meta.url);
-  for (const f of (await readdir(coreDir)).sort()) if (SOURCE.test(f) && !f.endsWith('.d.ts') && !f.includes('.test.')) urls.push(new URL(f, coreDir));
-  const pluginsDir = new URL('../../plugins/', import.meta.url);
-  for (const name of (await readdir(pluginsDir)).sort()) {
-    for (const ext of ['js', 'ts']) {
-      const url = new URL(`${name}/cli/commands.${ext}`, pluginsDir);
-      if (existsSync(url)) {
-        urls.push(url);
-        break;
-      }
-    }
-  }
-  const all: CliCommand[] = [];
-  for (const url of urls) {
-    const mod = (await import(url.href)) as { commands?: CliCommand[] };
-    all.push(...(mod.commands ?? []));
-  }
+/** Core's commands, then each enabled plugin's, in config order. */
+async function loadCommands(config: Config): Promise<CliCommand[]> {
+  const all: CliCommand[] = [...coreCommands];
+  for (const { spec } of await importEnabledPlugins(config)) all.push(...((await spec.commands?.()) ?? []));
   return all;
 }
 
@@ -63,7 +55,16 @@ export async function main(argv: string[], io: Partial<CliIO> = {}): Promise<num
   const env = io.env ?? process.env;
   const out = io.stdout ?? process.stdout;
   const err = io.stderr ?? process.stderr;
-  const commands = await loadCommands();
+  let config: Config;
+  let commands: CliCommand[];
+  try {
+    config = await loadConfig({ env, configFile: flagValue(argv, 'config'), flags: { dataDir: flagValue(argv, 'data-dir') } });
+    commands = await loadCommands(config);
+  } catch (e) {
+    if (!(e instanceof ConfigError)) throw e;
+    err.write(`lia: invalid configuration: ${e.message}\n`);
+    return e.exitCode;
+  }
   if (argv.length === 0 || argv[0] === '--help' || argv[0] === '-h' || argv[0] === 'help') {
     out.write(help(commands) + '\n');
     return argv.length === 0 ? 2 : 0;
@@ -82,7 +83,7 @@ export async function main(argv: string[], io: Partial<CliIO> = {}): Promise<num
   try {
     const { values, positionals } = parseArgs({
       args: rest,
-      options: { help: { type: 'boolean', short: 'h' }, url: { type: 'string' }, ...command.options },
+      options: { help: { type: 'boolean', short: 'h' }, url: { type: 'string' }, config: { type: 'string', short: 'c' }, 'data-dir': { type: 'string' }, ...command.options },
       allowPositionals: true,
       strict: true,
     });
@@ -95,11 +96,12 @@ export async function main(argv: string[], io: Partial<CliIO> = {}): Promise<num
       stderr: err,
       stdin: io.stdin ?? process.stdin,
       env,
-      client: io.client ?? (() => clientFromEnv(env, dataDirFromEnv(env), values['url'] as string | undefined)),
+      dataDir: config.dataDir,
+      client: io.client ?? (() => clientFromEnv(env, config.dataDir, values['url'] as string | undefined)),
     };
     return await command.run({ values, positionals }, fullIO);
   } catch (e) {
-    if (e instanceof CliError) {
+    if (isCliError(e)) {
       err.write(`lia ${command.name}: ${e.message}\n`);
       return e.exitCode;
     }

@@ -1,6 +1,6 @@
 /**
  * Builds the Fastify app: the HTTPS server (credentials applied later by {@link applyTls}), the
- * logger, the error registry, the auth gate, 404/405, the public `/health`, and every enabled
+ * logger, the error handler, the auth gate, 404/405, the public `/health`, and every enabled
  * plugin. It does not listen: tests `inject()` into it, `core/main.ts` starts it.
  *
  * @module
@@ -15,7 +15,7 @@ import { createHooks, type Hooks } from '../plugin/hooks.js';
 import { loadPlugins, registerPlugins, type LoadedPlugin } from '../plugin/host.js';
 import { VERSION } from '../version.js';
 import { installAuthGate } from './auth-hook.js';
-import { errorHandler } from './error-handler.js';
+import { createErrorHandler } from './error-handler.js';
 import { installRouting, RouteTable } from './routing.js';
 import { TLS_POLICY } from './tls-policy.js';
 
@@ -75,7 +75,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
 
   const hooks = createHooks(logs, options.console ?? ((text) => process.stdout.write(text)));
   const routes = new RouteTable();
-  app.setErrorHandler(errorHandler);
+  app.setErrorHandler(createErrorHandler(hooks.errorFormats));
   app.removeAllContentTypeParsers();
   app.addContentTypeParser('*', { parseAs: 'string' }, parseJsonBody);
   installRouting(app, routes);
@@ -92,16 +92,6 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
       services: Object.fromEntries(services.map((s) => [s.name, s.implemented ? s.state : 'inactive'])),
     };
     return reply.code(down.length === 0 ? 200 : 503).header('Cache-Control', 'no-store').send(body);
-  });
-
-  // Ollama's CLI and clients probe `/` as a heartbeat; a browser is sent to the web UI.
-  let hasUi = false;
-  app.addHook('onReady', async () => {
-    hasUi = routes.list().some((r) => r.url === '/ui/');
-  });
-  app.get('/', { config: { public: true } }, async (request, reply) => {
-    if (hasUi && String(request.headers.accept ?? '').includes('text/html')) return reply.redirect('/ui/');
-    return reply.type('text/plain; charset=utf-8').send('Ollama is running');
   });
 
   const plugins = options.plugins ?? (await loadPlugins(config, options.env ?? process.env));

@@ -2,14 +2,17 @@
  * The one place where errors become HTTP responses. An {@link AppError} keeps its status, message
  * and headers; Fastify's own errors (bad JSON, body too large, validation, unsupported media
  * type) are mapped onto registered codes; anything else is a 500 whose details go only to the
- * log. The body follows the surface: OpenAI's `{"error":{message,type,param,code}}` under `/v1/`,
- * Ollama's `{"error":"..."}` everywhere else.
+ * log. The body follows the surface: a plugin that serves an API surface registers its error
+ * format in `hooks.errorFormats` (OpenAI's `{"error":{message,type,param,code}}` under `/v1`, by
+ * api-openai); everything else gets `{"error":"..."}`, the shape of Ollama's API and `/system/`.
  *
  * @module
  */
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import { AppError, Errors, isAppError } from '../errors.js';
-import { surfaceOf } from './surface.js';
+import type { ErrorFormat } from '../plugin/hooks.js';
+import type { Registry } from '../plugin/hooks.js';
+import { normalizePath } from './surface.js';
 
 /** Maps any thrown value to an AppError. */
 export function toAppError(err: unknown): AppError {
@@ -40,20 +43,30 @@ export function toAppError(err: unknown): AppError {
   return Errors.internal('internal server error', { cause: err });
 }
 
-/** The body of an error for a surface. */
-export function errorBody(url: string, error: AppError): unknown {
-  if (surfaceOf(url) === 'openai') {
-    return { error: { message: error.message, type: error.openaiType, param: error.param, code: error.openaiCode } };
+/** The error format of the surface a raw URL belongs to, or null for the default shape. */
+export function errorFormatFor(formats: Registry<ErrorFormat>, url: string): ErrorFormat | null {
+  const p = normalizePath(url);
+  let best: ErrorFormat | null = null;
+  for (const f of formats.list()) {
+    if ((p === f.prefix || p.startsWith(f.prefix + '/')) && (!best || f.prefix.length > best.prefix.length)) best = f;
   }
+  return best;
+}
+
+/** The default error body: `{"error":"message"}`. */
+export function defaultErrorBody(error: AppError): unknown {
   return { error: error.message };
 }
 
-/** Fastify error handler: the only mapper from errors to responses. */
-export function errorHandler(err: unknown, request: FastifyRequest, reply: FastifyReply): FastifyReply {
-  const error = toAppError(err);
-  if (error.statusCode >= 500) request.log.error({ err }, 'request failed');
-  else request.log.info({ code: error.code, msg: error.message }, 'request rejected');
-  for (const [k, v] of Object.entries(error.headers)) reply.header(k, v);
-  if (error.statusCode === 401) reply.header('WWW-Authenticate', 'Bearer');
-  return reply.code(error.statusCode).type('application/json; charset=utf-8').send(errorBody(request.url, error));
+/** The Fastify error handler over the registered surface formats: the only mapper from errors to responses. */
+export function createErrorHandler(formats: Registry<ErrorFormat>) {
+  return function errorHandler(err: unknown, request: FastifyRequest, reply: FastifyReply): FastifyReply {
+    const error = toAppError(err);
+    if (error.statusCode >= 500) request.log.error({ err }, 'request failed');
+    else request.log.info({ code: error.code, msg: error.message }, 'request rejected');
+    for (const [k, v] of Object.entries(error.headers)) reply.header(k, v);
+    if (error.statusCode === 401) reply.header('WWW-Authenticate', 'Bearer');
+    const body = (errorFormatFor(formats, request.url)?.body ?? defaultErrorBody)(error);
+    return reply.code(error.statusCode).type('application/json; charset=utf-8').send(body);
+  };
 }

@@ -1,5 +1,7 @@
 import t from 'tap';
-import { normalizePath, surfaceOf } from './surface.js';
+import { Registry, type ErrorFormat } from '../plugin/hooks.js';
+import { errorFormatFor } from './error-handler.js';
+import { normalizePath } from './surface.js';
 
 t.test('normalizePath undoes every spelling trick', async (t) => {
   const cases: [string, string][] = [
@@ -20,11 +22,15 @@ t.test('normalizePath undoes every spelling trick', async (t) => {
   for (const [raw, want] of cases) t.equal(normalizePath(raw), want, raw);
 });
 
-t.test('surfaceOf picks the error format', async (t) => {
-  t.equal(surfaceOf('/v1/chat/completions'), 'openai');
-  t.equal(surfaceOf('//V1/models'), 'openai');
-  t.equal(surfaceOf('/api/chat'), 'ollama');
-  t.equal(surfaceOf('/system/status'), 'system');
-  t.equal(surfaceOf('/v10/x'), 'other');
-  t.equal(surfaceOf('/health'), 'other');
+t.test('errorFormatFor picks the longest registered prefix of the normalised path', async (t) => {
+  const formats = new Registry<ErrorFormat>('error format');
+  const v1: ErrorFormat = { name: 'v1', prefix: '/v1', body: () => 'v1' };
+  const messages: ErrorFormat = { name: 'messages', prefix: '/v1/messages', body: () => 'messages' };
+  formats.register(v1);
+  formats.register(messages);
+  t.equal(errorFormatFor(formats, '/v1/chat/completions'), v1);
+  t.equal(errorFormatFor(formats, '//V1/models?x=1'), v1);
+  t.equal(errorFormatFor(formats, '/v1/messages/count_tokens'), messages);
+  t.equal(errorFormatFor(formats, '/v10/x'), null, 'a prefix matches whole segments only');
+  t.equal(errorFormatFor(formats, '/api/chat'), null);
 });

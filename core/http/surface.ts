@@ -1,12 +1,10 @@
 /**
- * Which API surface a request belongs to, judged on a normalised path so that no spelling
- * (`//`, `/./`, `..`, percent-encoding, a trailing slash, upper case, a query string) changes the
- * answer. The surface picks the error format: OpenAI's for `/v1/`, Ollama's for the rest.
+ * The normalised form of a request path, on which core decides which API surface (and so which
+ * error format) a request belongs to: no spelling (`//`, `/./`, `..`, percent-encoding, a trailing
+ * slash, upper case, a query string) changes the answer.
  *
  * @module
  */
-
-export type Surface = 'openai' | 'ollama' | 'system' | 'other';
 
 /**
  * Normalises a raw request URL for classification: drops the query and fragment, decodes
@@ -32,13 +30,4 @@ export function normalizePath(rawUrl: string): string {
     else out.push(seg);
   }
   return ('/' + out.join('/')).toLowerCase();
-}
-
-/** The surface of a raw URL. */
-export function surfaceOf(rawUrl: string): Surface {
-  const p = normalizePath(rawUrl);
-  if (p === '/v1' || p.startsWith('/v1/')) return 'openai';
-  if (p === '/api' || p.startsWith('/api/')) return 'ollama';
-  if (p === '/system' || p.startsWith('/system/')) return 'system';
-  return 'other';
 }

@@ -1,30 +1,42 @@
 /**
  * The plugin contract. A LIA plugin is a module whose default export is the value of
- * {@link definePlugin}. Core loads only the plugins the config enables, validates each one's
- * options against the schema it declares, checks its dependencies, and calls `setup` inside its
- * own encapsulated Fastify context: routes it adds disappear when it is disabled, and decorators
- * it adds stay private. Plugins reach each other only through {@link Hooks}.
+ * {@link definePlugin}: a Fastify plugin (wrapped by `fastify-plugin`, so its name and dependencies
+ * are Fastify metadata) that carries its LIA declaration. Core loads only the plugins the config
+ * enables, checks the plugin API version, validates the options against the schema the plugin
+ * declares, and calls `setup` inside the plugin's own encapsulated Fastify context: routes it adds
+ * disappear when it is disabled, and decorators it adds stay private. Plugins reach each other only
+ * through {@link Hooks}.
  *
  * @example
- * ```ts
- * import { Type } from '@sinclair/typebox'
- * import { definePlugin } from 'lia/core'
+ * ```js
+ * import { definePlugin, Type } from 'lia/plugin'
  *
  * export default definePlugin({
  *   name: 'hello',
+ *   apiVersion: 1,
+ *   description: 'Says hello',
  *   options: Type.Object({ greeting: Type.String({ default: 'hi' }) }),
  *   async setup(app, ctx) {
- *     app.get('/api/hello', async () => ({ message: ctx.options.greeting }))
+ *     app.get('/api/hello', { config: { scope: 'models:read' } }, async () => ({ message: ctx.options.greeting }))
  *   },
  * })
  * ```
  *
  * @module
  */
-import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
+import type { FastifyBaseLogger, FastifyInstance, FastifyPluginAsync } from 'fastify';
+import fp from 'fastify-plugin';
 import type { Static, TObject } from '@sinclair/typebox';
+import type { CliCommand } from '../cli/types.js';
 import type { Config } from '../config/schema.js';
 import type { Hooks } from './hooks.js';
+
+/**
+ * The major version of the plugin API this core implements. A plugin declares the version it was
+ * written against; a different major stops the start (exit 2). Additions keep the major; a removal
+ * or an incompatible change raises it.
+ */
+export const PLUGIN_API_VERSION = 1;
 
 export interface PluginContext<Options> {
   /** The plugin's name as the config lists it. */
@@ -34,30 +46,79 @@ export interface PluginContext<Options> {
   /** The whole validated configuration (read-only). */
   readonly config: Config;
   readonly hooks: Hooks;
-  /** A child logger bound to the plugin (and to its service, see {@link LiaPlugin.service}). */
+  /** A child logger bound to the plugin (and to its service, see {@link PluginSpec.service}). */
   readonly log: FastifyBaseLogger;
 }
 
-export interface LiaPlugin<S extends TObject = TObject> {
-  /** Unique name; built-in plugins are named after their folder under `plugins/`. */
+export interface PluginSpec<S extends TObject = TObject> {
+  /** Unique name, the key under `plugins:` in the config. Built-in plugins are named after their folder. */
   readonly name: string;
+  /** The plugin API major version the plugin was written for ({@link PLUGIN_API_VERSION}). */
+  readonly apiVersion: number;
   /** One line for `lia plugins` and the docs. */
   readonly description: string;
-  /** Plugins that must be enabled (and are set up) before this one. */
+  /** Plugins that must be enabled and set up before this one (Fastify checks them at registration). */
   readonly dependencies?: readonly string[];
   /** The service this plugin implements, if any; its log lines are filed under it. */
   readonly service?: string;
-  /** TypeBox schema of the options; unknown keys are rejected. */
+  /** TypeBox schema of the options; unknown keys are rejected. No schema: the plugin takes none. */
   readonly options?: S;
   /**
    * Environment variables that override options: `{ LIA_KEEP_ALIVE: 'keepAlive' }`. Values are
    * parsed as JSON when they parse, else taken as strings, then validated with the schema.
    */
   readonly env?: Readonly<Record<string, string>>;
+  /**
+   * CLI commands the plugin adds to `lia` (listed by `lia --help` only while the plugin is
+   * enabled). A function, so that the command modules load only when the CLI runs.
+   */
+  readonly commands?: () => Promise<readonly CliCommand[]> | readonly CliCommand[];
+  /** Adds the plugin's routes and hook contributions. Runs once, in dependency order. */
   setup(app: FastifyInstance, ctx: PluginContext<Static<S>>): Promise<void> | void;
 }
 
-/** Declares a plugin; an identity function that gives `setup` its typed options. */
-export function definePlugin<S extends TObject>(plugin: LiaPlugin<S>): LiaPlugin<S> {
-  return plugin;
+/** What core passes every plugin through Fastify's plugin options. */
+export interface PluginRuntime {
+  /** Builds the context of one plugin: validated options, its logger. Throws ConfigError. */
+  contextFor(spec: PluginSpec, app: FastifyInstance): PluginContext<Record<string, unknown>>;
+}
+
+/** The key of the runtime in a plugin's Fastify options (a symbol: it cannot clash with user options). */
+export const RUNTIME = Symbol.for('lia.plugin-runtime');
+
+const SPEC = Symbol.for('lia.plugin-spec');
+
+/** A plugin as core loads it: a Fastify plugin that knows its LIA declaration. */
+export type LiaPlugin<S extends TObject = TObject> = FastifyPluginAsync<{ [RUNTIME]?: PluginRuntime }> & {
+  readonly [SPEC]: PluginSpec<S>;
+};
+
+/**
+ * Declares a plugin. Returns a Fastify plugin: registered by core (or by `@fastify/autoload` for
+ * the built-in folder), it asks the runtime for its context and runs `setup` in its own
+ * encapsulated context. Its name and dependencies are `fastify-plugin` metadata, so Fastify itself
+ * refuses a plugin whose dependency was not registered first.
+ */
+export function definePlugin<S extends TObject>(spec: PluginSpec<S>): LiaPlugin<S> {
+  const register: FastifyPluginAsync<{ [RUNTIME]?: PluginRuntime }> = async (app, opts) => {
+    const runtime = opts[RUNTIME];
+    if (!runtime) throw new Error(`plugin "${spec.name}" was registered without LIA's runtime; enable it in the config instead`);
+    const ctx = runtime.contextFor(spec as unknown as PluginSpec, app);
+    await spec.setup(app, ctx as PluginContext<Static<S>>);
+  };
+  const plugin = fp(register, {
+    name: spec.name,
+    dependencies: [...(spec.dependencies ?? [])],
+    fastify: '5.x',
+    encapsulate: true,
+  });
+  return Object.assign(plugin, { [SPEC]: spec }) as LiaPlugin<S>;
+}
+
+/** The declaration of a loaded plugin module, or null when it is not a LIA plugin. */
+export function specOf(value: unknown): PluginSpec | null {
+  if (typeof value !== 'function' && (typeof value !== 'object' || value === null)) return null;
+  const spec = (value as { [SPEC]?: PluginSpec })[SPEC];
+  if (!spec || typeof spec.name !== 'string' || typeof spec.setup !== 'function') return null;
+  return spec;
 }

@@ -4,7 +4,8 @@
  *
  * - registries (`auth`, `backends`, `gpu`): many plugins may add to them;
  * - slots (`tls`, `models`, `inference`, `keys`, `serviceManager`, `network`): exactly one plugin
- *   provides each; reading an empty slot throws an error that names the plugin to enable.
+ *   provides each; reading an empty slot throws an error that names the plugin to enable;
+ * - `extensions`: hooks that plugins define for each other (see {@link Extensions}).
  *
  * @module
  */
@@ -15,7 +16,7 @@ import type { InferenceService } from '../contracts/inference.js';
 import type { ModelFormat, ModelStore } from '../contracts/model-store.js';
 import type { NetworkProvider } from '../contracts/network.js';
 import type { TlsProvider } from '../contracts/tls.js';
-import { Errors } from '../errors.js';
+import { Errors, type AppError } from '../errors.js';
 import type { LogHub } from '../logging.js';
 import { ServiceRegistry } from '../services/registry.js';
 
@@ -84,6 +85,76 @@ export class BackendRegistry extends Registry<InferenceBackend> {
   }
 }
 
+/** Lines a plugin adds to the boot banner (the device's console). */
+export interface BannerSection {
+  readonly name: string;
+  /** Sections print in ascending order after the host name and URLs. Defaults to 100. */
+  readonly order?: number;
+  /** `[label, value]` pairs; an empty label continues the line above. */
+  lines(info: { port: number; hostname: string }): ReadonlyArray<readonly [label: string, value: string]>;
+}
+
+/**
+ * The error body of one API surface. Core renders every error through the format whose `prefix`
+ * is the longest match of the request's normalised path; other paths get `{"error":"message"}`.
+ */
+export interface ErrorFormat {
+  readonly name: string;
+  /** Lower-case path prefix, e.g. `/v1`. */
+  readonly prefix: string;
+  /** The JSON body for an error (also the last frame of a failed stream on this surface). */
+  body(error: AppError): unknown;
+}
+
+/**
+ * Hooks that plugins define for other plugins. A plugin that offers one declares its type by
+ * augmenting this interface and provides it with {@link Extensions.provide}; plugins that use it
+ * list the provider in `dependencies` and read it with {@link Extensions.get}:
+ *
+ * ```ts
+ * declare module 'lia/plugin' {
+ *   interface CustomHooks { 'echo-voices': Registry<{ name: string }> }
+ * }
+ * ctx.hooks.extensions.provide('echo-voices', new Registry('voice'), ctx.name)
+ * ```
+ */
+// eslint-disable-next-line @typescript-eslint/no-empty-interface
+export interface CustomHooks {}
+
+/** The named hooks plugins offer each other; each name is provided once. */
+export class Extensions {
+  readonly #slots = new Map<string, Slot<unknown>>();
+
+  #slot(name: string): Slot<unknown> {
+    let slot = this.#slots.get(name);
+    if (!slot) {
+      slot = new Slot<unknown>(`hook "${name}"`, 'enable the plugin that provides it');
+      this.#slots.set(name, slot);
+    }
+    return slot;
+  }
+
+  /** Offers a hook under a name; a second provider of the same name is an error naming both. */
+  provide<K extends keyof CustomHooks & string>(name: K, value: CustomHooks[K], provider: string): void {
+    this.#slot(name).provide(value, provider);
+  }
+
+  /** The hook; a 503 naming the hook when no enabled plugin provides it. */
+  get<K extends keyof CustomHooks & string>(name: K): CustomHooks[K] {
+    return this.#slot(name).get() as CustomHooks[K];
+  }
+
+  /** The hook or undefined, for optional collaborations. */
+  maybe<K extends keyof CustomHooks & string>(name: K): CustomHooks[K] | undefined {
+    return this.#slot(name).maybe() as CustomHooks[K] | undefined;
+  }
+
+  /** The names provided so far. */
+  names(): string[] {
+    return [...this.#slots].filter(([, s]) => s.provided).map(([n]) => n);
+  }
+}
+
 export interface Hooks {
   /** Auth strategies, asked in order for every non-public route. */
   readonly auth: Registry<AuthStrategy>;
@@ -97,6 +168,12 @@ export interface Hooks {
   readonly logs: LogHub;
   /** Writes operator-facing text to the console (the device's screen), never to the log. */
   readonly console: (text: string) => void;
+  /** Sections of the boot banner (CA fingerprint, key file, ...). */
+  readonly banner: Registry<BannerSection>;
+  /** Error bodies per API surface (OpenAI's under `/v1`, ...). */
+  readonly errorFormats: Registry<ErrorFormat>;
+  /** Hooks plugins define for each other. */
+  readonly extensions: Extensions;
   readonly tls: Slot<TlsProvider>;
   readonly keys: Slot<KeyStore>;
   readonly models: Slot<ModelStore>;
@@ -108,6 +185,9 @@ export interface Hooks {
 export function createHooks(logs: LogHub, console: (text: string) => void): Hooks {
   return {
     console,
+    banner: new Registry<BannerSection>('banner section'),
+    errorFormats: new Registry<ErrorFormat>('error format'),
+    extensions: new Extensions(),
     auth: new Registry<AuthStrategy>('auth strategy'),
     backends: new BackendRegistry('inference backend'),
     gpu: new Registry<GpuProvider & { name: string }>('GPU provider'),

@@ -1,27 +1,39 @@
 /**
- * The plugin host: turns the `plugins` map of the config into loaded, validated plugins in
- * dependency order, and registers them on the app. Every failure here is a {@link ConfigError}
- * (exit code 2) that names the plugin, the key and the file.
+ * The plugin host. Before anything is set up it resolves every plugin the config enables (the
+ * built-in folder, a path relative to the config file, or an npm package resolved with ESM rules),
+ * imports it, checks its plugin API version, validates its options and checks that its
+ * dependencies are enabled: every failure is a {@link ConfigError} (exit code 2) that names the
+ * plugin and what to do, raised before any plugin has touched the disk or the network.
+ *
+ * Registration then goes through Fastify: the built-in folder is loaded by `@fastify/autoload`,
+ * filtered by the config, which orders the plugins by their `fastify-plugin` dependencies; third-
+ * party plugins follow in the order the config lists them (Fastify refuses one whose dependency
+ * was not registered before it). avvio, under Fastify, runs each plugin's setup in turn.
  *
  * @module
  */
 import { existsSync } from 'node:fs';
 import path from 'node:path';
-import { createRequire } from 'node:module';
-import { pathToFileURL } from 'node:url';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import autoload from '@fastify/autoload';
 import type { FastifyInstance } from 'fastify';
 import { Value } from '@sinclair/typebox/value';
+import { resolve as resolveEsm } from 'import-meta-resolve';
 import { ConfigError } from '../config/load.js';
 import type { Config, PluginEntry } from '../config/schema.js';
-import type { LiaPlugin } from './define.js';
+import { PLUGIN_API_VERSION, RUNTIME, specOf, type LiaPlugin, type PluginContext, type PluginRuntime, type PluginSpec } from './define.js';
 import type { Hooks } from './hooks.js';
 
 const BUILTIN_DIR = new URL('../../plugins/', import.meta.url);
+/** Built-in plugins are TypeScript when core runs from its sources (tests, LIA_FROM_SOURCE). */
+const SOURCE_EXT = import.meta.url.endsWith('.ts') ? 'ts' : 'js';
 
 export interface LoadedPlugin {
+  spec: PluginSpec;
+  /** The Fastify plugin the module exports. */
   plugin: LiaPlugin;
   options: Record<string, unknown>;
-  /** Where it came from: `built-in` or the module specifier. */
+  /** Where it came from: `built-in` or the module specifier of the config. */
   origin: string;
 }
 
@@ -34,14 +46,18 @@ function where(config: Config): string {
   return config.source ?? 'the default configuration';
 }
 
+/** The names of the plugins shipped in the built-in folder. */
+export function builtInPath(name: string): string | null {
+  const file = new URL(`${name}/index.${SOURCE_EXT}`, BUILTIN_DIR);
+  return existsSync(file) ? fileURLToPath(file) : null;
+}
+
 /** Finds the module of a plugin: built-in folder, a path relative to the config, or a package. */
-function resolveSpecifier(name: string, module: string | undefined, config: Config): string {
+function resolveModule(name: string, module: string | undefined, config: Config): string {
   if (!module) {
-    for (const ext of ['index.js', 'index.ts']) {
-      const url = new URL(`${name}/${ext}`, BUILTIN_DIR);
-      if (existsSync(url)) return url.href;
-    }
-    throw new ConfigError(`${where(config)}: plugin "${name}" cannot be found (no built-in plugin has that name; set "plugins.${name}.module")`);
+    const file = builtInPath(name);
+    if (!file) throw new ConfigError(`${where(config)}: plugin "${name}" cannot be found: no built-in plugin has that name; for a third-party plugin set "plugins.${name}.module" to its package name or path`);
+    return pathToFileURL(file).href;
   }
   const base = config.source ? path.dirname(config.source) : process.cwd();
   if (module.startsWith('.') || path.isAbsolute(module)) {
@@ -50,23 +66,19 @@ function resolveSpecifier(name: string, module: string | undefined, config: Conf
     return pathToFileURL(file).href;
   }
   try {
-    return pathToFileURL(createRequire(path.join(base, 'noop.js')).resolve(module)).href;
-  } catch {
-    throw new ConfigError(`${where(config)}: plugin "${name}" cannot be found: package "${module}" is not installed`);
+    // ESM resolution (the package's "exports", "import" condition first) from the config's folder.
+    return resolveEsm(module, pathToFileURL(path.join(base, 'lia.config.js')).href);
+  } catch (err) {
+    const code = (err as { code?: string }).code;
+    const why = code === 'ERR_MODULE_NOT_FOUND' ? 'is not installed' : `cannot be resolved (${(err as Error).message})`;
+    throw new ConfigError(`${where(config)}: plugin "${name}": package "${module}" ${why}; install it beside the configuration (npm install ${module})`);
   }
 }
 
-function isPlugin(value: unknown): value is LiaPlugin {
-  return (
-    typeof value === 'object' && value !== null &&
-    typeof (value as LiaPlugin).name === 'string' &&
-    typeof (value as LiaPlugin).setup === 'function'
-  );
-}
-
-function envOverrides(plugin: LiaPlugin, env: NodeJS.ProcessEnv): Record<string, unknown> {
+/** Parses `LIA_*` option overrides: JSON when they parse, strings otherwise. */
+function envOverrides(spec: PluginSpec, env: NodeJS.ProcessEnv): Record<string, unknown> {
   const out: Record<string, unknown> = {};
-  for (const [variable, key] of Object.entries(plugin.env ?? {})) {
+  for (const [variable, key] of Object.entries(spec.env ?? {})) {
     const raw = env[variable];
     if (raw === undefined || raw === '') continue;
     try {
@@ -78,76 +90,97 @@ function envOverrides(plugin: LiaPlugin, env: NodeJS.ProcessEnv): Record<string,
   return out;
 }
 
-function validateOptions(plugin: LiaPlugin, options: Record<string, unknown>, config: Config): Record<string, unknown> {
-  if (!plugin.options) {
+function validateOptions(spec: PluginSpec, options: Record<string, unknown>, config: Config): Record<string, unknown> {
+  if (!spec.options) {
     const keys = Object.keys(options);
-    if (keys.length > 0) throw new ConfigError(`${where(config)}: unknown key "plugins.${plugin.name}.options.${keys[0]}" (the plugin takes no options)`);
+    if (keys.length > 0) throw new ConfigError(`${where(config)}: unknown key "plugins.${spec.name}.options.${keys[0]}" (the plugin takes no options)`);
     return {};
   }
-  const withDefaults = Value.Default(plugin.options, structuredClone(options)) as Record<string, unknown>;
-  // Numbers from the environment arrive as numbers through JSON.parse; strings stay strings.
-  const first = [...Value.Errors(plugin.options, withDefaults)][0];
+  const withDefaults = Value.Default(spec.options, structuredClone(options)) as Record<string, unknown>;
+  const first = [...Value.Errors(spec.options, withDefaults)][0];
   if (first) {
     const key = first.path.replace(/^\//, '').replace(/\//g, '.');
-    const known = Object.keys(plugin.options.properties);
+    const known = Object.keys(spec.options.properties);
     const unknownKey = Object.keys(withDefaults).find((k) => !known.includes(k));
-    if (unknownKey) throw new ConfigError(`${where(config)}: unknown key "plugins.${plugin.name}.options.${unknownKey}" (known: ${known.join(', ')})`);
-    throw new ConfigError(`${where(config)}: "plugins.${plugin.name}.options${key ? '.' + key : ''}" ${first.message.toLowerCase()}`);
+    if (unknownKey) throw new ConfigError(`${where(config)}: unknown key "plugins.${spec.name}.options.${unknownKey}" (known: ${known.join(', ')})`);
+    throw new ConfigError(`${where(config)}: "plugins.${spec.name}.options${key ? '.' + key : ''}" ${first.message.toLowerCase()}`);
   }
   return withDefaults;
 }
 
-/** Orders plugins so each comes after its dependencies; a missing one names both plugins. */
-function order(plugins: LoadedPlugin[], config: Config): LoadedPlugin[] {
-  const byName = new Map(plugins.map((p) => [p.plugin.name, p]));
-  const done = new Set<string>();
-  const visiting = new Set<string>();
-  const out: LoadedPlugin[] = [];
-  const visit = (p: LoadedPlugin): void => {
-    if (done.has(p.plugin.name)) return;
-    if (visiting.has(p.plugin.name)) throw new ConfigError(`${where(config)}: plugins depend on each other in a cycle through "${p.plugin.name}"`);
-    visiting.add(p.plugin.name);
-    for (const dep of p.plugin.dependencies ?? []) {
-      const d = byName.get(dep);
-      if (!d) throw new ConfigError(`${where(config)}: plugin "${p.plugin.name}" needs plugin "${dep}", which is not enabled`);
-      visit(d);
-    }
-    visiting.delete(p.plugin.name);
-    done.add(p.plugin.name);
-    out.push(p);
-  };
-  for (const p of plugins) visit(p);
-  return out;
+async function importPlugin(name: string, url: string, module: string | undefined, config: Config): Promise<{ plugin: LiaPlugin; spec: PluginSpec }> {
+  let mod: { default?: unknown };
+  try {
+    mod = (await import(url)) as { default?: unknown };
+  } catch (err) {
+    throw new ConfigError(`${where(config)}: plugin "${name}" failed to load: ${(err as Error).message}`);
+  }
+  const spec = specOf(mod.default);
+  if (!spec) throw new ConfigError(`${where(config)}: "${module ?? name}" is not a LIA plugin (its default export must be the value of definePlugin from "lia/plugin")`);
+  if (spec.name !== name) throw new ConfigError(`${where(config)}: "plugins.${name}" loads a plugin named "${spec.name}"; use that name as the key`);
+  if (spec.apiVersion !== PLUGIN_API_VERSION) {
+    throw new ConfigError(
+      `${where(config)}: plugin "${name}" was written for plugin API version ${String(spec.apiVersion)}, and this LIA implements version ${PLUGIN_API_VERSION}; install a release of the plugin made for LIA's plugin API ${PLUGIN_API_VERSION}, or disable it`,
+    );
+  }
+  return { plugin: mod.default as LiaPlugin, spec };
 }
 
-/** Imports and validates every enabled plugin. */
-export async function loadPlugins(config: Config, env: NodeJS.ProcessEnv = process.env): Promise<LoadedPlugin[]> {
-  const loaded: LoadedPlugin[] = [];
+/** The enabled plugins' modules, imported and checked, without validating options (the CLI). */
+export async function importEnabledPlugins(config: Config): Promise<Array<{ spec: PluginSpec; plugin: LiaPlugin; origin: string; options: Record<string, unknown> }>> {
+  const out = [];
   for (const [name, raw] of Object.entries(config.plugins)) {
     const entry = entryOf(raw);
     if (!entry.enabled) continue;
-    const specifier = resolveSpecifier(name, entry.module, config);
-    let mod: { default?: unknown };
-    try {
-      mod = (await import(specifier)) as { default?: unknown };
-    } catch (err) {
-      throw new ConfigError(`${where(config)}: plugin "${name}" failed to load: ${(err as Error).message}`);
-    }
-    const plugin = mod.default;
-    if (!isPlugin(plugin)) throw new ConfigError(`${where(config)}: "${entry.module ?? name}" is not a LIA plugin (its default export must come from definePlugin)`);
-    if (plugin.name !== name) throw new ConfigError(`${where(config)}: "plugins.${name}" loads a plugin named "${plugin.name}"; use that name as the key`);
-    const options = validateOptions(plugin, { ...entry.options, ...envOverrides(plugin, env) }, config);
-    loaded.push({ plugin, options, origin: entry.module ?? 'built-in' });
+    const url = resolveModule(name, entry.module, config);
+    out.push({ ...(await importPlugin(name, url, entry.module, config)), origin: entry.module ?? 'built-in', options: entry.options });
   }
-  return order(loaded, config);
+  return out;
 }
 
-/** Registers loaded plugins, each in its own encapsulated context, in order. */
+/** Imports and checks every enabled plugin: API version, options, dependencies. Throws ConfigError. */
+export async function loadPlugins(config: Config, env: NodeJS.ProcessEnv = process.env): Promise<LoadedPlugin[]> {
+  const loaded = (await importEnabledPlugins(config)).map(({ spec, plugin, origin, options }) => ({
+    spec,
+    plugin,
+    origin,
+    options: validateOptions(spec, { ...options, ...envOverrides(spec, env) }, config),
+  }));
+  const enabled = new Set(loaded.map((p) => p.spec.name));
+  for (const { spec } of loaded) {
+    const missing = (spec.dependencies ?? []).find((d) => !enabled.has(d));
+    if (missing) throw new ConfigError(`${where(config)}: plugin "${spec.name}" needs plugin "${missing}", which is not enabled; enable "${missing}" or disable "${spec.name}"`);
+  }
+  return loaded;
+}
+
+/**
+ * Registers loaded plugins on the app: the built-in ones through `@fastify/autoload` (filtered to
+ * the enabled ones, in dependency order), then the third-party ones in config order.
+ */
 export async function registerPlugins(app: FastifyInstance, plugins: LoadedPlugin[], config: Config, hooks: Hooks): Promise<void> {
-  for (const { plugin, options } of plugins) {
-    const log = app.log.child(plugin.service ? { plugin: plugin.name, svc: plugin.service } : { plugin: plugin.name });
-    await app.register(async (instance) => {
-      await plugin.setup(instance, { name: plugin.name, options, config, hooks, log });
+  const byName = new Map(plugins.map((p) => [p.spec.name, p]));
+  const runtime: PluginRuntime = {
+    contextFor(spec: PluginSpec, instance: FastifyInstance): PluginContext<Record<string, unknown>> {
+      const loaded = byName.get(spec.name);
+      if (!loaded) throw new ConfigError(`${where(config)}: plugin "${spec.name}" is registered but not enabled in the config`);
+      const log = instance.log.child(spec.service ? { plugin: spec.name, svc: spec.service } : { plugin: spec.name });
+      return { name: spec.name, options: loaded.options, config, hooks, log };
+    },
+  };
+  const builtIns = plugins.filter((p) => p.origin === 'built-in').map((p) => p.spec.name);
+  if (builtIns.length > 0) {
+    if (SOURCE_EXT === 'ts') process.env['FASTIFY_AUTOLOAD_TYPESCRIPT'] ??= '1'; // autoload refuses .ts files unless told a loader runs
+    const enabled = new Set(builtIns);
+    await app.register(autoload, {
+      dir: fileURLToPath(BUILTIN_DIR),
+      maxDepth: 1, // a plugin is its folder's index; its subfolders are its own modules
+      dirNameRoutePrefix: false,
+      matchFilter: (file: string) => enabled.has(file.split('/')[1] ?? '') && /\/index\.[jt]s$/.test(file),
+      options: { [RUNTIME]: runtime },
     });
+  }
+  for (const p of plugins) {
+    if (p.origin !== 'built-in') await app.register(p.plugin, { [RUNTIME]: runtime });
   }
 }

@@ -1,15 +1,23 @@
 /**
- * Server-Sent Events (OpenAI's stream format): `data: <json>\n\n` frames, ended by
- * `data: [DONE]`. A failure after the first frame is sent as a last `data: {"error":{...}}` frame.
+ * Server-Sent Events: `data: <json>\n\n` frames, ended by `data: [DONE]` (OpenAI's stream format).
+ * A failure after the first frame is sent as a last data frame whose body the surface gives
+ * (`errorFrame`, defaults to `{"error":"message"}`).
  *
  * @module
  */
 import type { FastifyReply } from 'fastify';
-import { errorBody, toAppError } from '../http/error-handler.js';
+import type { AppError } from '../errors.js';
+import { defaultErrorBody, toAppError } from '../http/error-handler.js';
 import { holdFirstTurn } from './first-turn.js';
 import type { StreamWriter } from './ndjson.js';
 
-export function startSse<T>(reply: FastifyReply): StreamWriter<T> & { done(): void } {
+export interface SseOptions {
+  /** The body of the last frame of a failed stream, in the surface's error format. */
+  errorFrame?: (error: AppError) => unknown;
+}
+
+export function startSse<T>(reply: FastifyReply, options: SseOptions = {}): StreamWriter<T> & { done(): void } {
+  const errorFrame = options.errorFrame ?? defaultErrorBody;
   reply.hijack();
   const res = reply.raw;
   res.writeHead(200, {
@@ -34,7 +42,7 @@ export function startSse<T>(reply: FastifyReply): StreamWriter<T> & { done(): vo
     fail(err) {
       const e = toAppError(err);
       if (e.statusCode >= 500) reply.log.error({ err }, 'stream failed');
-      send(JSON.stringify(errorBody('/v1/', e)));
+      send(JSON.stringify(errorFrame(e)));
       if (!res.writableEnded) res.end();
     },
     get closed() {

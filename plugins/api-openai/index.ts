@@ -12,6 +12,7 @@ import { definePlugin } from '../../core/index.js';
 import { chatRoute } from './routes/chat.js';
 import { completionsRoute } from './routes/completions.js';
 import { embeddingsRoute } from './routes/embeddings.js';
+import { openaiErrorFormat } from './errors.js';
 
 const Options = Type.Object(
   {
@@ -27,11 +28,13 @@ const Options = Type.Object(
 
 export default definePlugin({
   name: 'api-openai',
+  apiVersion: 1,
   description: 'OpenAI-compatible /v1/ chat completions, completions and embeddings over the native engine',
   dependencies: ['engine'],
   options: Options,
   env: { LIA_OPENAI_ALIASES: 'aliases' },
   async setup(app, ctx) {
+    ctx.hooks.errorFormats.register(openaiErrorFormat);
     const options = { aliases: ctx.options.aliases };
     chatRoute(app, ctx.hooks, options);
     completionsRoute(app, ctx.hooks, options);

@@ -34,12 +34,28 @@ function bearerToken(request: FastifyRequest): string | null {
 
 export default definePlugin({
   name: 'auth-api-key',
+  apiVersion: 1,
   description: 'Master API key: Bearer auth, failure rate limiting, /system/api-keys/rotate',
   options: Options,
+  commands: async () => (await import('./cli/commands.js')).commands,
   async setup(app, ctx) {
     const store = await FileKeyStore.open(ctx.config.dataDir);
     const limiter = new FailureLimiter({ burst: ctx.options.failureBurst, refillSeconds: ctx.options.failureRefillSeconds });
     ctx.hooks.keys.provide(store, ctx.name);
+    ctx.hooks.banner.register({
+      name: 'master-key',
+      order: 20,
+      lines: () => [
+        ['Master key', store.masterKeyPath],
+        // The key itself only on the boot that created it; `lia key show` reads the file later.
+        ...(store.firstBootKey
+          ? ([
+              ['New key', store.firstBootKey],
+              ['', '(shown once, on the boot that created it; `lia key show` reads the file)'],
+            ] as const)
+          : []),
+      ],
+    });
 
     ctx.hooks.auth.register({
       name: 'bearer-api-key',

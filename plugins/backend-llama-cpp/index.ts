@@ -11,6 +11,7 @@ import { LlamaCppBackend } from './backend.js';
 
 export default definePlugin({
   name: 'backend-llama-cpp',
+  apiVersion: 1,
   description: 'GGUF generation and embeddings with llama.cpp (node-llama-cpp), one runner process per model',
   options: Type.Object({
     gpu: Type.Union([Type.Literal('auto'), Type.Literal(false)], {

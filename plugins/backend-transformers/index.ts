@@ -46,6 +46,7 @@ const Options = Type.Object(
 
 export default definePlugin({
   name: 'backend-transformers',
+  apiVersion: 1,
   description: 'ONNX sentence embeddings with transformers.js (onnxruntime-node, CPU)',
   options: Options,
   env: {

@@ -2,7 +2,7 @@
  * Plugin "engine": the inference engine. It provides `hooks.inference` (the one inference path, also
  * used by the OpenAI translator), implements the `svc-inference` service, and serves Ollama's
  * native inference routes: `/api/generate`, `/api/chat`, `/api/embed`, `/api/embeddings`,
- * `/api/ps`, `/api/version`. Models come from the store and run on the backend registered for
+ * `/api/ps`, `/api/version`, and the `/` heartbeat. Models come from the store and run on the backend registered for
  * their format. See docs/engine.md.
  *
  * @module
@@ -14,6 +14,7 @@ import { memoryBudget } from './memory.js';
 import { chatRoute } from './routes/chat.js';
 import { embedRoutes } from './routes/embed.js';
 import { generateRoute } from './routes/generate.js';
+import { heartbeatRoute } from './routes/heartbeat.js';
 import { psRoutes } from './routes/ps.js';
 import { Scheduler } from './scheduler.js';
 import { EngineService } from './service.js';
@@ -21,6 +22,7 @@ import { inferenceBatchThreads, inferenceThreads } from './threads.js';
 
 export default definePlugin({
   name: 'engine',
+  apiVersion: 1,
   description: 'Inference engine (svc-inference): scheduler, /api/generate, chat, embed, embeddings, ps, version',
   service: 'svc-inference',
   options: Type.Object({
@@ -74,6 +76,7 @@ export default definePlugin({
     LIA_THREADS: 'threads',
     LIA_BATCH_THREADS: 'batchThreads',
   },
+  commands: async () => (await import('./cli/commands.js')).commands,
   async setup(app, ctx) {
     const o = ctx.options;
     const threads = inferenceThreads(o.threads);
@@ -109,6 +112,7 @@ export default definePlugin({
     );
 
     const get = () => service;
+    heartbeatRoute(app);
     generateRoute(app, get);
     chatRoute(app, get);
     embedRoutes(app, get);

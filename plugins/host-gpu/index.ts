@@ -37,6 +37,7 @@ const options = Type.Object(
 /** The host-gpu plugin. */
 export default definePlugin({
   name: 'host-gpu',
+  apiVersion: 1,
   description: 'GPU monitor (svc-gpu-monitor): NVIDIA and AMD probes sampled in the background, GET /system/gpu',
   service: 'svc-gpu-monitor',
   options,

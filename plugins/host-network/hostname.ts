@@ -12,10 +12,7 @@ import { defineError, Errors } from '../../core/index.js';
 import { firstLine, runTool } from '../../core/index.js';
 
 /** The system refused or failed to change its host name. */
-export const hostnameFailed = defineError('LIA_ERR_HOSTNAME_FAILED', 502, 'The system failed to change its host name.', {
-  type: 'server_error',
-  code: 'hostname_failed',
-});
+export const hostnameFailed = defineError('LIA_ERR_HOSTNAME_FAILED', 502, 'The system failed to change its host name.');
 
 /** One DNS label (RFC 1123), lower case. */
 export const HOSTNAME_LABEL = /^(?=.{1,63}$)[a-z0-9](?:[a-z0-9-]*[a-z0-9])?$/;

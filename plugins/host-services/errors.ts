@@ -10,5 +10,4 @@ export const serviceManagerFailed = defineError(
   'LIA_ERR_SERVICE_MANAGER',
   502,
   'The service manager (systemd or the embedded supervisor) failed or refused the action.',
-  { type: 'server_error', code: 'service_manager_error' },
 );

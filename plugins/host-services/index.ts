@@ -56,10 +56,12 @@ export function startedBySystemd(env: NodeJS.ProcessEnv = process.env): boolean 
 /** The host-services plugin. */
 export default definePlugin({
   name: 'host-services',
+  apiVersion: 1,
   description: 'Management API (svc-system-api): status, services, logs, network; embedded supervisor or systemd',
   service: 'svc-system-api',
   options,
   env: { LIA_SERVICE_MANAGER: 'manager' },
+  commands: async () => (await import('./cli/commands.js')).commands,
   async setup(app, ctx) {
     const { hooks, config } = ctx;
     const o = ctx.options;

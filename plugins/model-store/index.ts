@@ -38,6 +38,7 @@ const Options = Type.Object(
 /** The `model-store` plugin: provides the `models` hook and the model routes. */
 export default definePlugin({
   name: 'model-store',
+  apiVersion: 1,
   description: 'Models on disk (Ollama layout), pull/push from OCI registries, create, show, copy, delete',
   options: Options,
   env: {
@@ -45,6 +46,7 @@ export default definePlugin({
     LIA_REGISTRY_CA: 'registryCa',
     LIA_REGISTRY_TIMEOUT_MS: 'registryTimeoutMs',
   },
+  commands: async () => (await import('./cli/commands.js')).commands,
   async setup(app, ctx) {
     const root = ctx.options.modelsDir ?? path.join(ctx.config.dataDir, 'models');
     const store = new ModelStoreService(root);

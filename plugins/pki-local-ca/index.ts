@@ -28,9 +28,11 @@ const Options = Type.Object(
 
 export default definePlugin({
   name: 'pki-local-ca',
+  apiVersion: 1,
   description: 'Local CA: root with Name Constraints, TLS leaf renewal, hot swap, /system/ca-cert',
   service: 'svc-certs',
   options: Options,
+  commands: async () => (await import('./cli/commands.js')).commands,
   async setup(app, ctx) {
     const files = caFiles(ctx.config.dataDir);
     const hostname = (): string => ctx.hooks.network.maybe()?.hostname() ?? os.hostname();
@@ -80,6 +82,14 @@ export default definePlugin({
       refresh: (reason) => check(reason),
     };
     ctx.hooks.tls.provide(provider, ctx.name);
+    ctx.hooks.banner.register({
+      name: 'local-ca',
+      order: 10,
+      lines: ({ port }) => [
+        ['CA SHA-256', rootFp],
+        ['CA download', `https://localhost:${port}/system/ca-cert (compare the fingerprint above)`],
+      ],
+    });
 
     ctx.hooks.services.implement('svc-certs', {
       description: 'LIA certificates: local CA and TLS leaf renewal',

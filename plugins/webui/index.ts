@@ -11,6 +11,7 @@ import { definePlugin, Errors, projectPath } from '../../core/index.js';
 
 export default definePlugin({
   name: 'webui',
+  apiVersion: 1,
   description: 'Web UI at /ui/: chat, models, health, CA download',
   service: 'svc-webui',
   async setup(app, ctx) {

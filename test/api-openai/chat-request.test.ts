@@ -5,6 +5,7 @@
 import t from 'tap';
 import { isAppError } from '../../core/index.js';
 import { translateChatRequest } from '../../plugins/api-openai/translate/chat-request.js';
+import { openaiErrorBody } from '../../plugins/api-openai/errors.js';
 
 const user = { role: 'user', content: 'hi' };
 
@@ -219,7 +220,7 @@ t.test('rejects bad input with a 400 naming the param', async (t) => {
     t.ok(isAppError(caught), `${label} is rejected`);
     if (!isAppError(caught)) continue;
     t.equal(caught.statusCode, 400, `${label} → 400`);
-    t.equal(caught.openaiType, 'invalid_request_error');
+    t.equal(openaiErrorBody(caught).error.type, 'invalid_request_error');
     t.equal(caught.param, c.param, `${label} → param ${c.param}`);
     t.ok(caught.message.length > 0);
   }

@@ -3,7 +3,8 @@
  * that an error before the first event is thrown (and keeps its status) instead of streamed.
  */
 import t from 'tap';
-import { Errors, isAppError, primed, type GenerationEvent } from '../../core/index.js';
+import { Errors, isAppError, primed, type AppError, type GenerationEvent } from '../../core/index.js';
+import { openaiErrorBody } from '../../plugins/api-openai/errors.js';
 import { resolveAlias, withModelParam } from '../../plugins/api-openai/routes/common.js';
 
 t.test('aliases', async (t) => {
@@ -24,7 +25,8 @@ t.test('an unknown model is a 404 with param model; other errors pass through', 
   };
   const e = caught(Errors.modelNotFound("model 'x' not found"));
   t.ok(isAppError(e));
-  t.match(e, { statusCode: 404, param: 'model', openaiCode: 'model_not_found', message: "model 'x' not found" });
+  t.match(e, { statusCode: 404, param: 'model', message: "model 'x' not found" });
+  t.match(openaiErrorBody(e as AppError), { error: { type: 'invalid_request_error', param: 'model', code: 'model_not_found' } });
   const other = Errors.unavailable('queue full');
   t.equal(caught(other), other);
   const plain = new Error('boom');

@@ -8,6 +8,7 @@
  */
 import type { FastifyInstance } from 'fastify';
 import { clientGone, primed, startSse, type Hooks } from '../../../core/index.js';
+import { openaiErrorBody } from '../errors.js';
 import { ChatChunker, ChatCollector, type ChatCompletionChunk } from '../translate/chat-response.js';
 import { translateChatRequest } from '../translate/chat-request.js';
 import { newId, unixSeconds, type ResponseMeta } from '../translate/ids.js';
@@ -35,7 +36,7 @@ export function chatRoute(app: FastifyInstance, hooks: Hooks, options: RouteOpti
       return reply.type('application/json; charset=utf-8').send(collector.result());
     }
 
-    const sse = startSse<ChatCompletionChunk>(reply);
+    const sse = startSse<ChatCompletionChunk>(reply, { errorFrame: openaiErrorBody });
     const chunker = new ChatChunker(meta);
     try {
       sse.write(chunker.first());

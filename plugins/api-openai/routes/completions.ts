@@ -8,6 +8,7 @@
  */
 import type { FastifyInstance } from 'fastify';
 import { clientGone, primed, startSse, type GenerationStream, type Hooks } from '../../../core/index.js';
+import { openaiErrorBody } from '../errors.js';
 import {
   CompletionCollector,
   sumUsage,
@@ -51,7 +52,7 @@ export function completionsRoute(app: FastifyInstance, hooks: Hooks, options: Ro
       return reply.type('application/json; charset=utf-8').send(textCompletion(meta, choices, sumUsage(collected.map((c) => c.usage))));
     }
 
-    const sse = startSse<TextCompletion>(reply);
+    const sse = startSse<TextCompletion>(reply, { errorFrame: openaiErrorBody });
     const chunk = (index: number, text: string, finish: 'stop' | 'length' | null = null): TextCompletion =>
       textCompletion(meta, [{ text, index, logprobs: null, finish_reason: finish }]);
     try {

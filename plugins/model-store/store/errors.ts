@@ -10,7 +10,6 @@ export const insufficientStorage = defineError(
   'LIA_ERR_INSUFFICIENT_STORAGE',
   507,
   'The disk that holds the model store is full.',
-  { type: 'server_error', code: 'insufficient_storage' },
 );
 
 /** A downloaded blob whose bytes do not hash to its digest (nothing of it is kept). */

@@ -5,8 +5,7 @@
  * @module
  */
 import { readFile } from 'node:fs/promises';
-import { dataDirFromEnv } from '../data-dir.js';
-import { CliError, type CliCommand } from '../types.js';
+import { CliError, type CliCommand } from '../../../core/index.js';
 
 export const commands: CliCommand[] = [
   {
@@ -14,7 +13,7 @@ export const commands: CliCommand[] = [
     summary: 'Print the master API key (reads the key file; run it on the appliance)',
     usage: 'lia key show',
     async run(_args, io) {
-      const file = `${dataDirFromEnv(io.env)}/keys/master.key`;
+      const file = `${io.dataDir}/keys/master.key`;
       const key = await readFile(file, 'utf8').catch(() => {
         throw new CliError(`cannot read ${file}: start the appliance once, or run as the user that owns it`);
       });

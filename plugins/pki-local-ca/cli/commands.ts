@@ -9,8 +9,7 @@
 import { X509Certificate } from 'node:crypto';
 import { readFile, writeFile } from 'node:fs/promises';
 import { Agent, fetch } from 'undici';
-import { dataDirFromEnv } from '../data-dir.js';
-import { CliError, type CliArgs, type CliIO, type CliCommand } from '../types.js';
+import { CliError, isCliError, type CliArgs, type CliIO, type CliCommand } from '../../../core/index.js';
 
 async function rootPem(args: CliArgs, io: CliIO): Promise<string> {
   const url = args.values['url'] as string | undefined;
@@ -21,13 +20,13 @@ async function rootPem(args: CliArgs, io: CliIO): Promise<string> {
       if (!res.ok) throw new CliError(`${url} answered ${res.status}`);
       return await res.text();
     } catch (err) {
-      if (err instanceof CliError) throw err;
+      if (isCliError(err)) throw err;
       throw new CliError(`cannot reach ${url}: ${(err as Error).message}`);
     } finally {
       await dispatcher.close();
     }
   }
-  const file = `${dataDirFromEnv(io.env)}/pki/root.crt`;
+  const file = `${io.dataDir}/pki/root.crt`;
   return readFile(file, 'utf8').catch(() => {
     throw new CliError(`no CA at ${file}: start the appliance once ("lia serve"), or pass --url https://HOST:8443`);
   });
