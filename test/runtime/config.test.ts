@@ -108,5 +108,5 @@ t.test('plugins: unknown names, bad options and missing dependencies stop the st
 
   const missingPkg = await dir({ 'lia.config.yaml': 'plugins:\n  lia-plugin-nope:\n    module: lia-plugin-nope\n' });
   const e5 = await loadPlugins(await runtimeConfig(missingPkg), {}).catch((e: unknown) => e);
-  t.match((e5 as Error).message, /plugin "lia-plugin-nope" cannot be found: package "lia-plugin-nope" is not installed/);
+  t.match((e5 as Error).message, /plugin "lia-plugin-nope": package "lia-plugin-nope" is not installed; install it beside the configuration/);
 });

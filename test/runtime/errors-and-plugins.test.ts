@@ -25,8 +25,11 @@ t.test('a third-party plugin contributes a route, an auth strategy and a host pr
   t.ok(app.hooks.gpu.list().some((g) => g.name === 'hello-gpu'), 'the GPU provider is registered');
 });
 
+/** The runtime with the OpenAI surface (api-openai needs the engine, which needs the store). */
+const WITH_OPENAI = { ...RUNTIME_ONLY, 'model-store': true, engine: true, 'api-openai': true };
+
 t.test('errors come in the surface’s format with the right status', async (t) => {
-  const app = await startTestAppliance({ plugins: { ...RUNTIME_ONLY, hello: { module: HELLO } } });
+  const app = await startTestAppliance({ plugins: { ...WITH_OPENAI, hello: { module: HELLO } } });
   t.teardown(app.close);
   const json = { 'content-type': 'application/json' };
 
@@ -62,7 +65,7 @@ t.test('disabling a plugin removes its routes and nothing else', async (t) => {
   const full = await startTestAppliance({ plugins: RUNTIME_ONLY });
   t.teardown(full.close);
   t.equal((await full.fetch('/ui/', { auth: false })).status, 200, 'the web UI is there');
-  const app = await startTestAppliance({ plugins: { ...RUNTIME_ONLY, webui: false } });
+  const app = await startTestAppliance({ plugins: { ...RUNTIME_ONLY, 'model-store': true, engine: true, webui: false } });
   t.teardown(app.close);
   t.equal((await app.fetch('/ui/')).status, 404, 'its route is gone');
   t.equal((await app.fetch('/health', { auth: false })).status, 200);
@@ -71,4 +74,12 @@ t.test('disabling a plugin removes its routes and nothing else', async (t) => {
   t.equal(root.status, 200, 'the heartbeat no longer redirects to a missing UI');
   const health = (await (await app.fetch('/health', { auth: false })).json()) as { services: Record<string, string> };
   t.equal(health.services['svc-webui'], 'inactive');
+});
+
+t.test('without the OpenAI plugin, /v1 errors take the default shape', async (t) => {
+  const app = await startTestAppliance({ plugins: { ...RUNTIME_ONLY, hello: { module: HELLO } } });
+  t.teardown(app.close);
+  const nf = await app.fetch('/v1/nothing');
+  t.equal(nf.status, 404);
+  t.match(await nf.json(), { error: /no such path/ }, 'the surface that owns /v1 is not enabled, so nothing formats its errors');
 });
