@@ -2,7 +2,7 @@
  * Auth strategy contract. Core asks every registered strategy, in registration order, whether a
  * request's credentials are good; the first one that recognises them wins. A route is public only
  * when it declares `config: { public: true }`; every other route, and every unknown path, needs a
- * principal, whatever the spelling of the path.
+ * principal, whatever the spelling of the path, and a route's principal must hold its scope.
  *
  * @module
  */
@@ -12,7 +12,10 @@ import type { FastifyRequest } from 'fastify';
 export interface Principal {
   /** Stable id of the credential, e.g. `master`. Never the secret itself. */
   id: string;
-  /** What the credential may do; `*` is everything. */
+  /**
+   * What the credential may do; `*` is everything. Core's auth gate checks them against the scope
+   * each route declares (vocabulary and implication rule in `core/http/scopes.ts`).
+   */
   scopes: readonly string[];
 }
 

@@ -5,12 +5,18 @@
  * so `//`, `/./`, `..`, `%2F`, case or a trailing slash cannot reach a protected handler
  * unauthenticated. Unknown paths need a key too (default deny), so they cannot be probed.
  *
+ * After authenticating, the gate checks the principal's scopes against the scope the route
+ * declares (`config: { scope }`, rules in `./scopes.ts`) and refuses a principal lacking it with
+ * 403, naming the scope needed. A non-public route without a declared scope needs `*`. Unknown
+ * paths only need a principal; they answer 404/405 whatever its scopes.
+ *
  * @module
  */
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { Principal } from '../contracts/auth.js';
 import { Errors } from '../errors.js';
 import type { Hooks } from '../plugin/hooks.js';
+import { grants, requiredScope, type Scope } from './scopes.js';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -20,6 +26,11 @@ declare module 'fastify' {
   interface FastifyContextConfig {
     /** The route needs no API key (`/health`, `/system/ca-cert`, the web UI). Defaults to false. */
     public?: boolean;
+    /**
+     * The scope a principal needs for this route (`models:read`, `inference`, …; see
+     * `core/http/scopes.ts`). Defaults to `*`: only a principal holding every scope.
+     */
+    scope?: Scope;
   }
 }
 
@@ -41,5 +52,10 @@ export function installAuthGate(app: FastifyInstance, hooks: Hooks): void {
   app.addHook('onRequest', async (request) => {
     if (request.routeOptions.config?.public === true && request.is404 !== true) return;
     request.principal = await authenticate(request, hooks);
+    if (request.is404 === true) return;
+    const needed = requiredScope(request.routeOptions.config?.scope);
+    if (!grants(request.principal.scopes, needed)) {
+      throw Errors.forbidden(`this API key lacks the scope "${needed}" that ${request.method} ${request.routeOptions.url} needs`);
+    }
   });
 }

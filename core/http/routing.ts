@@ -1,7 +1,7 @@
 /**
  * The route table: every route any plugin registered, kept in a find-my-way router of our own so
  * the not-found handler can tell "no such path" (404) from "wrong method" (405 with `Allow`), and
- * so the auth test can walk every route.
+ * so the auth and scope tests can walk every route with the scope each one declares.
  *
  * @module
  */
@@ -13,6 +13,8 @@ export interface RouteInfo {
   method: string;
   url: string;
   public: boolean;
+  /** The scope the route declares (`config.scope`); null when it declares none. */
+  scope: string | null;
 }
 
 export class RouteTable {
@@ -49,8 +51,10 @@ export class RouteTable {
 export function installRouting(app: FastifyInstance, table: RouteTable): void {
   app.addHook('onRoute', (route) => {
     const methods = Array.isArray(route.method) ? route.method : [route.method];
-    const isPublic = (route.config as { public?: boolean } | undefined)?.public === true;
-    for (const method of methods) table.add({ method: String(method), url: route.url, public: isPublic });
+    const config = route.config as { public?: boolean; scope?: string } | undefined;
+    const isPublic = config?.public === true;
+    const scope = config?.scope ?? null;
+    for (const method of methods) table.add({ method: String(method), url: route.url, public: isPublic, scope });
   });
   app.setNotFoundHandler(async (request: FastifyRequest, _reply: FastifyReply) => {
     const path = request.url.split('?', 1)[0] ?? '/';

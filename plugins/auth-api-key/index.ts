@@ -76,8 +76,7 @@ export default definePlugin({
       },
     });
 
-    app.post('/system/api-keys/rotate', async (request, reply) => {
-      if (!request.principal?.scopes.includes('*')) throw Errors.forbidden('only the master key may rotate the master key');
+    app.post('/system/api-keys/rotate', { config: { scope: 'keys:admin' } }, async (_request, reply) => {
       const { key, hint } = await store.rotateMaster();
       ctx.log.warn({ hint }, 'master API key rotated; the previous key no longer works');
       ctx.hooks.console(`\n  Master key rotated (new key ends in …${hint}); "lia key show" prints it. Old integrations fail until they use it.\n\n`);

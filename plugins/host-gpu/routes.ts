@@ -38,7 +38,7 @@ export const gpuResponseSchema = {
 
 /** Registers `GET /system/gpu`. */
 export function gpuRoutes(app: FastifyInstance, sampler: GpuSampler): void {
-  app.get('/system/gpu', { schema: { response: { 200: gpuResponseSchema } } }, async (_request, reply) => {
+  app.get('/system/gpu', { config: { scope: 'system:read' }, schema: { response: { 200: gpuResponseSchema } } }, async (_request, reply) => {
     return reply.header('Cache-Control', 'no-store').send(sampler.snapshot());
   });
 }

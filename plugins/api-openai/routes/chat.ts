@@ -16,7 +16,7 @@ import { requestIdHeader, resolveAlias, withModelParam, type RouteOptions } from
 
 /** Registers the route. */
 export function chatRoute(app: FastifyInstance, hooks: Hooks, options: RouteOptions): void {
-  app.post('/v1/chat/completions', async (request, reply) => {
+  app.post('/v1/chat/completions', { config: { scope: 'inference' } }, async (request, reply) => {
     const { native, stream, includeUsage } = translateChatRequest(request.body);
     const requested = native.model;
     native.model = resolveAlias(requested, options);

@@ -22,7 +22,7 @@ import { requestIdHeader, resolveAlias, withModelParam, type RouteOptions } from
 
 /** Registers the route. */
 export function completionsRoute(app: FastifyInstance, hooks: Hooks, options: RouteOptions): void {
-  app.post('/v1/completions', async (request, reply) => {
+  app.post('/v1/completions', { config: { scope: 'inference' } }, async (request, reply) => {
     const tr = translateCompletionRequest(request.body);
     const requested = tr.natives[0]!.model;
     for (const n of tr.natives) n.model = resolveAlias(requested, options);

@@ -10,7 +10,7 @@ import { resolveAlias, withModelParam, type RouteOptions } from './common.js';
 
 /** Registers the route. */
 export function embeddingsRoute(app: FastifyInstance, hooks: Hooks, options: RouteOptions): void {
-  app.post('/v1/embeddings', async (request, reply) => {
+  app.post('/v1/embeddings', { config: { scope: 'inference' } }, async (request, reply) => {
     const { native, encoding } = translateEmbeddingsRequest(request.body);
     const requested = native.model;
     native.model = resolveAlias(requested, options);

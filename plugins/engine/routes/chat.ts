@@ -19,7 +19,7 @@ const message = (content: string, calls?: ToolCall[]) => ({
 });
 
 export function chatRoute(app: FastifyInstance, service: () => InferenceService): void {
-  app.post('/api/chat', async (request, reply) => {
+  app.post('/api/chat', { config: { scope: 'inference' } }, async (request, reply) => {
     const started = process.hrtime.bigint();
     const body = objectBody(request.body);
     const model = requiredModel(body);

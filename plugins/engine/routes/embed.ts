@@ -18,7 +18,7 @@ function inputs(value: unknown): string[] {
 }
 
 export function embedRoutes(app: FastifyInstance, service: () => InferenceService): void {
-  app.post('/api/embed', async (request, reply) => {
+  app.post('/api/embed', { config: { scope: 'inference' } }, async (request, reply) => {
     const body = objectBody(request.body);
     const model = requiredModel(body);
     const input = inputs(body['input']);
@@ -45,7 +45,7 @@ export function embedRoutes(app: FastifyInstance, service: () => InferenceServic
     };
   });
 
-  app.post('/api/embeddings', async (request, reply) => {
+  app.post('/api/embeddings', { config: { scope: 'inference' } }, async (request, reply) => {
     const body = objectBody(request.body);
     const model = requiredModel(body);
     const prompt = optionalString(body, 'prompt') ?? '';

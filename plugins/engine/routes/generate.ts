@@ -14,7 +14,7 @@ import { format, keepAlive, refuseUnsupported, objectBody, optionalBool, optiona
 import { createdAt, respond } from './respond.js';
 
 export function generateRoute(app: FastifyInstance, service: () => InferenceService): void {
-  app.post('/api/generate', async (request, reply) => {
+  app.post('/api/generate', { config: { scope: 'inference' } }, async (request, reply) => {
     const started = process.hrtime.bigint();
     const body = objectBody(request.body);
     const model = requiredModel(body);

@@ -19,7 +19,7 @@ export function psRoutes(
   service: () => InferenceService,
   details: (name: string) => ModelDetails | undefined,
 ): void {
-  app.get('/api/ps', async () => ({
+  app.get('/api/ps', { config: { scope: 'models:read' } }, async () => ({
     models: service()
       .ps()
       .map((m) => ({
@@ -34,5 +34,5 @@ export function psRoutes(
       })),
   }));
 
-  app.get('/api/version', async () => ({ version: OLLAMA_COMPAT_VERSION, lia_version: VERSION }));
+  app.get('/api/version', { config: { scope: 'models:read' } }, async () => ({ version: OLLAMA_COMPAT_VERSION, lia_version: VERSION }));
 }

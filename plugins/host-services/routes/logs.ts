@@ -24,7 +24,7 @@ export function parseLines(raw: string | undefined): number {
 
 /** Registers `GET /system/logs`. */
 export function logsRoutes(app: FastifyInstance, manager: () => ServiceManager): void {
-  app.get<{ Querystring: { service?: string; lines?: string } }>('/system/logs', async (request, reply) => {
+  app.get<{ Querystring: { service?: string; lines?: string } }>('/system/logs', { config: { scope: 'system:read' } }, async (request, reply) => {
     const { service } = request.query;
     if (!service) throw Errors.badRequest(`missing "service"; one of: ${SERVICE_NAMES.join(', ')}`, { param: 'service' });
     if (!isServiceName(service)) throw Errors.badRequest(`unknown service "${service}"; one of: ${SERVICE_NAMES.join(', ')}`, { param: 'service' });

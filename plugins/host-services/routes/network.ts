@@ -37,12 +37,12 @@ function covers(certPem: string, name: string): boolean {
 
 /** Registers `GET /system/network` and `POST /system/network/hostname`. */
 export function networkRoutes(app: FastifyInstance, hooks: Hooks): void {
-  app.get('/system/network', async (_request, reply) => {
+  app.get('/system/network', { config: { scope: 'system:read' } }, async (_request, reply) => {
     const net = hooks.network.get();
     return reply.header('Cache-Control', 'no-store').send({ hostname: net.hostname(), interfaces: net.interfaces(), mdns: net.mdns() });
   });
 
-  app.post<{ Querystring: { hostname?: string }; Body: unknown }>('/system/network/hostname', async (request, reply) => {
+  app.post<{ Querystring: { hostname?: string }; Body: unknown }>('/system/network/hostname', { config: { scope: 'system:admin' } }, async (request, reply) => {
     const body = request.body as { hostname?: unknown } | undefined;
     const fromBody = body && typeof body === 'object' && !Array.isArray(body) ? body.hostname : undefined;
     if (request.query.hostname !== undefined && fromBody !== undefined && request.query.hostname !== fromBody) {

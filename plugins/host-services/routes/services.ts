@@ -51,7 +51,7 @@ export function readAction(request: FastifyRequest<ActionRequest>): { action: Se
 
 /** Registers `GET /system/services` and the action routes. */
 export function servicesRoutes(app: FastifyInstance, manager: () => ServiceManager): void {
-  app.get('/system/services', async (_request, reply) => {
+  app.get('/system/services', { config: { scope: 'system:read' } }, async (_request, reply) => {
     const m = manager();
     return reply.header('Cache-Control', 'no-store').send({ manager: m.kind, services: await m.list() });
   });
@@ -80,6 +80,6 @@ export function servicesRoutes(app: FastifyInstance, manager: () => ServiceManag
     const state = (await m.list()).find((s) => s.name === name);
     return reply.code(200).send({ ...body, status: 'done', state });
   };
-  app.post('/system/services/:name', handler);
-  app.post('/system/services/:name/:action', handler);
+  app.post('/system/services/:name', { config: { scope: 'system:admin' } }, handler);
+  app.post('/system/services/:name/:action', { config: { scope: 'system:admin' } }, handler);
 }

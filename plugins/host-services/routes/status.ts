@@ -46,7 +46,7 @@ export const statusResponseSchema = {
 
 /** Registers `GET /system/status`. */
 export function statusRoutes(app: FastifyInstance, sampler: StatusSampler, hooks: Hooks): void {
-  app.get('/system/status', { schema: { response: { 200: statusResponseSchema } } }, async (_request, reply) => {
+  app.get('/system/status', { config: { scope: 'system:read' }, schema: { response: { 200: statusResponseSchema } } }, async (_request, reply) => {
     const hostname = hooks.network.maybe()?.hostname() ?? os.hostname();
     return reply.header('Cache-Control', 'no-store').send(sampler.snapshot(hostname, VERSION));
   });

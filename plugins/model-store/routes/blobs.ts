@@ -17,13 +17,13 @@ export async function registerBlobRoutes(app: FastifyInstance, store: ModelStore
     blobs.removeAllContentTypeParsers();
     blobs.addContentTypeParser('*', (_request, payload, done) => done(null, payload));
 
-    blobs.head('/api/blobs/:digest', async (request, reply) => {
+    blobs.head('/api/blobs/:digest', { config: { scope: 'models:write' } }, async (request, reply) => {
       const digest = normalizeDigest((request.params as { digest: string }).digest);
       if ((await store.blobs.size(digest)) === null) throw Errors.notFound(`blob "${digest}" not found`);
       return reply.code(200).send();
     });
 
-    blobs.post('/api/blobs/:digest', async (request, reply) => {
+    blobs.post('/api/blobs/:digest', { config: { scope: 'models:write' } }, async (request, reply) => {
       const digest = normalizeDigest((request.params as { digest: string }).digest);
       const body = request.body as Readable | undefined;
       if ((await store.blobs.size(digest)) !== null) {

@@ -27,7 +27,7 @@ function messages(v: unknown): StoredMessage[] | undefined {
 
 /** Registers `POST /api/create`. */
 export function registerCreateRoute(app: FastifyInstance, store: ModelStoreService): void {
-  app.post('/api/create', async (request, reply) => {
+  app.post('/api/create', { config: { scope: 'models:write' } }, async (request, reply) => {
     const body = objectBody(request.body);
     if (optString(body, 'quantize') ?? optString(body, 'quantization')) {
       throw Errors.badRequest('quantizing is not supported; upload a GGUF file that is already quantized', { param: 'quantize' });

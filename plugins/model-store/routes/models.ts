@@ -41,9 +41,9 @@ export function registerModelRoutes(app: FastifyInstance, store: ModelStoreServi
     );
     return { models: models.filter((m) => m !== null) };
   };
-  app.get('/api/tags', tags);
+  app.get('/api/tags', { config: { scope: 'models:read' } }, tags);
 
-  app.post('/api/show', async (request) => {
+  app.post('/api/show', { config: { scope: 'models:read' } }, async (request) => {
     const body = objectBody(request.body);
     const verbose = optBool(body, 'verbose') ?? false;
     const view = await store.view(modelField(body));
@@ -69,7 +69,7 @@ export function registerModelRoutes(app: FastifyInstance, store: ModelStoreServi
     };
   });
 
-  app.post('/api/copy', async (request, reply) => {
+  app.post('/api/copy', { config: { scope: 'models:write' } }, async (request, reply) => {
     const body = objectBody(request.body);
     const source = optString(body, 'source');
     const destination = optString(body, 'destination');
@@ -79,7 +79,7 @@ export function registerModelRoutes(app: FastifyInstance, store: ModelStoreServi
     return reply.code(200).send();
   });
 
-  app.delete('/api/delete', async (request, reply) => {
+  app.delete('/api/delete', { config: { scope: 'models:write' } }, async (request, reply) => {
     await store.delete(modelField(objectBody(request.body)));
     return reply.code(200).send();
   });
@@ -91,10 +91,10 @@ export function registerModelRoutes(app: FastifyInstance, store: ModelStoreServi
     owned_by: owner(m.name),
   });
 
-  app.get('/v1/models', async () => ({ object: 'list', data: (await store.manifests()).map(openaiModel) }));
+  app.get('/v1/models', { config: { scope: 'models:read' } }, async () => ({ object: 'list', data: (await store.manifests()).map(openaiModel) }));
 
   // A wildcard, so ids with a raw slash (`user/model:tag`) match as well as percent-encoded ones.
-  app.get('/v1/models/*', async (request) => {
+  app.get('/v1/models/*', { config: { scope: 'models:read' } }, async (request) => {
     const raw = (request.params as { '*': string })['*'];
     let id: string;
     try {

@@ -15,7 +15,7 @@ import { sendProgress } from './progress.js';
 
 /** Registers `POST /api/pull` and `POST /api/push`. */
 export function registerRegistryRoutes(app: FastifyInstance, store: ModelStoreService, puller: Puller, pusher: Pusher): void {
-  app.post('/api/pull', async (request, reply) => {
+  app.post('/api/pull', { config: { scope: 'models:write' } }, async (request, reply) => {
     const body = objectBody(request.body);
     const name = parseName(modelField(body));
     const repo = { name, insecure: optBool(body, 'insecure') ?? false };
@@ -23,7 +23,7 @@ export function registerRegistryRoutes(app: FastifyInstance, store: ModelStoreSe
     return sendProgress(reply, wantsStream(body), (emit, signal) => puller.pull(repo, emit, signal));
   });
 
-  app.post('/api/push', async (request, reply) => {
+  app.post('/api/push', { config: { scope: 'models:write' } }, async (request, reply) => {
     const body = objectBody(request.body);
     const raw = modelField(body);
     const name = parseName(raw);
