@@ -34,12 +34,19 @@ declare module 'fastify' {
   }
 }
 
+/**
+ * Asks every strategy; the first that admits the request wins, so the order in which plugins set
+ * up does not decide whether a credential is accepted. When none admits it, the reason of the
+ * first strategy that called the credential wrong is the answer.
+ */
 export async function authenticate(request: FastifyRequest, hooks: Hooks): Promise<Principal> {
+  let invalid: string | null = null;
   for (const strategy of hooks.auth.list()) {
     const result = await strategy.authenticate(request);
     if (result.kind === 'ok') return result.principal;
-    if (result.kind === 'invalid') throw Errors.unauthorized(result.reason);
+    if (result.kind === 'invalid') invalid ??= result.reason;
   }
+  if (invalid !== null) throw Errors.unauthorized(invalid);
   if (hooks.auth.list().length === 0) throw Errors.unauthorized('no authentication strategy is enabled; this route is closed');
   if (request.headers.authorization !== undefined) {
     throw Errors.unauthorized('unsupported Authorization header: expected "Bearer <key>"');

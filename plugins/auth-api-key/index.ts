@@ -62,6 +62,9 @@ export default definePlugin({
       authenticate(request): AuthResult {
         const token = bearerToken(request);
         if (token === null) return { kind: 'absent' };
+        // A token without a LIA key's shape can never match one: another strategy may own it, so
+        // it neither counts as a failed key nor meets the failure limiter.
+        if (checkShape(token) === 'not-lia') return { kind: 'invalid', reason: 'invalid API key: LIA keys look like lia_<43 characters>_<6 characters>' };
         const wait = limiter.retryAfter(request.ip);
         if (wait > 0) {
           throw Errors.tooManyRequests(`too many failed API keys from this address; retry in ${wait} s`, { headers: { 'Retry-After': String(wait) } });
@@ -69,9 +72,7 @@ export default definePlugin({
         const principal = store.verify(token);
         if (principal) return { kind: 'ok', principal };
         limiter.fail(request.ip);
-        const shape = checkShape(token);
-        if (shape === 'checksum') return { kind: 'invalid', reason: 'the API key has a typo: its checksum does not match' };
-        if (shape === 'not-lia') return { kind: 'invalid', reason: 'invalid API key: LIA keys look like lia_<43 characters>_<6 characters>' };
+        if (checkShape(token) === 'checksum') return { kind: 'invalid', reason: 'the API key has a typo: its checksum does not match' };
         return { kind: 'invalid', reason: 'invalid API key' };
       },
     });

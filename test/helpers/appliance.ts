@@ -24,11 +24,6 @@ import type { Hooks } from '../../core/plugin/hooks.js';
 export interface TestApplianceOptions {
   /** Plugin entries merged over the defaults, e.g. `{ webui: false }`. */
   plugins?: Record<string, PluginEntry>;
-  /**
-   * Plugin entries set up before the defaults, e.g. an auth strategy that must be asked before
-   * the API key's. Defaults to none.
-   */
-  pluginsFirst?: Record<string, PluginEntry>;
   /** Extra environment for config and plugin options (`LIA_*`). */
   env?: Record<string, string>;
   /** Reuse a data directory (restart tests); a fresh temp one otherwise. */
@@ -62,7 +57,7 @@ export async function startTestAppliance(options: TestApplianceOptions = {}): Pr
   const base = await loadConfig({ env, cwd: dataDir, flags: { host: '127.0.0.1', port: '0', dataDir } });
   const config = Object.freeze({
     ...base,
-    plugins: Object.freeze({ ...options.pluginsFirst, ...base.plugins, ...options.plugins }),
+    plugins: Object.freeze({ ...base.plugins, ...options.plugins }),
   });
   let consoleText = '';
   const appliance = await startAppliance(config, { console: (t) => (consoleText += t), logDestination: null, env: { ...process.env, ...env } });

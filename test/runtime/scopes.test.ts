@@ -9,7 +9,7 @@ import path from 'node:path';
 import { readdir, readFile } from 'node:fs/promises';
 import t, { type Test } from 'tap';
 import type { Response } from 'undici';
-import { surfaceOf } from '../../core/http/surface.js';
+import { normalizePath } from '../../core/http/surface.js';
 import { projectPath } from '../../core/paths.js';
 import { startTestAppliance } from '../helpers/appliance.js';
 import { RUNTIME_ONLY } from '../helpers/plugin-sets.js';
@@ -33,7 +33,7 @@ async function expectForbidden(t: Test, res: Response, where: string, needed: st
   t.equal(res.status, 403, `${where}: 403`);
   if (method === 'HEAD') return;
   const body = (await res.json()) as { error: unknown };
-  if (surfaceOf(where.split(' ')[1] as string) === 'openai') {
+  if (/^\/v1(\/|$)/.test(normalizePath(where.split(' ')[1] as string))) {
     t.match(body, { error: { message: String, type: 'permission_error' } }, `${where}: OpenAI error shape`);
     t.ok('param' in (body.error as object) && 'code' in (body.error as object), `${where}: has param and code`);
     t.match((body.error as { message: string }).message, `"${needed}"`, `${where}: names the scope`);
@@ -44,7 +44,7 @@ async function expectForbidden(t: Test, res: Response, where: string, needed: st
 }
 
 t.test('every route of the default appliance declares a scope, and the gate enforces it', async (t) => {
-  const app = await startTestAppliance({ pluginsFirst: { scoped: { module: SCOPED } }, plugins: { 'host-network': { options: { mdns: 'off' } } } });
+  const app = await startTestAppliance({ plugins: { 'host-network': { options: { mdns: 'off' } }, scoped: { module: SCOPED } } });
   t.teardown(app.close);
   const table = app.appliance.routes.list();
   const guarded = table.filter((r) => !r.public);
@@ -86,7 +86,7 @@ t.test('every route of the default appliance declares a scope, and the gate enfo
 });
 
 t.test('what a user with a models:read key sees', async (t) => {
-  const app = await startTestAppliance({ pluginsFirst: { scoped: { module: SCOPED } }, plugins: { 'host-network': { options: { mdns: 'off' } } } });
+  const app = await startTestAppliance({ plugins: { 'host-network': { options: { mdns: 'off' } }, scoped: { module: SCOPED } } });
   t.teardown(app.close);
   const reader = { ...as('models:read'), 'content-type': 'application/json' };
 
@@ -115,7 +115,7 @@ t.test('what a user with a models:read key sees', async (t) => {
 });
 
 t.test('a non-public route that declares no scope needs *', async (t) => {
-  const app = await startTestAppliance({ pluginsFirst: { scoped: { module: SCOPED, options: { undeclaredRoute: true } } }, plugins: RUNTIME_ONLY });
+  const app = await startTestAppliance({ plugins: { ...RUNTIME_ONLY, scoped: { module: SCOPED, options: { undeclaredRoute: true } } } });
   t.teardown(app.close);
   const route = app.appliance.routes.list().find((r) => r.url === '/api/scoped/undeclared' && r.method === 'GET');
   t.equal(route?.scope, null, 'the route table records that it declares none');
