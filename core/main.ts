@@ -68,7 +68,7 @@ async function ready({ app, hooks }: BuiltApp, config: Config): Promise<void> {
     await app.ready();
   } catch (err) {
     const code = (err as { code?: string }).code;
-    if (code === 'FST_ERR_PLUGIN_NOT_PRESENT_IN_INSTANCE') {
+    if (code === 'FST_ERR_PLUGIN_DEPENDENCY_NOT_REGISTERED') {
       throw new ConfigError(`${config.source ?? 'configuration'}: ${(err as Error).message}; list the plugin it depends on before it under "plugins"`);
     }
     throw err;
