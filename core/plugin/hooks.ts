@@ -9,15 +9,17 @@
  * @module
  */
 import type { AuthStrategy, KeyStore } from '../contracts/auth.js';
-import type { InferenceBackend } from '../contracts/backend.js';
 import type { GpuProvider, ServiceManager } from '../contracts/host.js';
 import type { InferenceService } from '../contracts/inference.js';
-import type { ModelFormat, ModelStore } from '../contracts/model-store.js';
+import type { ModelStore } from '../contracts/model-store.js';
 import type { NetworkProvider } from '../contracts/network.js';
 import type { TlsProvider } from '../contracts/tls.js';
 import { Errors } from '../errors.js';
 import type { LogHub } from '../logging.js';
 import { ServiceRegistry } from '../services/registry.js';
+import { BackendRegistry } from './backend-registry.js';
+
+export { BackendRegistry };
 
 /** A place exactly one plugin fills. */
 export class Slot<T> {
@@ -75,19 +77,10 @@ export class Registry<T extends { readonly name: string }> {
   }
 }
 
-export class BackendRegistry extends Registry<InferenceBackend> {
-  /** The backend that runs `format`, or a 400 naming the format. */
-  forFormat(format: ModelFormat): InferenceBackend {
-    const backend = this.list().find((b) => b.formats.includes(format));
-    if (!backend) throw Errors.badRequest(`no enabled inference backend runs models in the "${format}" format`);
-    return backend;
-  }
-}
-
 export interface Hooks {
   /** Auth strategies, asked in order for every non-public route. */
   readonly auth: Registry<AuthStrategy>;
-  /** Inference backends, picked by model format. */
+  /** Inference backends and the model formats they serve (see `backend-registry.ts`). */
   readonly backends: BackendRegistry;
   /** GPU probes; the GPU monitor uses the first whose `detect()` is true. */
   readonly gpu: Registry<GpuProvider & { name: string }>;
@@ -109,7 +102,7 @@ export function createHooks(logs: LogHub, console: (text: string) => void): Hook
   return {
     console,
     auth: new Registry<AuthStrategy>('auth strategy'),
-    backends: new BackendRegistry('inference backend'),
+    backends: new BackendRegistry(),
     gpu: new Registry<GpuProvider & { name: string }>('GPU provider'),
     services: new ServiceRegistry(),
     logs,

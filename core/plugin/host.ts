@@ -148,6 +148,7 @@ export async function registerPlugins(app: FastifyInstance, plugins: LoadedPlugi
     const log = app.log.child(plugin.service ? { plugin: plugin.name, svc: plugin.service } : { plugin: plugin.name });
     await app.register(async (instance) => {
       await plugin.setup(instance, { name: plugin.name, options, config, hooks, log });
+      hooks.backends.claim(plugin.name);
     });
   }
 }
