@@ -24,6 +24,7 @@ export { readTextOrNull } from './fs/read.js';
 export { flushToDisk, writeFileAtomic, type AtomicWriteOptions } from './fs/write-atomic.js';
 export { VERSION } from './version.js';
 export { formatBytes } from './format/bytes.js';
+export { humanNumber } from './format/human-number.js';
 export { PROJECT_ROOT, projectPath } from './paths.js';
 export type { Config } from './config/schema.js';
 export type * from './contracts/auth.js';

@@ -59,20 +59,9 @@ export async function startAppliance(config: Config, options: BuildOptions = {})
   };
 }
 
-/**
- * Runs every plugin's setup. A configuration that Fastify refuses (a third-party plugin listed
- * before the plugin it depends on) or that leaves the appliance without TLS is a ConfigError.
- */
+/** Runs every plugin's setup; a configuration that leaves the appliance without TLS is a ConfigError. */
 async function ready({ app, hooks }: BuiltApp, config: Config): Promise<void> {
-  try {
-    await app.ready();
-  } catch (err) {
-    const code = (err as { code?: string }).code;
-    if (code === 'FST_ERR_PLUGIN_DEPENDENCY_NOT_REGISTERED') {
-      throw new ConfigError(`${config.source ?? 'configuration'}: ${(err as Error).message}; list the plugin it depends on before it under "plugins"`);
-    }
-    throw err;
-  }
+  await app.ready();
   if (!hooks.tls.provided) {
     throw new ConfigError(`${config.source ?? 'the default configuration'}: no enabled plugin provides TLS, and LIA serves only HTTPS; enable "pki-local-ca" (or a plugin that provides hooks.tls)`);
   }

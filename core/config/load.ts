@@ -75,10 +75,22 @@ function merge(base: Raw, over: Raw): Raw {
 
 /** Turns a string from env or a flag into the type the schema wants for `key`. */
 function coerce(key: string, value: string, origin: string): unknown {
+  if (key === 'backends') return backendChoices(value, origin);
   const numeric = key === 'port' || key === 'bodyLimit';
   if (!numeric) return value;
   if (!/^\d+$/.test(value)) throw new ConfigError(`${origin}: "${key}" must be an integer, got "${value}"`);
   return Number(value);
+}
+
+/** `gguf=backend-llama-cpp,onnx=transformers` → `{ gguf: 'backend-llama-cpp', onnx: 'transformers' }`. */
+function backendChoices(value: string, origin: string): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const pair of value.split(',').map((p) => p.trim()).filter(Boolean)) {
+    const m = /^([^=\s]+)\s*=\s*(\S+)$/.exec(pair);
+    if (!m) throw new ConfigError(`${origin}: "backends" entries are FORMAT=BACKEND separated by commas, got "${pair}"`);
+    out[m[1]!] = m[2]!;
+  }
+  return out;
 }
 
 async function readDefaults(): Promise<Raw> {

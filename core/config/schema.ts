@@ -39,6 +39,11 @@ export const ConfigSchema = Type.Object(
     ),
     bodyLimit: Type.Integer({ minimum: 1024 }),
     plugins: Type.Record(Type.String({ pattern: '^[a-z0-9@][a-z0-9._/@-]*$' }), PluginEntrySchema),
+    /**
+     * Which backend serves a model format that several enabled backends claim: format name →
+     * backend name (`llama-cpp`) or plugin name (`backend-llama-cpp`). Defaults to `{}`.
+     */
+    backends: Type.Record(Type.String({ pattern: '^[a-z0-9][a-z0-9_-]{0,31}$' }), Type.String({ minLength: 1 })),
   },
   { additionalProperties: false },
 );
@@ -97,5 +102,12 @@ export const SETTINGS: readonly SettingDoc[] = [
     env: 'LIA_BODY_LIMIT',
     default: 8 * 1024 * 1024,
     description: 'Largest JSON request body in bytes; larger ones get 413. Blob uploads have their own limit.',
+  },
+  {
+    key: 'backends',
+    env: 'LIA_BACKENDS',
+    default: {},
+    description:
+      'Which inference backend serves a model format that two enabled backends claim: format → backend or plugin name, e.g. `{ gguf: backend-llama-cpp }`; the variable takes `gguf=backend-llama-cpp,onnx=transformers`. Without it such a start stops with exit code 2 naming both.',
   },
 ];

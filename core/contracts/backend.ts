@@ -14,7 +14,7 @@
  *
  * @module
  */
-import type { ModelCapability, ModelFormat, ResolvedModel } from './model-store.js';
+import type { ModelCapability, ModelDetails, ModelFormat, ResolvedModel } from './model-store.js';
 
 /** Sampling and length options, with Ollama's names. Unknown keys are ignored upstream. */
 export interface SamplingOptions {
@@ -164,11 +164,86 @@ export interface MemoryEstimate {
   vramBytes: number;
 }
 
+/** One stored file (a manifest layer) of a model, as a {@link FormatHandler} sees it. */
+export interface ModelFile {
+  /** The layer's media type, e.g. `application/vnd.ollama.image.model`. */
+  mediaType: string;
+  /** The file's relative name (the OCI `org.opencontainers.image.title` annotation), when it has one. */
+  name?: string;
+  /** `sha256:<hex>` of the bytes. */
+  digest: string;
+  size: number;
+  /** The blob file on disk. Read it; never write or move it. */
+  path: string;
+}
+
+/** What a handler is asked to describe. */
+export interface DescribeInput {
+  /** The layers that carry this format's weights (their media type is one of the handler's). */
+  weights: ModelFile[];
+  /** Every layer of the model, weights included (e.g. a GGUF vision projector). */
+  layers: ModelFile[];
+  /** The text of the model's template layer, if it has one (Ollama Go-template text). */
+  template?: string;
+  /** `/api/show` with `verbose`: the full metadata is wanted. Such answers are not cached. */
+  verbose: boolean;
+}
+
+/** What a handler makes of a model: the `details` of `/api/tags` and `/api/show`, and more. */
+export interface FormatDescription {
+  /** The store adds `format` (the handler's name) and `parent_model`. */
+  details: Pick<ModelDetails, 'family' | 'families' | 'parameter_size' | 'quantization_level'>;
+  /** What the model can do (`/api/show` → `capabilities`); the engine refuses generation to a model without `completion` that has `embedding`. */
+  capabilities: ModelCapability[];
+  /** The `model_info` of `/api/show`. Defaults to `{}`. */
+  modelInfo?: Record<string, unknown>;
+}
+
+/** A handler's verdict on the file names of an `/api/create`: not its format, or its format (usable or not). */
+export type FileRecognition = null | { problem?: string };
+
+/**
+ * A model format as the backend that runs it knows it. The model store uses it to recognise the
+ * files given to `/api/create`, to tell which stored layers carry the weights, to describe a
+ * model, and to hand the weights to the backend in the shape it loads.
+ */
+export interface FormatHandler {
+  /** The format's name, e.g. `gguf`: lower-case letters, digits, `-` and `_`, at most 32 characters. */
+  readonly name: ModelFormat;
+  /**
+   * Media types of the manifest layers that carry the weights (OCI/Ollama), unique to this format.
+   * The first is the one `/api/create` writes.
+   */
+  readonly mediaTypes: readonly string[];
+  /**
+   * How the weights reach the backend (`ResolvedModel.modelPath`): `file`, the one weights blob
+   * (`/api/create` takes exactly one file and keeps no name); `folder`, a directory the store lays
+   * out with every weights file under its relative name (kept in the layer's title annotation).
+   */
+  readonly layout: 'file' | 'folder';
+  /** What `/api/create` wants as `files` for this format, for error messages, e.g. `one .gguf file`. */
+  readonly files: string;
+  /**
+   * Looks at the relative file names given to `/api/create`: `null` when they are not this
+   * format, `{}` when they are, `{ problem }` when they are meant as this format but cannot make
+   * a model (a 400 with that text).
+   */
+  recognise(names: readonly string[]): FileRecognition;
+  /**
+   * Reads what a model is from its files. Throws an `AppError` (a 400) when the weights are not
+   * this format; `/api/create` calls it on the new files before it writes anything.
+   */
+  describe(input: DescribeInput): Promise<FormatDescription>;
+}
+
 export interface InferenceBackend {
   /** Unique name, e.g. `llama-cpp`. */
   readonly name: string;
-  /** The model formats this backend runs (a model's `format` picks the backend). */
-  readonly formats: readonly ModelFormat[];
+  /**
+   * The model formats this backend runs (a model's `format` picks the backend). Two enabled
+   * backends may claim one format only when the configuration's `backends` key picks one.
+   */
+  readonly formats: readonly FormatHandler[];
   estimateMemory(model: ResolvedModel, options: LoadOptions): Promise<MemoryEstimate>;
   load(model: ResolvedModel, options: LoadOptions): Promise<LoadedModel>;
   /** Releases process-wide resources at shutdown. */

@@ -8,8 +8,12 @@
 /** What a model can do, in Ollama's vocabulary (`/api/show` → `capabilities`). */
 export type ModelCapability = 'completion' | 'chat' | 'embedding' | 'tools' | 'insert' | 'vision';
 
-/** The on-disk format of a model's weights; decides which inference backend runs it. */
-export type ModelFormat = 'gguf' | 'onnx' | (string & {});
+/**
+ * The name of a model's weights format (`gguf`, `onnx`, or whatever a backend declares); it decides
+ * which inference backend runs the model. Backends own the formats: see `FormatHandler` in
+ * `core/contracts/backend.ts`.
+ */
+export type ModelFormat = string;
 
 /** The `details` object of `/api/tags` and `/api/show`. */
 export interface ModelDetails {
@@ -35,8 +39,10 @@ export interface ResolvedModel {
   digest: string;
   format: ModelFormat;
   /**
-   * Where the weights are: for `gguf` the blob file; for `onnx` a directory laid out as the
-   * Hugging Face ONNX layout (config.json, tokenizer.json, onnx/model*.onnx).
+   * Where the weights are, as the format's handler asks (`FormatHandler.layout`): for `file` the
+   * one weights blob (GGUF); for `folder` a directory with every weights file under its own
+   * relative name (the ONNX layout: config.json, tokenizer.json, onnx/model*.onnx). For a format
+   * no enabled backend serves, the first weights blob.
    */
   modelPath: string;
   /** Bytes of all weight layers (the figure the scheduler budgets memory with). */

@@ -80,6 +80,8 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   app.addContentTypeParser('*', { parseAs: 'string' }, parseJsonBody);
   installRouting(app, routes);
   installAuthGate(app, hooks);
+  // Once every plugin is registered: one backend per model format, as the config's `backends` picks.
+  app.addHook('onReady', async () => hooks.backends.configure(config.backends ?? {}, config.source ?? 'the configuration'));
 
   installProxyRole(app, hooks);
 

@@ -81,6 +81,8 @@ export interface PluginSpec<S extends TObject = TObject> {
 export interface PluginRuntime {
   /** Builds the context of one plugin: validated options, its logger. Throws ConfigError. */
   contextFor(spec: PluginSpec, app: FastifyInstance): PluginContext<Record<string, unknown>>;
+  /** Called once a plugin's setup has finished (records, e.g., which plugin registered which backends). */
+  setUp(name: string): void;
 }
 
 /** The key of the runtime in a plugin's Fastify options (a symbol: it cannot clash with user options). */
@@ -105,6 +107,7 @@ export function definePlugin<S extends TObject>(spec: PluginSpec<S>): LiaPlugin<
     if (!runtime) throw new Error(`plugin "${spec.name}" was registered without LIA's runtime; enable it in the config instead`);
     const ctx = runtime.contextFor(spec as unknown as PluginSpec, app);
     await spec.setup(app, ctx as PluginContext<Static<S>>);
+    runtime.setUp(spec.name);
   };
   const plugin = fp(register, {
     name: spec.name,

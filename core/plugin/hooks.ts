@@ -10,15 +10,17 @@
  * @module
  */
 import type { AuthStrategy, KeyStore } from '../contracts/auth.js';
-import type { InferenceBackend } from '../contracts/backend.js';
 import type { GpuProvider, ServiceManager } from '../contracts/host.js';
 import type { InferenceService } from '../contracts/inference.js';
-import type { ModelFormat, ModelStore } from '../contracts/model-store.js';
+import type { ModelStore } from '../contracts/model-store.js';
 import type { NetworkProvider } from '../contracts/network.js';
 import type { TlsProvider } from '../contracts/tls.js';
 import { Errors, type AppError } from '../errors.js';
 import type { LogHub } from '../logging.js';
 import { ServiceRegistry } from '../services/registry.js';
+import { BackendRegistry } from './backend-registry.js';
+
+export { BackendRegistry };
 
 /** A place exactly one plugin fills. */
 export class Slot<T> {
@@ -73,15 +75,6 @@ export class Registry<T extends { readonly name: string }> {
 
   list(): readonly T[] {
     return this.#items;
-  }
-}
-
-export class BackendRegistry extends Registry<InferenceBackend> {
-  /** The backend that runs `format`, or a 400 naming the format. */
-  forFormat(format: ModelFormat): InferenceBackend {
-    const backend = this.list().find((b) => b.formats.includes(format));
-    if (!backend) throw Errors.badRequest(`no enabled inference backend runs models in the "${format}" format`);
-    return backend;
   }
 }
 
@@ -158,7 +151,7 @@ export class Extensions {
 export interface Hooks {
   /** Auth strategies, asked in order for every non-public route. */
   readonly auth: Registry<AuthStrategy>;
-  /** Inference backends, picked by model format. */
+  /** Inference backends and the model formats they serve (see `backend-registry.ts`). */
   readonly backends: BackendRegistry;
   /** GPU probes; the GPU monitor uses the first whose `detect()` is true. */
   readonly gpu: Registry<GpuProvider & { name: string }>;
@@ -189,7 +182,7 @@ export function createHooks(logs: LogHub, console: (text: string) => void): Hook
     errorFormats: new Registry<ErrorFormat>('error format'),
     extensions: new Extensions(),
     auth: new Registry<AuthStrategy>('auth strategy'),
-    backends: new BackendRegistry('inference backend'),
+    backends: new BackendRegistry(),
     gpu: new Registry<GpuProvider & { name: string }>('GPU provider'),
     services: new ServiceRegistry(),
     logs,

@@ -167,6 +167,9 @@ export async function registerPlugins(app: FastifyInstance, plugins: LoadedPlugi
       const log = instance.log.child(spec.service ? { plugin: spec.name, svc: spec.service } : { plugin: spec.name });
       return { name: spec.name, options: loaded.options, config, hooks, log };
     },
+    setUp(name) {
+      hooks.backends.claim(name);
+    },
   };
   const builtIns = plugins.filter((p) => p.origin === 'built-in').map((p) => p.spec.name);
   if (builtIns.length > 0) {
@@ -181,6 +184,12 @@ export async function registerPlugins(app: FastifyInstance, plugins: LoadedPlugi
     });
   }
   for (const p of plugins) {
-    if (p.origin !== 'built-in') await app.register(p.plugin, { [RUNTIME]: runtime });
+    if (p.origin === 'built-in') continue;
+    try {
+      await app.register(p.plugin, { [RUNTIME]: runtime });
+    } catch (err) {
+      if ((err as { code?: string }).code !== 'FST_ERR_PLUGIN_DEPENDENCY_NOT_REGISTERED') throw err;
+      throw new ConfigError(`${where(config)}: ${(err as Error).message}; list the plugin it depends on before it under "plugins"`);
+    }
   }
 }

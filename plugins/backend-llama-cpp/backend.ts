@@ -7,9 +7,10 @@
  */
 import type { ChildProcess } from 'node:child_process';
 import type { FastifyBaseLogger } from 'fastify';
-import type { InferenceBackend, LoadOptions, MemoryEstimate } from '../../core/contracts/backend.js';
+import type { FormatHandler, InferenceBackend, LoadOptions, MemoryEstimate } from '../../core/contracts/backend.js';
 import type { ResolvedModel } from '../../core/contracts/model-store.js';
 import { estimateBytes, fileBytes, readShape } from './estimate.js';
+import { ggufFormat } from './format.js';
 import type { HugePagesMode } from './huge-pages.js';
 import { CpuPlacement, type CpuAffinityMode } from './placement.js';
 import { spawnRunner, startRunner, type RunnerModel, type SpawnOptions } from './runner-client.js';
@@ -39,7 +40,7 @@ export interface LlamaCppBackendOptions {
 
 export class LlamaCppBackend implements InferenceBackend {
   readonly name = 'llama-cpp';
-  readonly formats = ['gguf'] as const;
+  readonly formats: readonly FormatHandler[] = [ggufFormat()];
   readonly #options: Required<LlamaCppBackendOptions>;
   readonly #runners = new Set<RunnerModel>();
   #spare: ChildProcess | null = null;

@@ -9,6 +9,7 @@ import os from 'node:os';
 import { performance } from 'node:perf_hooks';
 import type { FastifyBaseLogger } from 'fastify';
 import type { InferenceBackend, LoadOptions, LoadedModel, MemoryEstimate, ResolvedModel } from '../../core/index.js';
+import { onnxFormat } from './format.js';
 import { readLayout, type OnnxDtype } from './layout.js';
 import { estimateBytes } from './memory.js';
 import { loadEncoder } from './model.js';
@@ -42,7 +43,7 @@ export function threadsFor(option: number, cores = os.availableParallelism()): n
 export function createTransformersBackend(options: TransformersBackendOptions, log?: FastifyBaseLogger): InferenceBackend {
   return {
     name: BACKEND_NAME,
-    formats: ['onnx'],
+    formats: [onnxFormat],
 
     async estimateMemory(model: ResolvedModel): Promise<MemoryEstimate> {
       const layout = await readLayout(model.modelPath, options.dtype, model.name);

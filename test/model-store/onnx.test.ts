@@ -3,8 +3,9 @@ import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import t from 'tap';
-import { TITLE_ANNOTATION, MediaTypes } from '../../plugins/model-store/store/manifest.js';
-import { materialiseOnnx, relativePathProblem } from '../../plugins/model-store/store/onnx.js';
+import { TITLE_ANNOTATION } from '../../plugins/model-store/store/manifest.js';
+import { materialiseFolder, relativePathProblem } from '../../plugins/model-store/store/layout.js';
+import { ONNX_MEDIA_TYPE } from '../../plugins/backend-transformers/format.js';
 
 t.test('file names of model folders are checked', async (t) => {
   for (const ok of ['config.json', 'onnx/model.onnx', 'onnx/model_quantized.onnx', 'tokenizer_config.json', '1_Pooling/config.json']) {
@@ -20,9 +21,9 @@ t.test('a manifest from a registry cannot place files outside the model folder',
   t.teardown(() => rm(dir, { recursive: true, force: true }));
   const blob = path.join(dir, 'blob');
   await writeFile(blob, 'payload');
-  const layer = (title: string) => ({ mediaType: MediaTypes.onnxFile, digest: 'sha256:' + '1'.repeat(64), size: 7, annotations: { [TITLE_ANNOTATION]: title } });
+  const layer = (title: string) => ({ mediaType: ONNX_MEDIA_TYPE, digest: 'sha256:' + '1'.repeat(64), size: 7, annotations: { [TITLE_ANNOTATION]: title } });
   const target = path.join(dir, 'models', 'onnx', 'abc');
-  await materialiseOnnx(target, [layer('config.json'), layer('../../escaped.txt'), layer('/tmp/abs.txt'), layer('onnx/model.onnx')], () => blob);
+  await materialiseFolder(target, [layer('config.json'), layer('../../escaped.txt'), layer('/tmp/abs.txt'), layer('onnx/model.onnx')], () => blob);
   t.equal(await readFile(path.join(target, 'config.json'), 'utf8'), 'payload');
   t.equal(await readFile(path.join(target, 'onnx', 'model.onnx'), 'utf8'), 'payload');
   t.notOk(existsSync(path.join(dir, 'models', 'escaped.txt')));

@@ -1,6 +1,7 @@
 /**
  * Shared setup of the model-store tests: an appliance with only the plugins the store needs
- * (TLS, keys, the store), so these tests neither wait for nor depend on the engine.
+ * (TLS, keys, the store, and the backends whose format handlers recognise and describe GGUF and
+ * ONNX models; no spare llama.cpp runner), so these tests neither wait for nor depend on the engine.
  *
  * @module
  */
@@ -12,8 +13,7 @@ export const STORE_ONLY: Record<string, PluginEntry> = {
   'host-network': false,
   'host-gpu': false,
   'host-services': false,
-  'backend-llama-cpp': false,
-  'backend-transformers': false,
+  'backend-llama-cpp': { options: { prewarm: false } },
   engine: false,
   'api-openai': false,
   webui: false,

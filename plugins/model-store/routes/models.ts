@@ -7,7 +7,6 @@
 import type { FastifyInstance } from 'fastify';
 import { Errors } from '../../../core/index.js';
 import { renderModelfile, renderParameters } from '../modelfile/render.js';
-import { readGguf } from '../store/gguf.js';
 import { displayName } from '../store/names.js';
 import type { ModelStoreService } from '../store/store.js';
 import { modelField, objectBody, optBool, optString } from './body.js';
@@ -46,12 +45,8 @@ export function registerModelRoutes(app: FastifyInstance, store: ModelStoreServi
   app.post('/api/show', { config: { scope: 'models:read' } }, async (request) => {
     const body = objectBody(request.body);
     const verbose = optBool(body, 'verbose') ?? false;
-    const view = await store.view(modelField(body));
+    const view = await store.view(modelField(body), { verbose });
     const resolved = await store.toResolved(view);
-    let modelInfo: Record<string, unknown> = view.gguf?.modelInfo ?? {};
-    if (verbose && view.format === 'gguf' && view.weights[0]) {
-      modelInfo = (await readGguf(store.blobs.path(view.weights[0].digest), { verbose: true })).modelInfo;
-    }
     const name = displayName(view.stored.name);
     const license = view.licenses.join('\n');
     const parameters = renderParameters(view.parameters);
@@ -63,7 +58,7 @@ export function registerModelRoutes(app: FastifyInstance, store: ModelStoreServi
       ...(view.system !== undefined ? { system: view.system } : {}),
       details: view.details,
       ...(view.messages.length > 0 ? { messages: view.messages } : {}),
-      model_info: modelInfo,
+      model_info: view.modelInfo,
       capabilities: view.capabilities,
       modified_at: localTime(view.stored.modifiedAt),
     };

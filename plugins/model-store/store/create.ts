@@ -5,12 +5,11 @@
  *
  * @module
  */
-import { Errors, type ModelDetails, type StoredMessage } from '../../../core/index.js';
-import type { ConfigBlob } from './describe.js';
-import { readGguf } from './gguf.js';
-import { CONFIG_MEDIA_TYPE, encodeManifest, MANIFEST_MEDIA_TYPE, MediaTypes, TITLE_ANNOTATION, type Layer, type Manifest } from './manifest.js';
+import { Errors, type FormatHandler, type ModelDetails, type StoredMessage } from '../../../core/index.js';
+import type { ConfigBlob, Formats } from './describe.js';
+import { relativePathProblem } from './layout.js';
+import { CONFIG_MEDIA_TYPE, encodeManifest, MANIFEST_MEDIA_TYPE, MediaTypes, TEXT_MEDIA_TYPES, TITLE_ANNOTATION, type Layer, type Manifest } from './manifest.js';
 import { displayName, type ModelName } from './names.js';
-import { isOnnxFileSet, onnxDetails, relativePathProblem } from './onnx.js';
 import { normalizeDigest } from './paths.js';
 import type { ModelStoreService } from './store.js';
 
@@ -36,7 +35,26 @@ export interface CreateProgress {
   completed?: number;
 }
 
-const TEXT_LAYERS = [MediaTypes.template, MediaTypes.prompt, MediaTypes.system, MediaTypes.params, MediaTypes.license, MediaTypes.messages] as string[];
+/**
+ * The format of the files of a create, as the enabled backends' handlers recognise their names:
+ * exactly one must take them. None, or a handler that finds them incomplete, is a 400.
+ */
+export function formatOfFiles(formats: Formats, names: string[]): FormatHandler {
+  const handlers = formats.handlers();
+  const claims = handlers.flatMap((handler) => {
+    const verdict = handler.recognise(names);
+    return verdict ? [{ handler, problem: verdict.problem }] : [];
+  });
+  const usable = claims.filter((c) => !c.problem);
+  if (usable.length === 1) return usable[0]!.handler;
+  if (usable.length > 1) {
+    throw Errors.badRequest(`"files" fit more than one model format (${usable.map((c) => c.handler.name).join(', ')}); send the files of one model`, { param: 'files' });
+  }
+  if (claims[0]) throw Errors.badRequest(claims[0].problem!, { param: 'files' });
+  if (handlers.length === 0) throw Errors.badRequest('no enabled inference backend serves a model format, so "files" cannot make a model', { param: 'files' });
+  const wanted = handlers.map((h) => `${h.files} (${h.name})`).join(', or ');
+  throw Errors.badRequest(`"files" must be ${wanted}`, { param: 'files' });
+}
 
 async function weightsFromFiles(
   store: ModelStoreService,
@@ -45,39 +63,37 @@ async function weightsFromFiles(
 ): Promise<{ layers: Layer[]; details: ModelDetails }> {
   const entries = Object.entries(files);
   if (entries.length === 0) throw Errors.badRequest('"files" is empty', { param: 'files' });
-  const layers: Layer[] = [];
-  for (const [file, rawDigest] of entries) {
-    if (typeof rawDigest !== 'string') throw Errors.badRequest(`"files.${file}" must be a digest string`, { param: 'files' });
-    const problem = relativePathProblem(file);
+  const uploaded: Array<{ name: string; digest: string; size: number }> = [];
+  for (const [name, rawDigest] of entries) {
+    if (typeof rawDigest !== 'string') throw Errors.badRequest(`"files.${name}" must be a digest string`, { param: 'files' });
+    const problem = relativePathProblem(name);
     if (problem) throw Errors.badRequest(`invalid file name in "files": ${problem}`, { param: 'files' });
     const digest = normalizeDigest(rawDigest);
     const size = await store.blobs.size(digest);
-    if (size === null) throw Errors.badRequest(`blob ${digest} for "${file}" is not in the store; upload it with POST /api/blobs/${digest} first`, { param: 'files' });
-    layers.push({ mediaType: MediaTypes.onnxFile, digest, size, annotations: { [TITLE_ANNOTATION]: file } });
+    if (size === null) throw Errors.badRequest(`blob ${digest} for "${name}" is not in the store; upload it with POST /api/blobs/${digest} first`, { param: 'files' });
+    uploaded.push({ name, digest, size });
   }
-  const names = entries.map(([f]) => f);
-  const ggufs = layers.filter((l) => l.annotations![TITLE_ANNOTATION]!.endsWith('.gguf'));
-  if (ggufs.length > 0) {
-    if (ggufs.length > 1 || layers.length > 1) throw Errors.badRequest('a GGUF model is created from exactly one .gguf file', { param: 'files' });
-    const layer = ggufs[0]!;
-    progress({ status: 'parsing GGUF' });
-    const summary = await readGguf(store.blobs.path(layer.digest));
-    progress({ status: `using existing layer ${layer.digest}` });
-    return { layers: [{ mediaType: MediaTypes.model, digest: layer.digest, size: layer.size }], details: summary.details };
+  const handler = formatOfFiles(store.formats, uploaded.map((f) => f.name));
+  const mediaType = handler.mediaTypes[0]!;
+  let layers: Layer[];
+  if (handler.layout === 'file') {
+    if (uploaded.length !== 1) throw Errors.badRequest(`a ${handler.name} model is created from exactly one file`, { param: 'files' });
+    // One blob, loaded as it is: the file name is not kept (as Ollama stores GGUF).
+    layers = [{ mediaType, digest: uploaded[0]!.digest, size: uploaded[0]!.size }];
+  } else {
+    layers = uploaded.map((f) => ({ mediaType, digest: f.digest, size: f.size, annotations: { [TITLE_ANNOTATION]: f.name } }));
   }
-  if (isOnnxFileSet(names)) {
-    if (!names.includes('config.json')) throw Errors.badRequest('an ONNX model folder needs its config.json', { param: 'files' });
-    progress({ status: 'reading model metadata' });
-    const details = await onnxDetails(layers, (d) => store.blobs.path(d));
-    for (const l of layers) progress({ status: `using existing layer ${l.digest}` });
-    return { layers, details };
-  }
-  throw Errors.badRequest('"files" must name one .gguf file or the files of an ONNX model folder (with onnx/*.onnx)', { param: 'files' });
+  progress({ status: `parsing ${handler.name.toUpperCase()}` });
+  const modelFiles = layers.map((l) => store.describer.file(l));
+  const described = await handler.describe({ weights: modelFiles, layers: modelFiles, verbose: false });
+  for (const l of layers) progress({ status: `using existing layer ${l.digest}` });
+  return { layers, details: { parent_model: '', format: handler.name, ...described.details } };
 }
 
 /**
  * Checks what can be checked before any progress is streamed (so those failures keep their
- * status): the base model exists, file names are safe and every blob was uploaded.
+ * status): the base model exists, file names are safe, every blob was uploaded and one enabled
+ * backend's format takes the files.
  */
 export async function checkCreate(store: ModelStoreService, spec: CreateSpec): Promise<void> {
   if (!spec.from && !spec.files) throw Errors.badRequest("neither 'from' or 'files' was specified");
@@ -91,6 +107,7 @@ export async function checkCreate(store: ModelStoreService, spec: CreateSpec): P
       throw Errors.badRequest(`blob ${digest} for "${file}" is not in the store; upload it with POST /api/blobs/${digest} first`, { param: 'files' });
     }
   }
+  if (spec.files && Object.keys(spec.files).length > 0) formatOfFiles(store.formats, Object.keys(spec.files));
 }
 
 /** Creates (or replaces) the model `spec.name`, reporting progress; the manifest is written last. */
@@ -109,7 +126,7 @@ export async function createModel(store: ModelStoreService, spec: CreateSpec, pr
       pins.push(store.blobs.pin(base.manifest.layers.map((l) => l.digest)));
       const view = await store.describer.view(base);
       const parent = displayName(base.name);
-      layers = base.manifest.layers.map((l) => (TEXT_LAYERS.includes(l.mediaType) ? l : { ...l, from: l.from ?? parent }));
+      layers = base.manifest.layers.map((l) => (TEXT_MEDIA_TYPES.includes(l.mediaType) ? l : { ...l, from: l.from ?? parent }));
       details = { ...view.details, parent_model: parent };
       baseParams = view.parameters;
       for (const l of layers) progress({ status: `using existing layer ${l.digest}` });

@@ -1,23 +1,37 @@
 /**
  * What a stored manifest means: format, details, template, system prompt, parameters, messages,
- * licence and capabilities, read from its layers and its config blob. GGUF headers are parsed
- * once per blob and cached.
+ * licence and capabilities, read from its layers and its config blob. The store knows no model
+ * format itself: the `backends` hook names the handler whose media types the weight layers carry,
+ * and that handler describes the weights. A model whose format no enabled backend serves is
+ * described from its config blob (what its creator recorded), with no capabilities.
  *
  * @module
  */
 import { readFile } from 'node:fs/promises';
-import { Errors, type ModelCapability, type ModelDetails, type StoredMessage } from '../../../core/index.js';
+import {
+  Errors,
+  type BackendRegistry,
+  type FormatHandler,
+  type ModelCapability,
+  type ModelDetails,
+  type ModelFile,
+  type StoredMessage,
+} from '../../../core/index.js';
 import type { BlobStore } from './blobs.js';
-import { readGguf, type GgufSummary } from './gguf.js';
-import { MediaTypes, type Layer, type StoredManifest } from './manifest.js';
-import { onnxDetails, onnxFiles } from './onnx.js';
+import { layerTitle } from './layout.js';
+import { MediaTypes, TEXT_MEDIA_TYPES, type Layer, type StoredManifest } from './manifest.js';
+
+/** What the store asks of the `backends` hook about formats (the lookups happen per request, so every backend is registered by then). */
+export type Formats = Pick<BackendRegistry, 'handlers' | 'forMediaType'>;
 
 /** Everything the APIs and the engine need to know about one model. */
 export interface ModelView {
   stored: StoredManifest;
   format: string;
+  /** The handler of the format; absent when no enabled backend serves it. */
+  handler?: FormatHandler;
   details: ModelDetails;
-  /** The weight layers (GGUF model layer, or the ONNX file layers). */
+  /** The weight layers: those of the handler's media types, else every layer that is not text. */
   weights: Layer[];
   template?: string;
   system?: string;
@@ -25,7 +39,8 @@ export interface ModelView {
   messages: StoredMessage[];
   licenses: string[];
   capabilities: ModelCapability[];
-  gguf?: GgufSummary;
+  /** `model_info` of `/api/show`, as the handler gives it. */
+  modelInfo: Record<string, unknown>;
 }
 
 /** The Ollama config blob (`ConfigV2`), the fields the store reads and writes. */
@@ -41,27 +56,32 @@ export interface ConfigBlob {
   [key: string]: unknown;
 }
 
-/** Builds and caches {@link ModelView}s. */
+/** The weight layers of a manifest and the handler of their format, if an enabled backend has one. */
+export function weightsOf(layers: Layer[], formats: Formats): { handler?: FormatHandler; weights: Layer[] } {
+  for (const layer of layers) {
+    const handler = formats.forMediaType(layer.mediaType);
+    if (!handler) continue;
+    const mine = layers.filter((l) => handler.mediaTypes.includes(l.mediaType));
+    // A single-file format loads one blob: the last such layer, as Ollama takes it.
+    return { handler, weights: handler.layout === 'file' ? mine.slice(-1) : mine.filter((l) => layerTitle(l) !== undefined) };
+  }
+  return { weights: layers.filter((l) => !TEXT_MEDIA_TYPES.includes(l.mediaType)) };
+}
+
+/** Builds {@link ModelView}s. */
 export class Describer {
   readonly #blobs: BlobStore;
-  readonly #gguf = new Map<string, Promise<GgufSummary>>();
+  readonly #formats: Formats;
 
-  constructor(blobs: BlobStore) {
+  constructor(blobs: BlobStore, formats: Formats) {
     this.#blobs = blobs;
+    this.#formats = formats;
   }
 
-  /** The GGUF summary of a model blob, cached by digest (blobs never change). */
-  gguf(digest: string): Promise<GgufSummary> {
-    let p = this.#gguf.get(digest);
-    if (!p) {
-      p = this.#blobs.size(digest).then((size) => {
-        if (size === null) throw Errors.conflict(`the weights blob ${digest} is missing from the store; pull or create the model again`);
-        return readGguf(this.#blobs.path(digest));
-      });
-      p.catch(() => this.#gguf.delete(digest));
-      this.#gguf.set(digest, p);
-    }
-    return p;
+  /** A layer as a format handler sees it. */
+  file(layer: Layer): ModelFile {
+    const name = layerTitle(layer);
+    return { mediaType: layer.mediaType, digest: layer.digest, size: layer.size, path: this.#blobs.path(layer.digest), ...(name !== undefined ? { name } : {}) };
   }
 
   async #text(layer: Layer | undefined): Promise<string | undefined> {
@@ -85,6 +105,18 @@ export class Describer {
     return cfg && typeof cfg === 'object' ? cfg : {};
   }
 
+  /** Details as the config blob records them. */
+  #recorded(cfg: ConfigBlob, parent: string): ModelDetails {
+    return {
+      parent_model: parent,
+      format: typeof cfg.model_format === 'string' ? cfg.model_format : '',
+      family: cfg.model_family ?? '',
+      families: Array.isArray(cfg.model_families) ? cfg.model_families : null,
+      parameter_size: cfg.model_type ?? '',
+      quantization_level: cfg.file_type ?? '',
+    };
+  }
+
   /**
    * Details for listing: from the config blob when it has them (cheap, and what Ollama does),
    * else from the weights.
@@ -92,25 +124,14 @@ export class Describer {
   async details(stored: StoredManifest): Promise<ModelDetails> {
     const cfg = await this.config(stored);
     const parent = stored.manifest.layers.find((l) => l.from)?.from ?? '';
-    if (typeof cfg.model_format === 'string' && cfg.model_format) {
-      return {
-        parent_model: parent,
-        format: cfg.model_format,
-        family: cfg.model_family ?? '',
-        families: Array.isArray(cfg.model_families) ? cfg.model_families : null,
-        parameter_size: cfg.model_type ?? '',
-        quantization_level: cfg.file_type ?? '',
-      };
-    }
+    if (typeof cfg.model_format === 'string' && cfg.model_format) return this.#recorded(cfg, parent);
     return { ...(await this.view(stored)).details, parent_model: parent };
   }
 
-  /** The full view of a model. */
-  async view(stored: StoredManifest): Promise<ModelView> {
+  /** The full view of a model; `verbose` asks the handler for its full metadata. */
+  async view(stored: StoredManifest, { verbose = false }: { verbose?: boolean } = {}): Promise<ModelView> {
     const layers = stored.manifest.layers;
     const byType = (t: string): Layer | undefined => [...layers].reverse().find((l) => l.mediaType === t);
-    const modelLayer = byType(MediaTypes.model);
-    const files = onnxFiles(layers);
     const [template, system, parameters, messages, licenses] = await Promise.all([
       this.#text(byType(MediaTypes.template) ?? byType(MediaTypes.prompt)),
       this.#text(byType(MediaTypes.system)),
@@ -127,20 +148,18 @@ export class Describer {
       licenses: licenses.filter((l): l is string => l !== undefined),
     };
     const parent = layers.find((l) => l.from)?.from ?? '';
-    if (!modelLayer && files.length > 0) {
-      const details = { ...(await onnxDetails(files, (d) => this.#blobs.path(d))), parent_model: parent };
-      return { ...base, format: 'onnx', details, weights: files, capabilities: ['embedding'] };
+    const { handler, weights } = weightsOf(layers, this.#formats);
+    if (!handler) {
+      const details = this.#recorded(await this.config(stored), parent);
+      return { ...base, format: details.format, details, weights, capabilities: [], modelInfo: {} };
     }
-    if (!modelLayer) {
-      const details: ModelDetails = { parent_model: parent, format: '', family: '', families: null, parameter_size: '', quantization_level: '' };
-      return { ...base, format: '', details, weights: [], capabilities: [] };
+    for (const w of weights) {
+      if ((await this.#blobs.size(w.digest)) === null) {
+        throw Errors.conflict(`the weights blob ${w.digest} is missing from the store; pull or create the model again`);
+      }
     }
-    const gguf = await this.gguf(modelLayer.digest);
-    const capabilities: ModelCapability[] = [gguf.pooling ? 'embedding' : 'completion'];
-    const goTemplate = template ?? '';
-    if (goTemplate.includes('.Tools') || /\btools\b/.test(gguf.chatTemplate ?? '')) capabilities.push('tools');
-    if (goTemplate.includes('.Suffix')) capabilities.push('insert');
-    if (layers.some((l) => l.mediaType === MediaTypes.projector)) capabilities.push('vision');
-    return { ...base, format: 'gguf', details: { ...gguf.details, parent_model: parent }, weights: [modelLayer], capabilities, gguf };
+    const described = await handler.describe({ weights: weights.map((l) => this.file(l)), layers: layers.map((l) => this.file(l)), template, verbose });
+    const details: ModelDetails = { parent_model: parent, format: handler.name, ...described.details };
+    return { ...base, format: handler.name, handler, details, weights, capabilities: described.capabilities, modelInfo: described.modelInfo ?? {} };
   }
 }

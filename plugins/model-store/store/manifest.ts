@@ -17,20 +17,22 @@ export const OCI_MANIFEST_MEDIA_TYPE = 'application/vnd.oci.image.manifest.v1+js
 /** Media type of the config blob. */
 export const CONFIG_MEDIA_TYPE = 'application/vnd.docker.container.image.v1+json';
 
-/** Ollama's layer media types plus the appliance's ONNX file layer. */
+/**
+ * Ollama's media types of the layers the store itself reads: the text around the weights. The
+ * weights' own layer types belong to the format handlers of the inference backends
+ * (`FormatHandler.mediaTypes`); any other layer is kept and carried as it is.
+ */
 export const MediaTypes = {
-  model: 'application/vnd.ollama.image.model',
-  adapter: 'application/vnd.ollama.image.adapter',
-  projector: 'application/vnd.ollama.image.projector',
   template: 'application/vnd.ollama.image.template',
   prompt: 'application/vnd.ollama.image.prompt',
   system: 'application/vnd.ollama.image.system',
   params: 'application/vnd.ollama.image.params',
   messages: 'application/vnd.ollama.image.messages',
   license: 'application/vnd.ollama.image.license',
-  /** One file of an ONNX model folder; its relative path is the `org.opencontainers.image.title` annotation. */
-  onnxFile: 'application/vnd.lia.onnx.file',
 } as const;
+
+/** The text layers, which a create with `from` replaces instead of inheriting. */
+export const TEXT_MEDIA_TYPES: readonly string[] = Object.values(MediaTypes);
 
 /** The OCI annotation that carries a file layer's name. */
 export const TITLE_ANNOTATION = 'org.opencontainers.image.title';

@@ -6,7 +6,7 @@
  * <root>/manifests/<host>/<namespace>/<model>/<tag>
  * <root>/blobs/sha256-<64 hex>
  * <root>/blobs/sha256-<64 hex>-partial(.json)   resumable downloads
- * <root>/.lia/onnx/<manifest hex>/...            ONNX models laid out for the backend
+ * <root>/.lia/<format>/<manifest hex>/...        models whose backend loads a folder (ONNX), laid out
  * ```
  *
  * @module
@@ -35,13 +35,20 @@ export class StorePaths {
   readonly root: string;
   readonly manifests: string;
   readonly blobs: string;
-  readonly onnx: string;
+  /** Where models of `folder`-layout formats are laid out, one folder per format. */
+  readonly layouts: string;
 
   constructor(root: string) {
     this.root = path.resolve(root);
     this.manifests = path.join(this.root, 'manifests');
     this.blobs = path.join(this.root, 'blobs');
-    this.onnx = path.join(this.root, '.lia', 'onnx');
+    this.layouts = path.join(this.root, '.lia');
+  }
+
+  /** The laid-out folder of a model (its manifest digest) of a `folder`-layout format. */
+  layout(format: string, manifestDigest: string): string {
+    if (!/^[a-z0-9][a-z0-9_-]{0,31}$/.test(format) || !/^[0-9a-f]{64}$/.test(manifestDigest)) throw Errors.badRequest('invalid model layout');
+    return path.join(this.layouts, format, manifestDigest);
   }
 
   /** The blob file of a (valid) digest. */

@@ -6,15 +6,15 @@
  * @module
  */
 import { mkdirSync, statSync, type Stats } from 'node:fs';
-import { mkdir, readFile, rm, rmdir, utimes } from 'node:fs/promises';
+import { mkdir, readdir, readFile, rm, rmdir, utimes } from 'node:fs/promises';
 import path from 'node:path';
 import { Errors, writeFileAtomic, type BeforeDeleteHook, type ModelStore, type ResolvedModel } from '../../../core/index.js';
 import { BlobStore } from './blobs.js';
-import { Describer, type ModelView } from './describe.js';
+import { Describer, type Formats, type ModelView } from './describe.js';
 import { storageError } from './errors.js';
 import { readManifest, walkManifests, type StoredManifest } from './manifest.js';
 import { displayName, parseName, sameName, tryParseName, type ModelName } from './names.js';
-import { materialiseOnnx } from './onnx.js';
+import { materialiseFolder } from './layout.js';
 import { StorePaths } from './paths.js';
 
 /** The store of one models folder; the value of the `models` hook. */
@@ -22,14 +22,17 @@ export class ModelStoreService implements ModelStore {
   readonly paths: StorePaths;
   readonly blobs: BlobStore;
   readonly describer: Describer;
+  /** The formats the enabled backends serve (the `backends` hook). */
+  readonly formats: Formats;
   readonly #beforeDelete: BeforeDeleteHook[] = [];
   /** Resolved models by manifest file, valid while the file's identity (inode, size, mtime) holds. */
   readonly #resolved = new Map<string, { stamp: string; model: ResolvedModel }>();
 
-  constructor(root: string) {
+  constructor(root: string, formats: Formats) {
     this.paths = new StorePaths(root);
     this.blobs = new BlobStore(this.paths);
-    this.describer = new Describer(this.blobs);
+    this.formats = formats;
+    this.describer = new Describer(this.blobs, formats);
   }
 
   /** Creates the folders and removes leftovers of interrupted uploads. */
@@ -67,9 +70,9 @@ export class ModelStoreService implements ModelStore {
     return stored;
   }
 
-  /** The full view of a named model. */
-  async view(raw: string): Promise<ModelView> {
-    return this.describer.view(await this.get(raw));
+  /** The full view of a named model; `verbose` asks its format's handler for the full metadata. */
+  async view(raw: string, options: { verbose?: boolean } = {}): Promise<ModelView> {
+    return this.describer.view(await this.get(raw), options);
   }
 
   /**
@@ -115,17 +118,17 @@ export class ModelStoreService implements ModelStore {
     this.#beforeDelete.push(hook);
   }
 
-  /** Turns a view into the contract's {@link ResolvedModel}, laying out ONNX folders on demand. */
+  /**
+   * Turns a view into the contract's {@link ResolvedModel}: the weights blob, or for a format whose
+   * backend loads a folder, the files laid out as one (on demand, once per manifest).
+   */
   async toResolved(view: ModelView): Promise<ResolvedModel> {
     const { stored } = view;
-    let modelPath: string;
-    if (view.format === 'onnx') {
-      modelPath = await materialiseOnnx(path.join(this.paths.onnx, stored.digest), view.weights, (d) => this.blobs.path(d));
-    } else if (view.weights[0]) {
-      modelPath = this.blobs.path(view.weights[0].digest);
-    } else {
-      throw Errors.badRequest(`model '${displayName(stored.name)}' has no weights layer`);
-    }
+    if (!view.weights[0]) throw Errors.badRequest(`model '${displayName(stored.name)}' has no weights layer`);
+    const modelPath =
+      view.handler?.layout === 'folder'
+        ? await materialiseFolder(this.paths.layout(view.format, stored.digest), view.weights, (d) => this.blobs.path(d))
+        : this.blobs.path(view.weights[0].digest);
     return {
       name: displayName(stored.name),
       digest: stored.digest,
@@ -180,7 +183,7 @@ export class ModelStoreService implements ModelStore {
     await this.collectGarbage(stored);
   }
 
-  /** Removes the blobs of `removed` that no remaining manifest uses (and its ONNX folder). */
+  /** Removes the blobs of `removed` that no remaining manifest uses (and its laid-out folder). */
   async collectGarbage(removed: StoredManifest): Promise<void> {
     const remaining = await this.manifests();
     const used = new Set<string>();
@@ -193,7 +196,9 @@ export class ModelStoreService implements ModelStore {
       if (!used.has(digest) && !this.blobs.isPinned(digest)) await this.blobs.remove(digest);
     }
     if (!remaining.some((m) => m.digest === removed.digest)) {
-      await rm(path.join(this.paths.onnx, removed.digest), { recursive: true, force: true });
+      for (const format of await readdir(this.paths.layouts).catch(() => [] as string[])) {
+        await rm(path.join(this.paths.layouts, format, removed.digest), { recursive: true, force: true });
+      }
     }
   }
 

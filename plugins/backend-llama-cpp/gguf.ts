@@ -1,20 +1,19 @@
 /**
  * GGUF metadata, read with node-llama-cpp's `readGgufFileInfo` (the header only; the model is
  * never loaded): the `details` of `/api/tags`, the `model_info` of `/api/show` and what the model
- * can do.
+ * can do. The `gguf` format handler (`format.ts`) describes stored models with it.
  *
  * @module
  */
 import type { GgufFileInfo } from 'node-llama-cpp';
-import { Errors } from '../../../core/index.js';
-import type { ModelDetails } from '../../../core/index.js';
+import { Errors, humanNumber, type FormatDescription } from '../../core/index.js';
 
 /** Big arrays nobody needs for listing; parsing them costs time on 150k-token vocabularies. */
 const HEAVY_KEYS = ['tokenizer.ggml.tokens', 'tokenizer.ggml.merges', 'tokenizer.ggml.token_type', 'tokenizer.ggml.scores'];
 
-/** What the store keeps of a GGUF file. */
+/** What is kept of a GGUF file's header. */
 export interface GgufSummary {
-  details: ModelDetails;
+  details: FormatDescription['details'];
   /** Flattened metadata (`general.architecture`, `llama.context_length`, ...). */
   modelInfo: Record<string, unknown>;
   /** `tokenizer.chat_template`, if the file has one. */
@@ -22,20 +21,6 @@ export interface GgufSummary {
   /** True when the file declares a pooling type (an embedding model). */
   pooling: boolean;
   parameterCount: number;
-}
-
-/** Ollama's `format.HumanNumber`: 292800 → "293K", 124.6M → "124.60M", 3.2B → "3.2B". */
-export function humanNumber(n: number): string {
-  if (n >= 1e9) {
-    const v = n / 1e9;
-    return Number.isInteger(v) ? `${v}B` : `${v.toFixed(1)}B`;
-  }
-  if (n >= 1e6) {
-    const v = n / 1e6;
-    return Number.isInteger(v) ? `${v}M` : `${v.toFixed(2)}M`;
-  }
-  if (n >= 1e3) return `${Math.round(n / 1e3)}K`;
-  return String(n);
 }
 
 /** Flattens nested metadata into dotted keys; bigints become numbers, long arrays `[]`. */
@@ -50,7 +35,7 @@ export function flattenMetadata(value: unknown, verbose: boolean, prefix = '', o
   return out;
 }
 
-/** node-llama-cpp takes over a second to import; the store loads it on first use only. */
+/** node-llama-cpp takes over a second to import; it is loaded on first use only. */
 let library: Promise<typeof import('node-llama-cpp')> | undefined;
 function llama(): Promise<typeof import('node-llama-cpp')> {
   return (library ??= import('node-llama-cpp'));
@@ -96,8 +81,6 @@ export async function readGguf(file: string, options: { verbose?: boolean } = {}
   const sizeLabel = (info.metadata.general as { size_label?: string } | undefined)?.size_label;
   return {
     details: {
-      parent_model: '',
-      format: 'gguf',
       family: arch,
       families: [arch],
       parameter_size: count > 0 ? humanNumber(count) : (sizeLabel ?? ''),

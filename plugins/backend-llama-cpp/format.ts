@@ -1,0 +1,49 @@
+/**
+ * The `gguf` model format as the llama.cpp backend serves it: one file, stored as Ollama stores it
+ * (one `application/vnd.ollama.image.model` layer, no file name), loaded from its blob. Its
+ * capabilities follow Ollama: `embedding` when the GGUF declares a pooling type, else
+ * `completion`; `tools` when the template layer uses `.Tools` or the GGUF chat template mentions
+ * `tools`; `insert` for `.Suffix`; `vision` with a projector layer.
+ *
+ * @module
+ */
+import type { FormatHandler, ModelCapability, ModelFile } from '../../core/index.js';
+import { readGguf, type GgufSummary } from './gguf.js';
+
+/** Ollama's layer types: the weights, and the vision projector that may come with them. */
+export const GGUF_MEDIA_TYPE = 'application/vnd.ollama.image.model';
+const PROJECTOR_MEDIA_TYPE = 'application/vnd.ollama.image.projector';
+
+/** Creates the handler; header summaries are cached by blob digest (blobs never change). */
+export function ggufFormat(): FormatHandler {
+  const summaries = new Map<string, Promise<GgufSummary>>();
+  const summary = (file: ModelFile): Promise<GgufSummary> => {
+    let p = summaries.get(file.digest);
+    if (!p) {
+      p = readGguf(file.path);
+      p.catch(() => summaries.delete(file.digest));
+      summaries.set(file.digest, p);
+    }
+    return p;
+  };
+  return {
+    name: 'gguf',
+    mediaTypes: [GGUF_MEDIA_TYPE],
+    layout: 'file',
+    files: 'one .gguf file',
+    recognise(names) {
+      if (!names.some((n) => n.endsWith('.gguf'))) return null;
+      return names.length === 1 ? {} : { problem: 'a GGUF model is created from exactly one .gguf file' };
+    },
+    async describe({ weights, layers, template, verbose }) {
+      const file = weights[weights.length - 1]!;
+      const gguf = verbose ? await readGguf(file.path, { verbose: true }) : await summary(file);
+      const capabilities: ModelCapability[] = [gguf.pooling ? 'embedding' : 'completion'];
+      const goTemplate = template ?? '';
+      if (goTemplate.includes('.Tools') || /\btools\b/.test(gguf.chatTemplate ?? '')) capabilities.push('tools');
+      if (goTemplate.includes('.Suffix')) capabilities.push('insert');
+      if (layers.some((l) => l.mediaType === PROJECTOR_MEDIA_TYPE)) capabilities.push('vision');
+      return { details: gguf.details, capabilities, modelInfo: gguf.modelInfo };
+    },
+  };
+}

@@ -1,0 +1,52 @@
+/**
+ * The `onnx` model format as this backend serves it: a Hugging Face ONNX folder (`config.json`,
+ * `tokenizer.json`, `onnx/model*.onnx`, ...). The store keeps one
+ * `application/vnd.lia.onnx.file` layer per file, its relative path in the layer's
+ * `org.opencontainers.image.title` annotation, and lays the files out again as a folder for
+ * loading (`layout: 'folder'`). Such models embed; they do not generate.
+ *
+ * @module
+ */
+import { readFile } from 'node:fs/promises';
+import { Errors, humanNumber, type FormatHandler } from '../../core/index.js';
+import { DTYPE_FILES } from './layout.js';
+
+/** The layer type of one file of an ONNX model folder. */
+export const ONNX_MEDIA_TYPE = 'application/vnd.lia.onnx.file';
+
+/** The `onnx` format handler. */
+export const onnxFormat: FormatHandler = {
+  name: 'onnx',
+  mediaTypes: [ONNX_MEDIA_TYPE],
+  layout: 'folder',
+  files: 'the files of an ONNX model folder (config.json and onnx/*.onnx)',
+  recognise(names) {
+    if (!names.some((n) => n.endsWith('.onnx'))) return null;
+    return names.includes('config.json') ? {} : { problem: 'an ONNX model folder needs its config.json' };
+  },
+  /** `family` is `config.json`'s `model_type`; the parameter count is estimated from the fp32 weights at 4 bytes a parameter. */
+  async describe({ weights }) {
+    const config = weights.find((f) => f.name === 'config.json');
+    let family = 'unknown';
+    if (config) {
+      try {
+        const parsed = JSON.parse(await readFile(config.path, 'utf8')) as { model_type?: unknown };
+        if (typeof parsed.model_type === 'string') family = parsed.model_type;
+      } catch {
+        throw Errors.badRequest('config.json of the ONNX model is not valid JSON');
+      }
+    }
+    const fp32 = weights.find((f) => f.name === DTYPE_FILES.fp32);
+    const quantized = weights.find((f) => /quantized|int8|uint8/.test(f.name ?? ''));
+    return {
+      details: {
+        family,
+        families: [family],
+        // The graph itself is a rounding error next to the weights.
+        parameter_size: fp32 ? humanNumber(Math.round(fp32.size / 4)) : '',
+        quantization_level: fp32 ? 'F32' : quantized ? 'Q8_0' : '',
+      },
+      capabilities: ['embedding'],
+    };
+  },
+};
