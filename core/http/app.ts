@@ -55,6 +55,23 @@ function parseJsonBody(_req: unknown, body: string, done: (err: Error | null, va
  */
 const SERVER_TIMEOUTS = { keepAliveTimeout: 72_000, requestTimeout: 0 };
 
+/**
+ * Ajv options of route schemas. Fastify's defaults coerce types (`"5"` → 5) and strip unknown
+ * properties; here a value of the wrong type is a 400, as in Ollama and OpenAI, and unknown fields
+ * reach the handler untouched (both APIs ignore them). No schema defaults are filled in: handlers
+ * apply their documented defaults, so `null` can keep meaning "not set". One error at a time
+ * (`allErrors` is a denial-of-service risk); `verbose` gives the error handler the failing
+ * schema, whose `errorMessage` (a string, or one per keyword) replaces the generated text.
+ */
+export const AJV_OPTIONS = {
+  coerceTypes: false,
+  removeAdditional: false,
+  useDefaults: false,
+  allErrors: false,
+  verbose: true,
+  keywords: ['errorMessage'],
+} as const;
+
 export async function buildApp(config: Config, options: BuildOptions = {}): Promise<BuiltApp> {
   const logs = new LogHub();
   const destination = options.logDestination === undefined ? process.stdout : options.logDestination;
@@ -67,6 +84,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
       stream: logs.stream(destination),
     },
     bodyLimit: config.bodyLimit,
+    ajv: { customOptions: { ...AJV_OPTIONS, keywords: [...AJV_OPTIONS.keywords] } },
     routerOptions: { ignoreTrailingSlash: true, ignoreDuplicateSlashes: true },
     return503OnClosing: true,
     forceCloseConnections: 'idle',

@@ -13,16 +13,14 @@ import { AppError, Errors, isAppError } from '../errors.js';
 import type { ErrorFormat } from '../plugin/hooks.js';
 import type { Registry } from '../plugin/hooks.js';
 import { normalizePath } from './surface.js';
+import { validationError, type SchemaError } from './validation-error.js';
 
 /** Maps any thrown value to an AppError. */
 export function toAppError(err: unknown): AppError {
   if (isAppError(err)) return err;
   const fe = err as Partial<FastifyError> & { validation?: unknown[]; validationContext?: string };
   if (fe && typeof fe === 'object') {
-    if (fe.validation) {
-      const where = fe.validationContext ? `${fe.validationContext} ` : '';
-      return Errors.badRequest(`invalid ${where}${fe.message?.replace(/^(body|querystring|params|headers)\/?/, '') ?? ''}`.trim(), { cause: err });
-    }
+    if (fe.validation) return validationError(fe.validation as SchemaError[], fe.validationContext, err);
     switch (fe.code) {
       case 'FST_ERR_CTP_INVALID_JSON_BODY':
       case 'FST_ERR_CTP_EMPTY_JSON_BODY':

@@ -1,11 +1,19 @@
 /**
- * Table-driven tests of the chat request translator: what OpenAI clients send → the native
- * chat request, and every kind of bad input → a 400 naming the offending `param`.
+ * Table-driven tests of the chat request schema and translator together, as the route runs them:
+ * what OpenAI clients send → the native chat request, and every kind of bad input → a 400 in
+ * OpenAI's format naming the offending `param`.
  */
 import t from 'tap';
-import { isAppError } from '../../core/index.js';
-import { translateChatRequest } from '../../plugins/api-openai/translate/chat-request.js';
-import { openaiErrorBody } from '../../plugins/api-openai/errors.js';
+import { translateChatRequest, type ChatTranslation } from '../../plugins/api-openai/translate/chat-request.js';
+import { ChatCompletionBody } from '../../plugins/api-openai/translate/schemas.js';
+import { validated } from '../helpers/validated.js';
+
+const chat = await validated(ChatCompletionBody, translateChatRequest);
+const translate = async (body: unknown): Promise<ChatTranslation> => {
+  const r = await chat(body);
+  if (r.status !== 200) throw new Error(`${JSON.stringify(body)} was refused: ${JSON.stringify(r.error)}`);
+  return r.value!;
+};
 
 const user = { role: 'user', content: 'hi' };
 
@@ -142,20 +150,20 @@ t.test('translates what clients send', async (t) => {
       },
     },
   ];
-  for (const c of cases) t.match(translateChatRequest(c.body), c.expect, c.name);
+  for (const c of cases) t.match(await translate(c.body), c.expect, c.name);
 
   const tools = [{ type: 'function', function: { name: 'f' } }];
-  const none = translateChatRequest({ model: 'm', messages: [user], tools, tool_choice: 'none' });
+  const none = await translate({ model: 'm', messages: [user], tools, tool_choice: 'none' });
   t.equal(none.native.tools, undefined, 'tool_choice none drops the tools');
   t.equal(none.native.toolChoice, undefined, 'and forces nothing');
   for (const choice of ['auto', null, undefined]) {
-    const auto = translateChatRequest({ model: 'm', messages: [user], tools, tool_choice: choice });
+    const auto = await translate({ model: 'm', messages: [user], tools, tool_choice: choice });
     t.equal(auto.native.tools?.length, 1, `tool_choice ${String(choice)} keeps the tools`);
     t.notOk('toolChoice' in auto.native, `tool_choice ${String(choice)} leaves toolChoice unset (auto)`);
   }
-  const noTools = translateChatRequest({ model: 'm', messages: [user], tool_choice: 'none' });
+  const noTools = await translate({ model: 'm', messages: [user], tool_choice: 'none' });
   t.notOk('tools' in noTools.native || 'toolChoice' in noTools.native, 'none without tools is fine');
-  const text = translateChatRequest({ model: 'm', messages: [user], response_format: { type: 'text' } });
+  const text = await translate({ model: 'm', messages: [user], response_format: { type: 'text' } });
   t.equal(text.native.format, undefined, 'response_format text sets no format');
 });
 
@@ -198,7 +206,7 @@ t.test('rejects bad input with a 400 naming the param', async (t) => {
     { body: { model: 'm', messages: [user], tool_choice: 'sometimes' }, param: 'tool_choice' },
     { body: { model: 'm', messages: [user], tools, tool_choice: 'sometimes' }, param: 'tool_choice' },
     { body: { model: 'm', messages: [user], tools, tool_choice: ['required'] }, param: 'tool_choice' },
-    { body: { model: 'm', messages: [user], tools, tool_choice: { type: 'custom', function: { name: 'f' } } }, param: 'tool_choice' },
+    { body: { model: 'm', messages: [user], tools, tool_choice: { type: 'custom', function: { name: 'f' } } }, param: 'tool_choice.type' },
     { body: { model: 'm', messages: [user], tools, tool_choice: { type: 'function', function: {} } }, param: 'tool_choice.function.name' },
     // OpenAI: "'tool_choice' is only allowed when 'tools' are specified".
     { body: { model: 'm', messages: [user], tool_choice: 'required' }, param: 'tool_choice' },
@@ -210,18 +218,10 @@ t.test('rejects bad input with a 400 naming the param', async (t) => {
     },
   ];
   for (const c of cases) {
-    let caught: unknown;
-    try {
-      translateChatRequest(c.body);
-    } catch (err) {
-      caught = err;
-    }
     const label = JSON.stringify(c.body);
-    t.ok(isAppError(caught), `${label} is rejected`);
-    if (!isAppError(caught)) continue;
-    t.equal(caught.statusCode, 400, `${label} → 400`);
-    t.equal(openaiErrorBody(caught).error.type, 'invalid_request_error');
-    t.equal(caught.param, c.param, `${label} → param ${c.param}`);
-    t.ok(caught.message.length > 0);
+    const r = await chat(c.body);
+    t.equal(r.status, 400, `${label} → 400`);
+    t.match(r.error, { error: { message: /\S/, type: 'invalid_request_error', code: null } }, `${label}: OpenAI's format`);
+    t.equal((r.error as { error: { param: unknown } }).error.param, c.param, `${label} → param ${c.param}`);
   }
 });

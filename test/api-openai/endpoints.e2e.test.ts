@@ -113,6 +113,15 @@ t.test('errors: OpenAI envelope, statuses and client error classes', async (t) =
   const notJson = await app.fetch('/v1/chat/completions', { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"model":' });
   t.equal(notJson.status, 400);
   t.match(await notJson.json(), { error: { type: 'invalid_request_error', param: null, code: null } });
+  const stringNumber = await app.fetch('/v1/chat/completions', {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ model: MODEL, messages, temperature: '0.5', some_future_field: true }),
+  });
+  t.equal(stringNumber.status, 400, 'a number sent as a string is refused, not converted');
+  t.same(await stringNumber.json(), {
+    error: { message: '"temperature" must be a number', type: 'invalid_request_error', param: 'temperature', code: null },
+  });
   await fx.conforms(t, 6);
 });
 

@@ -1,33 +1,41 @@
 /**
- * Table-driven tests of the `/v1/completions` and `/v1/embeddings` request translators.
+ * Table-driven tests of the `/v1/completions` and `/v1/embeddings` request schemas and
+ * translators together, as the routes run them.
  */
 import t, { type Test } from 'tap';
-import { isAppError } from '../../core/index.js';
 import { translateCompletionRequest } from '../../plugins/api-openai/translate/completion.js';
 import { translateEmbeddingsRequest } from '../../plugins/api-openai/translate/embeddings.js';
+import { CompletionBody, EmbeddingsBody } from '../../plugins/api-openai/translate/schemas.js';
+import { validated, type Validated } from '../helpers/validated.js';
 
-function rejects(t: Test, fn: () => unknown, param: string | null, label: string): void {
-  let caught: unknown;
-  try {
-    fn();
-  } catch (err) {
-    caught = err;
-  }
-  t.ok(isAppError(caught) && caught.statusCode === 400 && caught.param === param, `${label} → 400 param ${param}`);
+const completion = await validated(CompletionBody, translateCompletionRequest);
+const embeddings = await validated(EmbeddingsBody, translateEmbeddingsRequest);
+
+async function value<R>(run: Promise<Validated<R>>): Promise<R> {
+  const r = await run;
+  if (r.status !== 200) throw new Error(`refused: ${JSON.stringify(r.error)}`);
+  return r.value!;
+}
+
+async function rejects(t: Test, run: Promise<Validated<unknown>>, param: string | null, label: string): Promise<void> {
+  const r = await run;
+  t.equal(r.status, 400, `${label} → 400`);
+  t.match(r.error, { error: { type: 'invalid_request_error' } }, `${label}: OpenAI's format`);
+  t.equal((r.error as { error: { param: unknown } }).error.param, param, `${label} → param ${param}`);
 }
 
 t.test('completions', async (t) => {
-  t.match(translateCompletionRequest({ model: 'm', prompt: 'Once' }), {
+  t.match(await value(completion({ model: 'm', prompt: 'Once' })), {
     natives: [{ model: 'm', prompt: 'Once', raw: true, options: { num_predict: 16 } }],
     prompts: ['Once'],
     echo: false,
     stream: false,
     includeUsage: false,
   }, 'a string prompt is raw text, max_tokens defaults to 16');
-  const many = translateCompletionRequest({
+  const many = await value(completion({
     model: 'm', prompt: ['a', 'b'], max_tokens: 5, stop: ['.'], echo: true, stream: true, stream_options: { include_usage: true },
     temperature: 0, seed: 1, logprobs: null, best_of: 1, n: 1,
-  });
+  }));
   t.match(many, {
     natives: [
       { prompt: 'a', options: { num_predict: 5, stop: ['.'], temperature: 0, seed: 1 } },
@@ -38,7 +46,7 @@ t.test('completions', async (t) => {
     includeUsage: true,
   }, 'one native request per prompt');
   t.not(many.natives[0]!.options, many.natives[1]!.options, 'options are not shared objects');
-  t.match(translateCompletionRequest({ model: 'm', prompt: 'def f(', suffix: '\n  return x' }), {
+  t.match(await value(completion({ model: 'm', prompt: 'def f(', suffix: '\n  return x' })), {
     natives: [{ prompt: 'def f(', suffix: '\n  return x', raw: false }],
   }, 'suffix makes a fill-in-the-middle request through the template');
 
@@ -56,13 +64,13 @@ t.test('completions', async (t) => {
     [{ model: 'm', prompt: 'x', suffix: 3 }, 'suffix'],
     [{ model: 'm', prompt: 'x', echo: 'yes' }, 'echo'],
   ];
-  for (const [body, param] of bad) rejects(t, () => translateCompletionRequest(body), param, JSON.stringify(body));
+  for (const [body, param] of bad) await rejects(t, completion(body), param, JSON.stringify(body));
 });
 
 t.test('embeddings', async (t) => {
-  t.same(translateEmbeddingsRequest({ model: 'm', input: 'hello' }), { native: { model: 'm', input: ['hello'] }, encoding: 'float' });
+  t.same(await value(embeddings({ model: 'm', input: 'hello' })), { native: { model: 'm', input: ['hello'] }, encoding: 'float' });
   t.same(
-    translateEmbeddingsRequest({ model: 'm', input: ['a', 'b'], encoding_format: 'base64', dimensions: 16, user: 'x' }),
+    await value(embeddings({ model: 'm', input: ['a', 'b'], encoding_format: 'base64', dimensions: 16, user: 'x' })),
     { native: { model: 'm', input: ['a', 'b'], dimensions: 16 }, encoding: 'base64' },
   );
   const bad: [unknown, string | null][] = [
@@ -78,5 +86,5 @@ t.test('embeddings', async (t) => {
     [{ model: 'm', input: 'x', dimensions: 0 }, 'dimensions'],
     [{ model: 'm', input: Array(2049).fill('a') }, 'input'],
   ];
-  for (const [body, param] of bad) rejects(t, () => translateEmbeddingsRequest(body), param, JSON.stringify(body).slice(0, 60));
+  for (const [body, param] of bad) await rejects(t, embeddings(body), param, JSON.stringify(body).slice(0, 60));
 });

@@ -110,6 +110,8 @@ t.test('bad requests are clear 4xx answers', async (t) => {
     [{ model: 'stories', prompt: 'x', options: { temperature: 'hot' } }, 400, /temperature/],
     [{ model: 'stories', prompt: 'x', keep_alive: '300' }, 400, /keep_alive/],
     [{ model: 'stories', prompt: 42 }, 400, /prompt/],
+    [{ model: 'stories', prompt: 'x', stream: 'false' }, 400, /^"stream" must be a boolean$/],
+    [{ model: 'stories', prompt: 'x', keep_alive: true }, 400, /^invalid keep_alive/],
     [{ model: 'stories', prompt: 'x', think: true }, 400, /does not support thinking/],
     [{ model: 'stories', prompt: 'x', images: ['aGk='] }, 400, /does not support images/],
     ['{"model":', 400, /JSON/],
@@ -122,6 +124,9 @@ t.test('bad requests are clear 4xx answers', async (t) => {
   }
   const unknownOption = await ollama.generate({ model: 'stories', prompt: 'Hi', options: { num_predict: 2, numa: true, mirostat: 1 } as never });
   t.equal(unknownOption.eval_count, 2, 'unknown option keys are ignored');
+  const future = await post({ model: 'stories', prompt: 'Hi', stream: false, options: { num_predict: 2 }, a_future_field: { x: 1 }, context: null });
+  t.equal(future.status, 200, 'unknown fields are accepted');
+  t.match(await future.json(), { done: true, eval_count: 2 });
   const noKey = await app.fetch('/api/generate', { method: 'POST', auth: false, body: JSON.stringify({ model: 'stories', prompt: 'x' }) });
   t.equal(noKey.status, 401);
 });

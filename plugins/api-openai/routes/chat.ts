@@ -7,6 +7,7 @@
  * @module
  */
 import type { FastifyInstance } from 'fastify';
+import { ChatCompletionBody } from '../translate/schemas.js';
 import { clientGone, primed, startSse, type Hooks } from '../../../core/index.js';
 import { openaiErrorBody } from '../errors.js';
 import { ChatChunker, ChatCollector, type ChatCompletionChunk } from '../translate/chat-response.js';
@@ -16,7 +17,7 @@ import { requestIdHeader, resolveAlias, withModelParam, type RouteOptions } from
 
 /** Registers the route. */
 export function chatRoute(app: FastifyInstance, hooks: Hooks, options: RouteOptions): void {
-  app.post('/v1/chat/completions', { config: { scope: 'inference' } }, async (request, reply) => {
+  app.post<{ Body: ChatCompletionBody }>('/v1/chat/completions', { schema: { body: ChatCompletionBody }, config: { scope: 'inference' } }, async (request, reply) => {
     const { native, stream, includeUsage } = translateChatRequest(request.body);
     const requested = native.model;
     native.model = resolveAlias(requested, options);

@@ -7,6 +7,7 @@
  * @module
  */
 import type { FastifyInstance } from 'fastify';
+import { CompletionBody } from '../translate/schemas.js';
 import { clientGone, primed, startSse, type GenerationStream, type Hooks } from '../../../core/index.js';
 import { openaiErrorBody } from '../errors.js';
 import {
@@ -22,7 +23,7 @@ import { requestIdHeader, resolveAlias, withModelParam, type RouteOptions } from
 
 /** Registers the route. */
 export function completionsRoute(app: FastifyInstance, hooks: Hooks, options: RouteOptions): void {
-  app.post('/v1/completions', { config: { scope: 'inference' } }, async (request, reply) => {
+  app.post<{ Body: CompletionBody }>('/v1/completions', { schema: { body: CompletionBody }, config: { scope: 'inference' } }, async (request, reply) => {
     const tr = translateCompletionRequest(request.body);
     const requested = tr.natives[0]!.model;
     for (const n of tr.natives) n.model = resolveAlias(requested, options);

@@ -4,13 +4,14 @@
  * @module
  */
 import type { FastifyInstance } from 'fastify';
+import { EmbeddingsBody } from '../translate/schemas.js';
 import { clientGone, type Hooks } from '../../../core/index.js';
 import { embeddingList, translateEmbeddingsRequest } from '../translate/embeddings.js';
 import { resolveAlias, withModelParam, type RouteOptions } from './common.js';
 
 /** Registers the route. */
 export function embeddingsRoute(app: FastifyInstance, hooks: Hooks, options: RouteOptions): void {
-  app.post('/v1/embeddings', { config: { scope: 'inference' } }, async (request, reply) => {
+  app.post<{ Body: EmbeddingsBody }>('/v1/embeddings', { schema: { body: EmbeddingsBody }, config: { scope: 'inference' } }, async (request, reply) => {
     const { native, encoding } = translateEmbeddingsRequest(request.body);
     const requested = native.model;
     native.model = resolveAlias(requested, options);

@@ -13,19 +13,9 @@
  * @module
  */
 import type { InferenceChatRequest, OutputFormat, SamplingOptions, ToolChoice, ToolDefinition } from '../../../core/index.js';
-import {
-  asBody,
-  invalid,
-  optionalBool,
-  optionalInt,
-  optionalNumber,
-  optionalObject,
-  requiredString,
-  singleChoice,
-  stopSequences,
-  type Body,
-} from './fields.js';
+import { invalid, singleChoice, stopSequences } from './fields.js';
 import { toChatMessages } from './messages.js';
+import type { ChatCompletionBody, CompletionBody } from './schemas.js';
 
 /** A translated chat request. */
 export interface ChatTranslation {
@@ -35,71 +25,51 @@ export interface ChatTranslation {
   includeUsage: boolean;
 }
 
-/** Sampling options shared by chat and legacy completions. */
-export function samplingOptions(body: Body, maxTokens: number | undefined): SamplingOptions {
+/** The fields chat and legacy completions share. */
+type CommonBody = ChatCompletionBody | CompletionBody;
+
+/** Sampling options shared by chat and legacy completions (unset ones are left to the model). */
+export function samplingOptions(body: CommonBody, maxTokens: number | undefined): SamplingOptions {
   const options: SamplingOptions = {};
-  const set = <K extends keyof SamplingOptions>(key: K, value: SamplingOptions[K] | undefined): void => {
-    if (value !== undefined) options[key] = value;
+  const set = <K extends keyof SamplingOptions>(key: K, value: SamplingOptions[K] | null | undefined): void => {
+    if (value !== undefined && value !== null) options[key] = value;
   };
   set('num_predict', maxTokens);
-  set('temperature', optionalNumber(body, 'temperature', 0, 2));
-  set('top_p', optionalNumber(body, 'top_p', 0, 1));
-  set('seed', optionalInt(body, 'seed', Number.MIN_SAFE_INTEGER));
-  set('presence_penalty', optionalNumber(body, 'presence_penalty', -2, 2));
-  set('frequency_penalty', optionalNumber(body, 'frequency_penalty', -2, 2));
-  set('stop', stopSequences(body));
+  set('temperature', body.temperature);
+  set('top_p', body.top_p);
+  set('seed', body.seed);
+  set('presence_penalty', body.presence_penalty);
+  set('frequency_penalty', body.frequency_penalty);
+  set('stop', stopSequences(body.stop));
   return options;
 }
 
-/** `stream` and `stream_options.include_usage`. */
-export function streamFlags(body: Body): { stream: boolean; includeUsage: boolean } {
-  const stream = optionalBool(body, 'stream') ?? false;
-  const opts = optionalObject(body, 'stream_options');
-  const includeUsage = opts ? optionalBool(opts, 'include_usage', 'stream_options.include_usage') ?? false : false;
-  return { stream, includeUsage: stream && includeUsage };
+/** `stream` (default false) and `stream_options.include_usage`, which only counts when streaming. */
+export function streamFlags(body: CommonBody): { stream: boolean; includeUsage: boolean } {
+  const stream = body.stream ?? false;
+  return { stream, includeUsage: stream && (body.stream_options?.include_usage ?? false) };
 }
 
 /** `response_format` → native `format`. */
-export function outputFormat(body: Body): OutputFormat | undefined {
-  const rf = optionalObject(body, 'response_format');
-  if (!rf) return undefined;
-  switch (rf.type) {
-    case 'text':
-      return undefined;
-    case 'json_object':
-      return 'json';
-    case 'json_schema': {
-      const js = optionalObject(rf, 'json_schema', 'response_format.json_schema');
-      if (!js) invalid('response_format.json_schema', "'response_format.json_schema' is required with type json_schema");
-      const schema = optionalObject(js, 'schema', 'response_format.json_schema.schema');
-      return schema ?? 'json';
-    }
-    default:
-      return invalid('response_format.type', `'response_format.type' must be text, json_object or json_schema; got ${JSON.stringify(rf.type)}`);
-  }
+export function outputFormat(rf: ChatCompletionBody['response_format']): OutputFormat | undefined {
+  if (!rf || rf.type === 'text') return undefined;
+  if (rf.type === 'json_object') return 'json';
+  if (!rf.json_schema) invalid('response_format.json_schema', "'response_format.json_schema' is required with type json_schema");
+  return rf.json_schema.schema ?? 'json';
 }
 
-function toolDefinitions(body: Body): ToolDefinition[] | undefined {
-  const v = body.tools;
-  if (v === undefined || v === null) return undefined;
-  if (!Array.isArray(v)) invalid('tools', "'tools' must be an array");
-  return v.map((tool, i) => {
-    const p = `tools[${i}]`;
-    if (tool === null || typeof tool !== 'object') invalid(p, `'${p}' must be an object`);
-    const t = tool as Body;
-    if (t.type !== 'function') invalid(`${p}.type`, `only tools of type 'function' are supported; got ${JSON.stringify(t.type)}`);
-    const fn = optionalObject(t, 'function', `${p}.function`);
-    if (!fn) invalid(`${p}.function`, `'${p}.function' is required`);
-    const name = requiredString(fn, 'name', `${p}.function.name`);
-    const def: ToolDefinition = { type: 'function', function: { name } };
+/** `tools` → definitions; a function tool needs its `function` (other tool types fail the schema). */
+function toolDefinitions(tools: ChatCompletionBody['tools']): ToolDefinition[] | undefined {
+  if (!tools) return undefined;
+  return tools.map((tool, i) => {
+    const fn = tool.function;
+    if (!fn) return invalid(`tools[${i}].function`, `'tools[${i}].function' is required`);
+    const def: ToolDefinition = { type: 'function', function: { name: fn.name } };
     if (typeof fn.description === 'string') def.function.description = fn.description;
-    const parameters = optionalObject(fn, 'parameters', `${p}.function.parameters`);
-    if (parameters) def.function.parameters = parameters;
+    if (fn.parameters) def.function.parameters = fn.parameters;
     return def;
   });
 }
-
-const TOOL_CHOICE_SHAPE = "'tool_choice' must be none, auto, required or {type: 'function', function: {name}}";
 
 /**
  * Applies `tool_choice`: `none` → no tools; `auto` or unset → the tools as given; `required` →
@@ -107,38 +77,30 @@ const TOOL_CHOICE_SHAPE = "'tool_choice' must be none, auto, required or {type: 
  * {name}`. A forced choice without tools is a 400, as OpenAI answers.
  */
 function chooseTools(
-  body: Body,
+  choice: ChatCompletionBody['tool_choice'],
   tools: ToolDefinition[] | undefined,
 ): { tools?: ToolDefinition[]; toolChoice?: ToolChoice } {
-  const choice = body.tool_choice;
   const some = tools !== undefined && tools.length > 0;
   if (choice === undefined || choice === null || choice === 'auto') return some ? { tools } : {};
   if (choice === 'none') return {};
-  const forced = choice === 'required' || (typeof choice === 'object' && !Array.isArray(choice));
-  if (!forced) return invalid('tool_choice', TOOL_CHOICE_SHAPE);
   if (!some) return invalid('tool_choice', "'tool_choice' is only allowed when 'tools' are specified");
   if (choice === 'required') return { tools, toolChoice: 'required' };
-  const fn = optionalObject(choice as Body, 'function', 'tool_choice.function');
-  const name = fn ? requiredString(fn, 'name', 'tool_choice.function.name') : undefined;
-  if ((choice as Body).type !== 'function' || !name) invalid('tool_choice', TOOL_CHOICE_SHAPE);
+  const name = choice.function.name;
   const picked = tools.filter((t) => t.function.name === name);
   if (picked.length === 0) invalid('tool_choice.function.name', `tool '${name}' is not in 'tools'`);
   return { tools: picked, toolChoice: { name } };
 }
 
-/** Translates a chat completion request body; throws a 400 with `param` on bad input. */
-export function translateChatRequest(raw: unknown): ChatTranslation {
-  const body = asBody(raw);
-  const model = requiredString(body, 'model');
+/** Translates a chat completion body (checked by its route schema); throws a 400 with `param` for what the schema cannot rule. */
+export function translateChatRequest(body: ChatCompletionBody): ChatTranslation {
   const messages = toChatMessages(body.messages);
-  singleChoice(body);
-  if (optionalBool(body, 'logprobs')) invalid('logprobs', "'logprobs' is not supported by this server");
-  const maxTokens =
-    optionalInt(body, 'max_completion_tokens', 1) ?? optionalInt(body, 'max_tokens', 1);
-  const native: InferenceChatRequest = { model, messages, options: samplingOptions(body, maxTokens) };
-  const format = outputFormat(body);
+  singleChoice(body.n);
+  if (body.logprobs) invalid('logprobs', "'logprobs' is not supported by this server");
+  const maxTokens = body.max_completion_tokens ?? body.max_tokens ?? undefined;
+  const native: InferenceChatRequest = { model: body.model, messages, options: samplingOptions(body, maxTokens) };
+  const format = outputFormat(body.response_format);
   if (format !== undefined) native.format = format;
-  const { tools, toolChoice } = chooseTools(body, toolDefinitions(body));
+  const { tools, toolChoice } = chooseTools(body.tool_choice, toolDefinitions(body.tools));
   if (tools) native.tools = tools;
   if (toolChoice) native.toolChoice = toolChoice;
   return { native, ...streamFlags(body) };

@@ -13,7 +13,8 @@
 import type { GenerationEvent, InferenceGenerateRequest } from '../../../core/index.js';
 import { samplingOptions, streamFlags } from './chat-request.js';
 import { usageOf, type Usage } from './chat-response.js';
-import { asBody, invalid, optionalBool, optionalInt, optionalString, requiredString, singleChoice } from './fields.js';
+import { invalid, singleChoice } from './fields.js';
+import type { CompletionBody } from './schemas.js';
 import { envelope, type ResponseMeta } from './ids.js';
 
 /** OpenAI's default `max_tokens` for legacy completions. */
@@ -29,39 +30,32 @@ export interface CompletionTranslation {
   includeUsage: boolean;
 }
 
-function prompts(value: unknown): string[] {
-  if (value === undefined || value === null) invalid('prompt', "you must provide 'prompt'");
+/** `prompt` as a list of texts; token arrays are refused with their own message. */
+function prompts(value: CompletionBody['prompt']): string[] {
   if (typeof value === 'string') return [value];
-  if (!Array.isArray(value)) invalid('prompt', "'prompt' must be a string or an array of strings");
-  if (value.length === 0) invalid('prompt', "'prompt' must not be an empty array");
   return value.map((p, i) => {
     if (typeof p === 'string') return p;
     if (typeof p === 'number' || Array.isArray(p)) {
-      invalid('prompt', "token-array prompts are not supported: send the prompt as text");
+      invalid('prompt', 'token-array prompts are not supported: send the prompt as text');
     }
     return invalid(`prompt[${i}]`, `'prompt[${i}]' must be a string`);
   });
 }
 
-/** Translates a completion request body; throws a 400 with `param` on bad input. */
-export function translateCompletionRequest(raw: unknown): CompletionTranslation {
-  const body = asBody(raw);
-  const model = requiredString(body, 'model');
+/** Translates a completion body (checked by its route schema); throws a 400 with `param` for what the schema cannot rule. */
+export function translateCompletionRequest(body: CompletionBody): CompletionTranslation {
   const list = prompts(body.prompt);
-  singleChoice(body);
-  const bestOf = optionalInt(body, 'best_of', 0, 20);
-  if (bestOf !== undefined && bestOf > 1) invalid('best_of', "'best_of' > 1 is not supported");
-  const logprobs = optionalInt(body, 'logprobs', 0, 5);
-  if (logprobs !== undefined && logprobs > 0) invalid('logprobs', "'logprobs' is not supported by this server");
-  const suffix = optionalString(body, 'suffix');
-  const maxTokens = optionalInt(body, 'max_tokens', 1) ?? DEFAULT_COMPLETION_TOKENS;
-  const options = samplingOptions(body, maxTokens);
+  singleChoice(body.n);
+  if (body.best_of != null && body.best_of > 1) invalid('best_of', "'best_of' > 1 is not supported");
+  if (body.logprobs != null && body.logprobs > 0) invalid('logprobs', "'logprobs' is not supported by this server");
+  const suffix = body.suffix ?? undefined;
+  const options = samplingOptions(body, body.max_tokens ?? DEFAULT_COMPLETION_TOKENS);
   const natives = list.map((prompt): InferenceGenerateRequest => {
-    const native: InferenceGenerateRequest = { model, prompt, raw: !suffix, options: { ...options } };
+    const native: InferenceGenerateRequest = { model: body.model, prompt, raw: !suffix, options: { ...options } };
     if (suffix) native.suffix = suffix;
     return native;
   });
-  return { natives, prompts: list, echo: optionalBool(body, 'echo') ?? false, ...streamFlags(body) };
+  return { natives, prompts: list, echo: body.echo ?? false, ...streamFlags(body) };
 }
 
 /** OpenAI's `finish_reason` for completions. */

@@ -8,7 +8,8 @@
  * @module
  */
 import type { EmbedResponse, InferenceEmbedRequest } from '../../../core/index.js';
-import { asBody, invalid, optionalInt, optionalString, requiredString } from './fields.js';
+import { invalid } from './fields.js';
+import type { EmbeddingsBody } from './schemas.js';
 
 /** How vectors are written. */
 export type EncodingFormat = 'float' | 'base64';
@@ -19,34 +20,22 @@ export interface EmbeddingsTranslation {
   encoding: EncodingFormat;
 }
 
-function inputs(value: unknown): string[] {
-  if (value === undefined || value === null) invalid('input', "you must provide 'input'");
-  const list = typeof value === 'string' ? [value] : value;
-  if (!Array.isArray(list)) invalid('input', "'input' must be a string or an array of strings");
-  if (list.length === 0) invalid('input', "'input' must not be an empty array");
-  if (list.length > 2048) invalid('input', `'input' may hold at most 2048 items, got ${list.length}`);
-  return list.map((s, i) => {
-    const p = typeof value === 'string' ? 'input' : `input[${i}]`;
+/** `input` as a list of texts; token arrays and empty texts are refused. */
+function inputs(value: EmbeddingsBody['input']): string[] {
+  if (typeof value === 'string') return [value];
+  return value.map((s, i) => {
     if (typeof s === 'number' || Array.isArray(s)) invalid('input', 'token-array inputs are not supported: send text');
-    if (typeof s !== 'string') invalid(p, `'${p}' must be a string`);
-    if (s.length === 0) invalid(p, `'${p}' must not be empty`);
+    if (typeof s !== 'string') invalid(`input[${i}]`, `'input[${i}]' must be a string`);
+    if (s.length === 0) invalid(`input[${i}]`, `'input[${i}]' must not be empty`);
     return s;
   });
 }
 
-/** Translates an embeddings request body; throws a 400 with `param` on bad input. */
-export function translateEmbeddingsRequest(raw: unknown): EmbeddingsTranslation {
-  const body = asBody(raw);
-  const model = requiredString(body, 'model');
-  const input = inputs(body.input);
-  const format = optionalString(body, 'encoding_format') ?? 'float';
-  if (format !== 'float' && format !== 'base64') {
-    invalid('encoding_format', `'encoding_format' must be float or base64; got ${JSON.stringify(format)}`);
-  }
-  const native: InferenceEmbedRequest = { model, input };
-  const dimensions = optionalInt(body, 'dimensions', 1);
-  if (dimensions !== undefined) native.dimensions = dimensions;
-  return { native, encoding: format };
+/** Translates an embeddings body (checked by its route schema); throws a 400 with `param` for what the schema cannot rule. */
+export function translateEmbeddingsRequest(body: EmbeddingsBody): EmbeddingsTranslation {
+  const native: InferenceEmbedRequest = { model: body.model, input: inputs(body.input) };
+  if (body.dimensions != null) native.dimensions = body.dimensions;
+  return { native, encoding: body.encoding_format ?? 'float' };
 }
 
 /** A vector as base64 of its little-endian float32 bytes. */

@@ -11,7 +11,8 @@ import type { ToolCall } from '../../../core/contracts/backend.js';
 import type { InferenceService } from '../../../core/contracts/inference.js';
 import { parseKeepAlive } from '../keep-alive.js';
 import { parseSamplingOptions } from '../request-options.js';
-import { format, keepAlive, refuseUnsupported, messages, objectBody, optionalBool, requiredModel, tools } from './body.js';
+import { chatMessages, given, outputFormat, refuseUnsupported, toolDefinitions } from './body.js';
+import { ChatBody } from './schemas.js';
 import { createdAt, respond } from './respond.js';
 
 const message = (content: string, calls?: ToolCall[]) => ({
@@ -19,17 +20,17 @@ const message = (content: string, calls?: ToolCall[]) => ({
 });
 
 export function chatRoute(app: FastifyInstance, service: () => InferenceService): void {
-  app.post('/api/chat', { config: { scope: 'inference' } }, async (request, reply) => {
+  app.post<{ Body: ChatBody }>('/api/chat', { schema: { body: ChatBody }, config: { scope: 'inference' } }, async (request, reply) => {
     const started = process.hrtime.bigint();
-    const body = objectBody(request.body);
-    const model = requiredModel(body);
+    const body = request.body;
+    const model = body.model;
     refuseUnsupported(body, model);
-    const msgs = messages(body);
-    const keep = keepAlive(body);
-    const options = parseSamplingOptions(body['options']);
-    const stream = optionalBool(body, 'stream') ?? true;
-    const toolList = tools(body);
-    const fmt = format(body);
+    const msgs = chatMessages(body.messages);
+    const keep = given(body.keep_alive);
+    const options = parseSamplingOptions(body.options);
+    const stream = body.stream ?? true;
+    const toolList = toolDefinitions(body.tools);
+    const fmt = outputFormat(body.format);
 
     if (msgs.length === 0) {
       const unload = parseKeepAlive(keep) === 0;

@@ -5,31 +5,31 @@
  * @module
  */
 import type { FastifyInstance } from 'fastify';
-import { clientGone, Errors } from '../../../core/index.js';
+import { clientGone } from '../../../core/index.js';
 import type { InferenceService } from '../../../core/contracts/inference.js';
 import { parseSamplingOptions } from '../request-options.js';
-import { keepAlive, objectBody, optionalBool, optionalInt, optionalString, requiredModel } from './body.js';
+import { given } from './body.js';
+import { EmbedBody, EmbeddingsBody } from './schemas.js';
 
-function inputs(value: unknown): string[] {
+/** `input` as a list; an empty string or none only loads the model. */
+function inputs(value: string | string[] | null | undefined): string[] {
   if (value === undefined || value === null || value === '') return [];
-  if (typeof value === 'string') return [value];
-  if (Array.isArray(value) && value.every((v) => typeof v === 'string')) return value as string[];
-  throw Errors.badRequest('invalid input type', { param: 'input' });
+  return typeof value === 'string' ? [value] : value;
 }
 
 export function embedRoutes(app: FastifyInstance, service: () => InferenceService): void {
-  app.post('/api/embed', { config: { scope: 'inference' } }, async (request, reply) => {
-    const body = objectBody(request.body);
-    const model = requiredModel(body);
-    const input = inputs(body['input']);
-    const truncate = optionalBool(body, 'truncate');
-    const dimensions = optionalInt(body, 'dimensions', 1);
-    const keep = keepAlive(body);
+  app.post<{ Body: EmbedBody }>('/api/embed', { schema: { body: EmbedBody }, config: { scope: 'inference' } }, async (request, reply) => {
+    const body = request.body;
+    const model = body.model;
+    const input = inputs(body.input);
+    const truncate = given(body.truncate);
+    const dimensions = given(body.dimensions);
+    const keep = given(body.keep_alive);
     const res = await service().embed(
       {
         model,
         input,
-        options: parseSamplingOptions(body['options']),
+        options: parseSamplingOptions(body.options),
         ...(truncate !== undefined ? { truncate } : {}),
         ...(dimensions !== undefined ? { dimensions } : {}),
         ...(keep !== undefined ? { keep_alive: keep } : {}),
@@ -45,17 +45,17 @@ export function embedRoutes(app: FastifyInstance, service: () => InferenceServic
     };
   });
 
-  app.post('/api/embeddings', { config: { scope: 'inference' } }, async (request, reply) => {
-    const body = objectBody(request.body);
-    const model = requiredModel(body);
-    const prompt = optionalString(body, 'prompt') ?? '';
-    const keep = keepAlive(body);
+  app.post<{ Body: EmbeddingsBody }>('/api/embeddings', { schema: { body: EmbeddingsBody }, config: { scope: 'inference' } }, async (request, reply) => {
+    const body = request.body;
+    const model = body.model;
+    const prompt = body.prompt ?? '';
+    const keep = given(body.keep_alive);
     const res = await service().embed(
       {
         model,
         input: prompt === '' ? [] : [prompt],
         normalize: false,
-        options: parseSamplingOptions(body['options']),
+        options: parseSamplingOptions(body.options),
         ...(keep !== undefined ? { keep_alive: keep } : {}),
       },
       clientGone(reply),

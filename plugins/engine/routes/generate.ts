@@ -10,20 +10,21 @@ import { clientGone } from '../../../core/index.js';
 import type { InferenceService } from '../../../core/contracts/inference.js';
 import { parseSamplingOptions } from '../request-options.js';
 import { parseKeepAlive } from '../keep-alive.js';
-import { format, keepAlive, refuseUnsupported, objectBody, optionalBool, optionalString, requiredModel } from './body.js';
+import { given, outputFormat, refuseUnsupported } from './body.js';
+import { GenerateBody } from './schemas.js';
 import { createdAt, respond } from './respond.js';
 
 export function generateRoute(app: FastifyInstance, service: () => InferenceService): void {
-  app.post('/api/generate', { config: { scope: 'inference' } }, async (request, reply) => {
+  app.post<{ Body: GenerateBody }>('/api/generate', { schema: { body: GenerateBody }, config: { scope: 'inference' } }, async (request, reply) => {
     const started = process.hrtime.bigint();
-    const body = objectBody(request.body);
-    const model = requiredModel(body);
+    const body = request.body;
+    const model = body.model;
     refuseUnsupported(body, model);
-    const prompt = optionalString(body, 'prompt') ?? '';
-    const suffix = optionalString(body, 'suffix');
-    const keep = keepAlive(body);
-    const options = parseSamplingOptions(body['options']);
-    const stream = optionalBool(body, 'stream') ?? true;
+    const prompt = body.prompt ?? '';
+    const suffix = given(body.suffix);
+    const keep = given(body.keep_alive);
+    const options = parseSamplingOptions(body.options);
+    const stream = body.stream ?? true;
 
     if (prompt === '' && !suffix) {
       const unload = parseKeepAlive(keep) === 0;
@@ -33,10 +34,10 @@ export function generateRoute(app: FastifyInstance, service: () => InferenceServ
     }
 
     const signal = clientGone(reply);
-    const system = optionalString(body, 'system');
-    const template = optionalString(body, 'template');
-    const raw = optionalBool(body, 'raw');
-    const fmt = format(body);
+    const system = given(body.system);
+    const template = given(body.template);
+    const raw = given(body.raw);
+    const fmt = outputFormat(body.format);
     const gen = await service().generate(
       {
         model,

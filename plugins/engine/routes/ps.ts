@@ -7,6 +7,7 @@ import type { FastifyInstance } from 'fastify';
 import { VERSION } from '../../../core/index.js';
 import type { InferenceService } from '../../../core/contracts/inference.js';
 import type { ModelDetails } from '../../../core/contracts/model-store.js';
+import { PsResponse, VersionResponse } from './schemas.js';
 
 /**
  * The Ollama version `/api/version` reports. Integrations gate features on it, so it names the
@@ -19,7 +20,7 @@ export function psRoutes(
   service: () => InferenceService,
   details: (name: string) => ModelDetails | undefined,
 ): void {
-  app.get('/api/ps', { config: { scope: 'models:read' } }, async () => ({
+  app.get('/api/ps', { schema: { response: { 200: PsResponse } }, config: { scope: 'models:read' } }, async () => ({
     models: service()
       .ps()
       .map((m) => ({
@@ -34,5 +35,5 @@ export function psRoutes(
       })),
   }));
 
-  app.get('/api/version', { config: { scope: 'models:read' } }, async () => ({ version: OLLAMA_COMPAT_VERSION, lia_version: VERSION }));
+  app.get('/api/version', { schema: { response: { 200: VersionResponse } }, config: { scope: 'models:read' } }, async () => ({ version: OLLAMA_COMPAT_VERSION, lia_version: VERSION }));
 }

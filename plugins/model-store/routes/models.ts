@@ -4,6 +4,7 @@
  *
  * @module
  */
+import { Type } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
 import { Errors } from '../../../core/index.js';
 import { renderModelfile, renderParameters } from '../modelfile/render.js';
@@ -79,6 +80,8 @@ export function registerModelRoutes(app: FastifyInstance, store: ModelStoreServi
     return reply.code(200).send();
   });
 
+  /** OpenAI's `Model` object; the response schemas also make the serialiser's work cheap. */
+  const Model = Type.Object({ id: Type.String(), object: Type.Literal('model'), created: Type.Integer(), owned_by: Type.String() });
   const openaiModel = (m: { name: Parameters<typeof displayName>[0]; modifiedAt: Date }) => ({
     id: displayName(m.name),
     object: 'model' as const,
@@ -86,10 +89,12 @@ export function registerModelRoutes(app: FastifyInstance, store: ModelStoreServi
     owned_by: owner(m.name),
   });
 
-  app.get('/v1/models', { config: { scope: 'models:read' } }, async () => ({ object: 'list', data: (await store.manifests()).map(openaiModel) }));
+  const modelList = { response: { 200: Type.Object({ object: Type.Literal('list'), data: Type.Array(Model) }) } };
+  app.get('/v1/models', { schema: modelList, config: { scope: 'models:read' } }, async () => ({ object: 'list', data: (await store.manifests()).map(openaiModel) }));
 
   // A wildcard, so ids with a raw slash (`user/model:tag`) match as well as percent-encoded ones.
-  app.get('/v1/models/*', { config: { scope: 'models:read' } }, async (request) => {
+  const oneModel = { params: Type.Object({ '*': Type.String() }), response: { 200: Model } };
+  app.get('/v1/models/*', { schema: oneModel, config: { scope: 'models:read' } }, async (request) => {
     const raw = (request.params as { '*': string })['*'];
     let id: string;
     try {
