@@ -6,7 +6,7 @@
  *
  * @module
  */
-import type { AppError, ErrorFormat } from '../../core/index.js';
+import type { AppError, ErrorFormat } from 'lia/plugin';
 
 type OpenAIErrorType =
   | 'invalid_request_error'

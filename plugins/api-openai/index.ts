@@ -8,7 +8,7 @@
  * @module
  */
 import { Type } from '@sinclair/typebox';
-import { definePlugin } from '../../core/index.js';
+import { definePlugin } from 'lia/plugin';
 import { chatRoute } from './routes/chat.js';
 import { completionsRoute } from './routes/completions.js';
 import { embeddingsRoute } from './routes/embeddings.js';

@@ -9,7 +9,7 @@
  */
 import { Type } from '@sinclair/typebox';
 import type { FastifyRequest } from 'fastify';
-import { definePlugin, Errors, type AuthResult } from '../../core/index.js';
+import { definePlugin, Errors, type AuthResult } from 'lia/plugin';
 import { FailureLimiter } from './failure-limiter.js';
 import { checkShape } from './key-format.js';
 import { FileKeyStore } from './key-store.js';

@@ -11,7 +11,7 @@
 import { timingSafeEqual } from 'node:crypto';
 import { mkdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
-import { writeFileAtomic, type KeyStore, type Principal } from '../../core/index.js';
+import { writeFileAtomic, type KeyStore, type Principal } from 'lia/plugin';
 import { checkShape, digestOf, generateKey, hintOf } from './key-format.js';
 
 const MASTER: Principal = Object.freeze({ id: 'master', scopes: Object.freeze(['*']) });

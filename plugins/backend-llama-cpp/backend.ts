@@ -7,8 +7,8 @@
  */
 import type { ChildProcess } from 'node:child_process';
 import type { FastifyBaseLogger } from 'fastify';
-import type { FormatHandler, InferenceBackend, LoadOptions, MemoryEstimate } from '../../core/contracts/backend.js';
-import type { ResolvedModel } from '../../core/contracts/model-store.js';
+import type { FormatHandler, InferenceBackend, LoadOptions, MemoryEstimate } from 'lia/plugin';
+import type { ResolvedModel } from 'lia/plugin';
 import { estimateBytes, fileBytes, readShape } from './estimate.js';
 import { ggufFormat } from './format.js';
 import type { HugePagesMode } from './huge-pages.js';

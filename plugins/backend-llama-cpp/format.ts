@@ -7,7 +7,7 @@
  *
  * @module
  */
-import type { FormatHandler, ModelCapability, ModelFile } from '../../core/index.js';
+import type { FormatHandler, ModelCapability, ModelFile } from 'lia/plugin';
 import { readGguf, type GgufSummary } from './gguf.js';
 
 /** Ollama's layer types: the weights, and the vision projector that may come with them. */

@@ -6,7 +6,7 @@
  * @module
  */
 import type { GgufFileInfo } from 'node-llama-cpp';
-import { Errors, humanNumber, type FormatDescription } from '../../core/index.js';
+import { Errors, humanNumber, type FormatDescription } from 'lia/plugin';
 
 /** Big arrays nobody needs for listing; parsing them costs time on 150k-token vocabularies. */
 const HEAVY_KEYS = ['tokenizer.ggml.tokens', 'tokenizer.ggml.merges', 'tokenizer.ggml.token_type', 'tokenizer.ggml.scores'];

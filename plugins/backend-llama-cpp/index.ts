@@ -6,7 +6,7 @@
  * @module
  */
 import { Type } from '@sinclair/typebox';
-import { definePlugin } from '../../core/index.js';
+import { definePlugin } from 'lia/plugin';
 import { LlamaCppBackend } from './backend.js';
 
 export default definePlugin({

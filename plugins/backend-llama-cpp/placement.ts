@@ -20,7 +20,7 @@
 import { execFile } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { promisify } from 'node:util';
-import { readTextOrNull } from '../../core/index.js';
+import { readTextOrNull } from 'lia/plugin';
 
 /** `auto`: bind runners to free CPUs when there are enough; `off`: never. */
 export type CpuAffinityMode = 'auto' | 'off';

@@ -11,8 +11,8 @@ import type {
   EmbedResult,
   GenerateParams,
   GenerationEvent,
-} from '../../core/contracts/backend.js';
-import type { ModelCapability } from '../../core/contracts/model-store.js';
+} from 'lia/plugin';
+import type { ModelCapability } from 'lia/plugin';
 
 /** What the parent asks the runner to load. */
 export interface LoadSpec {

@@ -13,7 +13,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { FastifyBaseLogger } from 'fastify';
-import { Errors } from '../../core/index.js';
+import { Errors } from 'lia/plugin';
 import type {
   ChatParams,
   EmbedParams,
@@ -21,8 +21,8 @@ import type {
   GenerateParams,
   GenerationEvent,
   LoadedModel,
-} from '../../core/contracts/backend.js';
-import type { ModelCapability } from '../../core/contracts/model-store.js';
+} from 'lia/plugin';
+import type { ModelCapability } from 'lia/plugin';
 import { EventQueue } from './event-queue.js';
 import { runnerTunables, type HugePagesMode } from './huge-pages.js';
 import type { LoadSpec, ParentMessage, RunnerInfo, RunnerMessage } from './protocol.js';

@@ -8,7 +8,7 @@
 import os from 'node:os';
 import { performance } from 'node:perf_hooks';
 import type { FastifyBaseLogger } from 'fastify';
-import type { InferenceBackend, LoadOptions, LoadedModel, MemoryEstimate, ResolvedModel } from '../../core/index.js';
+import type { InferenceBackend, LoadOptions, LoadedModel, MemoryEstimate, ResolvedModel } from 'lia/plugin';
 import { onnxFormat } from './format.js';
 import { readLayout, type OnnxDtype } from './layout.js';
 import { estimateBytes } from './memory.js';

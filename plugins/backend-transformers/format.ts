@@ -8,7 +8,7 @@
  * @module
  */
 import { readFile } from 'node:fs/promises';
-import { Errors, humanNumber, type FormatHandler } from '../../core/index.js';
+import { Errors, humanNumber, type FormatHandler } from 'lia/plugin';
 import { DTYPE_FILES } from './layout.js';
 
 /** The layer type of one file of an ONNX model folder. */

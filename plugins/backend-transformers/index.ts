@@ -9,7 +9,7 @@
  * @module
  */
 import { Type } from '@sinclair/typebox';
-import { definePlugin } from '../../core/index.js';
+import { definePlugin } from 'lia/plugin';
 import { createTransformersBackend } from './backend.js';
 import { DTYPE_FILES } from './layout.js';
 

@@ -9,7 +9,7 @@
  */
 import { readFile, stat } from 'node:fs/promises';
 import path from 'node:path';
-import { Errors } from '../../core/index.js';
+import { Errors } from 'lia/plugin';
 import type { Pooling } from './pooling.js';
 
 /**

@@ -20,7 +20,7 @@ import {
   type LoadedModel,
   type ModelCapability,
   type ResolvedModel,
-} from '../../core/index.js';
+} from 'lia/plugin';
 import { padPass, planPasses, type Encoding } from './batching.js';
 import type { OnnxLayout } from './layout.js';
 import { finish, pool } from './pooling.js';

@@ -8,7 +8,7 @@
  * @module
  */
 import { Type } from '@sinclair/typebox';
-import { definePlugin } from '../../core/index.js';
+import { definePlugin } from 'lia/plugin';
 import { parseKeepAlive } from './keep-alive.js';
 import { memoryBudget } from './memory.js';
 import { chatRoute } from './routes/chat.js';

@@ -5,7 +5,7 @@
  *
  * @module
  */
-import { Errors } from '../../core/index.js';
+import { Errors } from 'lia/plugin';
 
 /** Milliseconds to keep a model loaded; `Infinity` for forever, 0 to unload as soon as idle. */
 export type KeepAliveMs = number;

@@ -6,8 +6,8 @@
  *
  * @module
  */
-import { Errors } from '../../core/index.js';
-import type { SamplingOptions } from '../../core/contracts/backend.js';
+import { Errors } from 'lia/plugin';
+import type { SamplingOptions } from 'lia/plugin';
 
 const INTEGER_KEYS = ['top_k', 'seed', 'num_predict', 'num_ctx', 'repeat_last_n'] as const;
 const FLOAT_KEYS = ['temperature', 'top_p', 'min_p', 'repeat_penalty', 'presence_penalty', 'frequency_penalty'] as const;

@@ -10,10 +10,10 @@
  * @module
  */
 import type { FastifyBaseLogger } from 'fastify';
-import { Errors, type BackendRegistry } from '../../core/index.js';
-import type { InferenceBackend, LoadedModel } from '../../core/contracts/backend.js';
-import type { LoadedModelInfo } from '../../core/contracts/inference.js';
-import type { ResolvedModel } from '../../core/contracts/model-store.js';
+import { Errors, type BackendRegistry } from 'lia/plugin';
+import type { InferenceBackend, LoadedModel } from 'lia/plugin';
+import type { LoadedModelInfo } from 'lia/plugin';
+import type { ResolvedModel } from 'lia/plugin';
 
 export interface SchedulerOptions {
   backends: BackendRegistry;

@@ -6,8 +6,8 @@
  *
  * @module
  */
-import { Errors } from '../../core/index.js';
-import type { ChatMessage, ChatParams, GenerationEvent, OutputFormat, ToolChoice, ToolDefinition } from '../../core/contracts/backend.js';
+import { Errors } from 'lia/plugin';
+import type { ChatMessage, ChatParams, GenerationEvent, OutputFormat, ToolChoice, ToolDefinition } from 'lia/plugin';
 import type {
   EmbedResponse,
   GenerationStream,
@@ -17,8 +17,8 @@ import type {
   InferenceService,
   KeepAlive,
   LoadedModelInfo,
-} from '../../core/contracts/inference.js';
-import type { ModelStore, ResolvedModel } from '../../core/contracts/model-store.js';
+} from 'lia/plugin';
+import type { ModelStore, ResolvedModel } from 'lia/plugin';
 import { parseKeepAlive } from './keep-alive.js';
 import { mergeOptions } from './request-options.js';
 import type { Lease, Scheduler } from './scheduler.js';

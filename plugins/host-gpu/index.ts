@@ -6,7 +6,7 @@
  * @module
  */
 import { Type } from '@sinclair/typebox';
-import { definePlugin } from '../../core/index.js';
+import { definePlugin } from 'lia/plugin';
 import { amdProvider } from './providers/amd.js';
 import { nvidiaProvider } from './providers/nvidia.js';
 import { gpuRoutes } from './routes.js';

@@ -7,7 +7,7 @@
  *
  * @module
  */
-import type { GpuDevice, GpuProvider } from '../../core/index.js';
+import type { GpuDevice, GpuProvider } from 'lia/plugin';
 
 /** What `GET /system/gpu` returns. */
 export interface GpuSnapshot {

@@ -7,7 +7,7 @@
  */
 import { existsSync } from 'node:fs';
 import { Type } from '@sinclair/typebox';
-import { definePlugin } from '../../core/index.js';
+import { definePlugin } from 'lia/plugin';
 import { HostNetwork } from './provider.js';
 
 const options = Type.Object(

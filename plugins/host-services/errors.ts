@@ -3,7 +3,7 @@
  *
  * @module
  */
-import { defineError } from '../../core/index.js';
+import { defineError } from 'lia/plugin';
 
 /** The service manager (systemd, or a service's own start/stop) failed the action. */
 export const serviceManagerFailed = defineError(

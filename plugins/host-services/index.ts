@@ -11,7 +11,7 @@
 import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { Type } from '@sinclair/typebox';
-import { definePlugin, Errors, SERVICE_NAMES, type LogLine, type ServiceManager } from '../../core/index.js';
+import { definePlugin, Errors, SERVICE_NAMES, type LogLine, type ServiceManager } from 'lia/plugin';
 import { LogFiles } from './log-files.js';
 import { EmbeddedServiceManager } from './managers/embedded.js';
 import { SystemdServiceManager } from './managers/systemd.js';

@@ -7,7 +7,7 @@
  */
 import path from 'node:path';
 import { Type } from '@sinclair/typebox';
-import { definePlugin } from '../../core/index.js';
+import { definePlugin } from 'lia/plugin';
 import { RegistryClient } from './registry/client.js';
 import { Puller } from './registry/pull.js';
 import { Pusher } from './registry/push.js';

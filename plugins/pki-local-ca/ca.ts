@@ -8,7 +8,7 @@
 import { X509Certificate } from 'node:crypto';
 import { mkdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
-import { writeFileAtomic } from '../../core/index.js';
+import { writeFileAtomic } from 'lia/plugin';
 import { generateRoot, issueLeaf, permittedDnsOf, type KeyPairPem } from './certificates.js';
 import { subjectNames, type SubjectNames } from './names.js';
 

@@ -10,7 +10,7 @@
  */
 import os from 'node:os';
 import { Type } from '@sinclair/typebox';
-import { definePlugin, type TlsCredentials, type TlsProvider } from '../../core/index.js';
+import { definePlugin, type TlsCredentials, type TlsProvider } from 'lia/plugin';
 import { fingerprint } from './certificates.js';
 import { caFiles, loadOrCreateRoot, loadOrIssueLeaf } from './ca.js';
 

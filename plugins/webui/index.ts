@@ -7,7 +7,7 @@
  * @module
  */
 import { readFile } from 'node:fs/promises';
-import { definePlugin, Errors, projectPath } from '../../core/index.js';
+import { definePlugin, Errors, projectPath } from 'lia/plugin';
 
 export default definePlugin({
   name: 'webui',

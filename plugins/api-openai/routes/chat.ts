@@ -8,7 +8,7 @@
  */
 import type { FastifyInstance } from 'fastify';
 import { ChatCompletionBody } from '../translate/schemas.js';
-import { clientGone, primed, startSse, type Hooks } from '../../../core/index.js';
+import { clientGone, primed, startSse, type Hooks } from 'lia/plugin';
 import { openaiErrorBody } from '../errors.js';
 import { ChatChunker, ChatCollector, type ChatCompletionChunk } from '../translate/chat-response.js';
 import { translateChatRequest } from '../translate/chat-request.js';

@@ -5,7 +5,7 @@
  * @module
  */
 import type { FastifyReply } from 'fastify';
-import { Errors, isAppError } from '../../../core/index.js';
+import { Errors, isAppError } from 'lia/plugin';
 
 /** Options every route reads. */
 export interface RouteOptions {

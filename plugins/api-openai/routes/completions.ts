@@ -8,7 +8,7 @@
  */
 import type { FastifyInstance } from 'fastify';
 import { CompletionBody } from '../translate/schemas.js';
-import { clientGone, primed, startSse, type GenerationStream, type Hooks } from '../../../core/index.js';
+import { clientGone, primed, startSse, type GenerationStream, type Hooks } from 'lia/plugin';
 import { openaiErrorBody } from '../errors.js';
 import {
   CompletionCollector,

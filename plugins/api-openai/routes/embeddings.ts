@@ -5,7 +5,7 @@
  */
 import type { FastifyInstance } from 'fastify';
 import { EmbeddingsBody } from '../translate/schemas.js';
-import { clientGone, type Hooks } from '../../../core/index.js';
+import { clientGone, type Hooks } from 'lia/plugin';
 import { embeddingList, translateEmbeddingsRequest } from '../translate/embeddings.js';
 import { resolveAlias, withModelParam, type RouteOptions } from './common.js';
 

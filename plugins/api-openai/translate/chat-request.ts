@@ -12,7 +12,7 @@
  *
  * @module
  */
-import type { InferenceChatRequest, OutputFormat, SamplingOptions, ToolChoice, ToolDefinition } from '../../../core/index.js';
+import type { InferenceChatRequest, OutputFormat, SamplingOptions, ToolChoice, ToolDefinition } from 'lia/plugin';
 import { invalid, singleChoice, stopSequences } from './fields.js';
 import { toChatMessages } from './messages.js';
 import type { ChatCompletionBody, CompletionBody } from './schemas.js';

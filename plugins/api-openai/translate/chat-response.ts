@@ -13,7 +13,7 @@
  *
  * @module
  */
-import type { GenerationEvent, ToolCall } from '../../../core/index.js';
+import type { GenerationEvent, ToolCall } from 'lia/plugin';
 import { newId, envelope, type ResponseMeta } from './ids.js';
 
 /** OpenAI's `finish_reason` for chat. */

@@ -10,7 +10,7 @@
  *
  * @module
  */
-import type { GenerationEvent, InferenceGenerateRequest } from '../../../core/index.js';
+import type { GenerationEvent, InferenceGenerateRequest } from 'lia/plugin';
 import { samplingOptions, streamFlags } from './chat-request.js';
 import { usageOf, type Usage } from './chat-response.js';
 import { invalid, singleChoice } from './fields.js';

@@ -7,7 +7,7 @@
  *
  * @module
  */
-import type { EmbedResponse, InferenceEmbedRequest } from '../../../core/index.js';
+import type { EmbedResponse, InferenceEmbedRequest } from 'lia/plugin';
 import { invalid } from './fields.js';
 import type { EmbeddingsBody } from './schemas.js';
 

@@ -5,7 +5,7 @@
  *
  * @module
  */
-import { Errors } from '../../../core/index.js';
+import { Errors } from 'lia/plugin';
 
 /** A parsed JSON object (one not described by a schema, such as a message). */
 export type Body = Record<string, unknown>;

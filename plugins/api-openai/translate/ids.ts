@@ -5,7 +5,7 @@
  * @module
  */
 import { randomBytes } from 'node:crypto';
-import { VERSION } from '../../../core/index.js';
+import { VERSION } from 'lia/plugin';
 
 /** A fresh id with the given prefix (`chatcmpl-`, `cmpl-`, `call_`). */
 export function newId(prefix: string): string {

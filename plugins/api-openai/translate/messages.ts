@@ -11,7 +11,7 @@
  *
  * @module
  */
-import type { ChatMessage, ToolCall } from '../../../core/index.js';
+import type { ChatMessage, ToolCall } from 'lia/plugin';
 import { invalid, type Body } from './fields.js';
 
 const ROLES = new Set(['system', 'developer', 'user', 'assistant', 'tool', 'function']);

@@ -5,7 +5,7 @@
  * @module
  */
 import { readFile } from 'node:fs/promises';
-import { CliError, type CliCommand } from '../../../core/index.js';
+import { CliError, type CliCommand } from 'lia/plugin';
 
 export const commands: CliCommand[] = [
   {

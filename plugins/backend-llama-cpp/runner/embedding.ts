@@ -6,7 +6,7 @@
  * @module
  */
 import type { LlamaEmbeddingContext, LlamaModel, Token } from 'node-llama-cpp';
-import type { EmbedParams, EmbedResult } from '../../../core/contracts/backend.js';
+import type { EmbedParams, EmbedResult } from 'lia/plugin';
 import { RequestError } from './errors.js';
 
 export class Embedder {

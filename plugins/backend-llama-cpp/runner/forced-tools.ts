@@ -21,7 +21,7 @@
  *
  * @module
  */
-import type { ToolCall, ToolChoice, ToolDefinition } from '../../../core/contracts/backend.js';
+import type { ToolCall, ToolChoice, ToolDefinition } from 'lia/plugin';
 import { toToolCalls } from './history.js';
 
 /** A tool choice that forces a call. */

@@ -7,7 +7,7 @@
  * @module
  */
 import type { Llama, LlamaGrammar } from 'node-llama-cpp';
-import type { OutputFormat, ToolDefinition } from '../../../core/contracts/backend.js';
+import type { OutputFormat, ToolDefinition } from 'lia/plugin';
 import { RequestError } from './errors.js';
 import { forcedToolSchema, ToolSchemaError, type ForcedToolChoice } from './forced-tools.js';
 

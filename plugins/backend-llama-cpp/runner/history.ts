@@ -7,7 +7,7 @@
  */
 import { randomInt } from 'node:crypto';
 import type { ChatHistoryItem, ChatModelFunctionCall, ChatModelFunctions } from 'node-llama-cpp';
-import type { ChatMessage, ToolCall, ToolDefinition } from '../../../core/contracts/backend.js';
+import type { ChatMessage, ToolCall, ToolDefinition } from 'lia/plugin';
 
 /**
  * Builds the history LlamaChat expects. Assistant `tool_calls` become function calls, and the

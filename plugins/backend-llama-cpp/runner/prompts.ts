@@ -6,7 +6,7 @@
  * @module
  */
 import { LlamaText, type ChatHistoryItem, type ChatModelFunctions, type ChatWrapper, type LlamaModel, type Token } from 'node-llama-cpp';
-import type { GenerateParams } from '../../../core/contracts/backend.js';
+import type { GenerateParams } from 'lia/plugin';
 import { RequestError } from './errors.js';
 import { renderGoTemplate, wrapperForGoTemplate, type PromptFormat } from './templates.js';
 

@@ -10,7 +10,7 @@
  *
  * @module
  */
-import type { SamplingOptions } from '../../../core/contracts/backend.js';
+import type { SamplingOptions } from 'lia/plugin';
 
 /** Ollama's sampling defaults, as this backend applies them. */
 export const SAMPLING_DEFAULTS = {

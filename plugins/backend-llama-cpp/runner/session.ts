@@ -7,8 +7,8 @@
  * @module
  */
 import { getLlama, type Llama, type LlamaContext, type LlamaGrammar, type LlamaModel, type Token } from 'node-llama-cpp';
-import type { ChatParams, EmbedParams, EmbedResult, GenerateParams } from '../../../core/contracts/backend.js';
-import type { ModelCapability } from '../../../core/contracts/model-store.js';
+import type { ChatParams, EmbedParams, EmbedResult, GenerateParams } from 'lia/plugin';
+import type { ModelCapability } from 'lia/plugin';
 import type { LoadSpec, RunnerInfo } from '../protocol.js';
 import { useBatchThreads, type BatchThreads } from './batch-threads.js';
 import { fixBatchDispatch } from './batching.js';

@@ -11,7 +11,7 @@
  * @module
  */
 import { createInterface } from 'node:readline';
-import { CliError, formatBytes, type ApiClient, type CliArgs, type CliCommand, type CliIO } from '../../../core/index.js';
+import { CliError, formatBytes, type ApiClient, type CliArgs, type CliCommand, type CliIO } from 'lia/plugin';
 
 interface ChatChunk {
   message?: { content?: string };

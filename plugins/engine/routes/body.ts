@@ -5,8 +5,8 @@
  *
  * @module
  */
-import { Errors } from '../../../core/index.js';
-import type { ChatMessage, OutputFormat, ToolCall, ToolDefinition } from '../../../core/contracts/backend.js';
+import { Errors } from 'lia/plugin';
+import type { ChatMessage, OutputFormat, ToolCall, ToolDefinition } from 'lia/plugin';
 import type { ChatBodyMessage, ChatBodyTool } from './schemas.js';
 
 /** `undefined` for an absent or `null` field (Ollama's "not set"). */

@@ -6,9 +6,9 @@
  * @module
  */
 import type { FastifyInstance } from 'fastify';
-import { clientGone } from '../../../core/index.js';
-import type { ToolCall } from '../../../core/contracts/backend.js';
-import type { InferenceService } from '../../../core/contracts/inference.js';
+import { clientGone } from 'lia/plugin';
+import type { ToolCall } from 'lia/plugin';
+import type { InferenceService } from 'lia/plugin';
 import { parseKeepAlive } from '../keep-alive.js';
 import { parseSamplingOptions } from '../request-options.js';
 import { chatMessages, given, outputFormat, refuseUnsupported, toolDefinitions } from './body.js';

@@ -6,8 +6,8 @@
  * @module
  */
 import type { FastifyInstance } from 'fastify';
-import { clientGone } from '../../../core/index.js';
-import type { InferenceService } from '../../../core/contracts/inference.js';
+import { clientGone } from 'lia/plugin';
+import type { InferenceService } from 'lia/plugin';
 import { parseSamplingOptions } from '../request-options.js';
 import { parseKeepAlive } from '../keep-alive.js';
 import { given, outputFormat, refuseUnsupported } from './body.js';

@@ -4,9 +4,9 @@
  * @module
  */
 import type { FastifyInstance } from 'fastify';
-import { VERSION } from '../../../core/index.js';
-import type { InferenceService } from '../../../core/contracts/inference.js';
-import type { ModelDetails } from '../../../core/contracts/model-store.js';
+import { VERSION } from 'lia/plugin';
+import type { InferenceService } from 'lia/plugin';
+import type { ModelDetails } from 'lia/plugin';
 import { PsResponse, VersionResponse } from './schemas.js';
 
 /**

@@ -7,9 +7,9 @@
  * @module
  */
 import type { FastifyReply } from 'fastify';
-import { primed, startNdjson } from '../../../core/index.js';
-import type { GenerationEvent, ToolCall } from '../../../core/contracts/backend.js';
-import type { GenerationStream } from '../../../core/contracts/inference.js';
+import { primed, startNdjson } from 'lia/plugin';
+import type { GenerationEvent, ToolCall } from 'lia/plugin';
+import type { GenerationStream } from 'lia/plugin';
 
 type DoneEvent = Extract<GenerationEvent, { type: 'done' }>;
 

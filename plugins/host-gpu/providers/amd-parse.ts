@@ -5,7 +5,7 @@
  *
  * @module
  */
-import type { GpuDevice } from '../../../core/index.js';
+import type { GpuDevice } from 'lia/plugin';
 
 const MIB = 1024 * 1024;
 

@@ -8,8 +8,8 @@
  */
 import { readdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
-import type { GpuProvider, GpuReport } from '../../../core/index.js';
-import { firstLine, runTool } from '../../../core/index.js';
+import type { GpuProvider, GpuReport } from 'lia/plugin';
+import { firstLine, runTool } from 'lia/plugin';
 import { which } from '../which.js';
 import { parseAmdSmiJson, parseAmdSysfs, parseRocmSmiJson, type SysfsCard } from './amd-parse.js';
 

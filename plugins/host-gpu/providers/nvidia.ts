@@ -6,8 +6,8 @@
  *
  * @module
  */
-import type { GpuDevice, GpuProvider, GpuReport } from '../../../core/index.js';
-import { firstLine, runTool } from '../../../core/index.js';
+import type { GpuDevice, GpuProvider, GpuReport } from 'lia/plugin';
+import { firstLine, runTool } from 'lia/plugin';
 import { which } from '../which.js';
 
 /** The fields asked for, in this order (the order gpustat and telegraf use). */

@@ -6,7 +6,7 @@
  *
  * @module
  */
-import { CliError, responseError, type ApiClient, type CliCommand, type CliIO } from '../../../core/index.js';
+import { CliError, responseError, type ApiClient, type CliCommand, type CliIO } from 'lia/plugin';
 
 const JSON_OPTION = { json: { type: 'boolean' } } as const;
 

@@ -15,7 +15,7 @@ import {
   type ServiceManager,
   type ServiceRegistry,
   type ServiceStatus,
-} from '../../../core/index.js';
+} from 'lia/plugin';
 import { serviceManagerFailed } from '../errors.js';
 
 /** The embedded default's service manager over core's ServiceRegistry and LogHub. */

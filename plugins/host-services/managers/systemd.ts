@@ -6,9 +6,9 @@
  *
  * @module
  */
-import { Errors, SERVICE_NAMES, type LogLine, type ServiceAction, type ServiceManager, type ServiceName, type ServiceStatus } from '../../../core/index.js';
+import { Errors, SERVICE_NAMES, type LogLine, type ServiceAction, type ServiceManager, type ServiceName, type ServiceStatus } from 'lia/plugin';
 import { serviceManagerFailed } from '../errors.js';
-import { firstLine, runTool, ToolError } from '../../../core/index.js';
+import { firstLine, runTool, ToolError } from 'lia/plugin';
 import { parseJournalJson, parseShowBlocks, serviceStatusOf } from './systemd-parse.js';
 
 /** The executables and the deadline of one call. */

@@ -6,7 +6,7 @@
  * @module
  */
 import type { FastifyInstance } from 'fastify';
-import { Errors, isServiceName, SERVICE_NAMES, type ServiceManager } from '../../../core/index.js';
+import { Errors, isServiceName, SERVICE_NAMES, type ServiceManager } from 'lia/plugin';
 
 /** `lines` when the query has none. */
 export const LINES_DEFAULT = 100;

@@ -9,7 +9,7 @@
  */
 import { X509Certificate } from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
-import { Errors, type Hooks } from '../../../core/index.js';
+import { Errors, type Hooks } from 'lia/plugin';
 
 /** One DNS label (RFC 1123): 1–63 letters, digits and hyphens, not starting or ending with a hyphen. */
 export const HOSTNAME_LABEL = /^(?=.{1,63}$)[a-z0-9](?:[a-z0-9-]*[a-z0-9])?$/;

@@ -10,7 +10,7 @@
  * @module
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { Errors, isServiceName, SERVICE_NAMES, type ServiceAction, type ServiceManager, type ServiceName } from '../../../core/index.js';
+import { Errors, isServiceName, SERVICE_NAMES, type ServiceAction, type ServiceManager, type ServiceName } from 'lia/plugin';
 
 const ACTIONS: readonly ServiceAction[] = ['start', 'stop', 'restart'];
 

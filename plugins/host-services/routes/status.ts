@@ -6,7 +6,7 @@
  */
 import os from 'node:os';
 import type { FastifyInstance } from 'fastify';
-import { VERSION, type Hooks } from '../../../core/index.js';
+import { VERSION, type Hooks } from 'lia/plugin';
 import type { StatusSampler } from '../status/sampler.js';
 
 const size = { type: 'string', pattern: '^[0-9]+(\\.[0-9])?G$' } as const;

@@ -12,7 +12,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { ProgressView, type ProgressLine } from './progress-view.js';
 import { ModelfileError, parseModelfile } from '../modelfile/parse.js';
-import { CliError, formatBytes, responseError, type ApiClient, type CliCommand, type CliIO } from '../../../core/index.js';
+import { CliError, formatBytes, responseError, type ApiClient, type CliCommand, type CliIO } from 'lia/plugin';
 
 interface TagsResponse {
   models: Array<{ name: string; digest: string; size: number; modified_at: string }>;

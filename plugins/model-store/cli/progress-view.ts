@@ -6,7 +6,7 @@
  *
  * @module
  */
-import { formatBytes } from '../../../core/index.js';
+import { formatBytes } from 'lia/plugin';
 
 /** A progress line of the pull/push/create streams. */
 export interface ProgressLine {

@@ -4,7 +4,7 @@
  *
  * @module
  */
-import type { StoredMessage } from '../../../core/index.js';
+import type { StoredMessage } from 'lia/plugin';
 
 /** What a Modelfile is rendered from. */
 export interface ModelfileParts {

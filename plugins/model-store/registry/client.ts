@@ -6,7 +6,7 @@
  * @module
  */
 import type { Readable } from 'node:stream';
-import { Errors } from '../../../core/index.js';
+import { Errors } from 'lia/plugin';
 import { MANIFEST_MEDIA_TYPE, OCI_MANIFEST_MEDIA_TYPE, parseManifest, type Manifest } from '../store/manifest.js';
 import type { ModelName } from '../store/names.js';
 import { HttpClient, type HttpClientOptions, type HttpResponse } from './http.js';

@@ -11,7 +11,7 @@ import http, { type IncomingHttpHeaders, type IncomingMessage } from 'node:http'
 import https from 'node:https';
 import type { Readable } from 'node:stream';
 import tls from 'node:tls';
-import { Errors } from '../../../core/index.js';
+import { Errors } from 'lia/plugin';
 import { LargeReadAgent } from './large-reads.js';
 
 /** One request to send. */

@@ -8,7 +8,7 @@
  */
 import { createReadStream } from 'node:fs';
 import { readFile } from 'node:fs/promises';
-import { Errors } from '../../../core/index.js';
+import { Errors } from 'lia/plugin';
 import type { Layer } from '../store/manifest.js';
 import { displayName } from '../store/names.js';
 import type { ModelStoreService } from '../store/store.js';

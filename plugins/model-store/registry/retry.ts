@@ -3,7 +3,7 @@
  *
  * @module
  */
-import { isAppError } from '../../../core/index.js';
+import { isAppError } from 'lia/plugin';
 
 /** True for failures worth another attempt (the network, a stall, a 5xx); false for the rest. */
 export function retryable(err: unknown): boolean {

@@ -6,7 +6,7 @@
  * @module
  */
 import { createHash } from 'node:crypto';
-import { Errors, isAppError } from '../../../core/index.js';
+import { Errors, isAppError } from 'lia/plugin';
 import type { BlobStore } from '../store/blobs.js';
 import { corruptDownload } from '../store/errors.js';
 import type { RegistryClient, Repository } from './client.js';

@@ -6,7 +6,7 @@
  */
 import type { FastifyInstance } from 'fastify';
 import { Readable } from 'node:stream';
-import { Errors } from '../../../core/index.js';
+import { Errors } from 'lia/plugin';
 import { normalizeDigest } from '../store/paths.js';
 import type { ModelStoreService } from '../store/store.js';
 

@@ -4,7 +4,7 @@
  *
  * @module
  */
-import { Errors } from '../../../core/index.js';
+import { Errors } from 'lia/plugin';
 
 /** A JSON object body; an absent body is Ollama's `missing request body`. */
 export function objectBody(body: unknown): Record<string, unknown> {

@@ -4,7 +4,7 @@
  * @module
  */
 import type { FastifyInstance } from 'fastify';
-import { Errors, type StoredMessage } from '../../../core/index.js';
+import { Errors, type StoredMessage } from 'lia/plugin';
 import { checkCreate, createModel, type CreateSpec } from '../store/create.js';
 import { parseName } from '../store/names.js';
 import type { ModelStoreService } from '../store/store.js';

@@ -6,7 +6,7 @@
  */
 import { Type } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
-import { Errors } from '../../../core/index.js';
+import { Errors } from 'lia/plugin';
 import { renderModelfile, renderParameters } from '../modelfile/render.js';
 import { displayName } from '../store/names.js';
 import type { ModelStoreService } from '../store/store.js';

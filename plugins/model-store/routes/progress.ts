@@ -6,7 +6,7 @@
  * @module
  */
 import type { FastifyReply } from 'fastify';
-import { clientGone, startNdjson } from '../../../core/index.js';
+import { clientGone, startNdjson } from 'lia/plugin';
 
 /** A progress line. */
 export interface Progress {

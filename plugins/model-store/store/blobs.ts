@@ -12,7 +12,7 @@ import { mkdir, readdir, rename, rm, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
-import { Errors } from '../../../core/index.js';
+import { Errors } from 'lia/plugin';
 import { storageError } from './errors.js';
 import type { StorePaths } from './paths.js';
 

@@ -5,7 +5,7 @@
  *
  * @module
  */
-import { Errors, type FormatHandler, type ModelDetails, type StoredMessage } from '../../../core/index.js';
+import { Errors, type FormatHandler, type ModelDetails, type StoredMessage } from 'lia/plugin';
 import type { ConfigBlob, Formats } from './describe.js';
 import { relativePathProblem } from './layout.js';
 import { CONFIG_MEDIA_TYPE, encodeManifest, MANIFEST_MEDIA_TYPE, MediaTypes, TEXT_MEDIA_TYPES, TITLE_ANNOTATION, type Layer, type Manifest } from './manifest.js';

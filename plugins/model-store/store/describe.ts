@@ -16,7 +16,7 @@ import {
   type ModelDetails,
   type ModelFile,
   type StoredMessage,
-} from '../../../core/index.js';
+} from 'lia/plugin';
 import type { BlobStore } from './blobs.js';
 import { layerTitle } from './layout.js';
 import { MediaTypes, TEXT_MEDIA_TYPES, type Layer, type StoredManifest } from './manifest.js';

@@ -3,7 +3,7 @@
  *
  * @module
  */
-import { defineError, Errors } from '../../../core/index.js';
+import { defineError, Errors } from 'lia/plugin';
 
 /** The disk under the store is full (507 Insufficient Storage). */
 export const insufficientStorage = defineError(

@@ -6,7 +6,7 @@
  *
  * @module
  */
-import { Errors } from '../../../core/index.js';
+import { Errors } from 'lia/plugin';
 
 /** Registry host used when a name has none. */
 export const DEFAULT_HOST = 'registry.ollama.ai';

@@ -12,7 +12,7 @@
  * @module
  */
 import path from 'node:path';
-import { Errors } from '../../../core/index.js';
+import { Errors } from 'lia/plugin';
 import type { ModelName } from './names.js';
 
 const DIGEST = /^sha256[:-]([0-9a-fA-F]{64})$/;

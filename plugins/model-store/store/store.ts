@@ -8,7 +8,7 @@
 import { mkdirSync, statSync, type Stats } from 'node:fs';
 import { mkdir, readdir, readFile, rm, rmdir, utimes } from 'node:fs/promises';
 import path from 'node:path';
-import { Errors, writeFileAtomic, type BeforeDeleteHook, type ModelStore, type ResolvedModel } from '../../../core/index.js';
+import { Errors, writeFileAtomic, type BeforeDeleteHook, type ModelStore, type ResolvedModel } from 'lia/plugin';
 import { BlobStore } from './blobs.js';
 import { Describer, type Formats, type ModelView } from './describe.js';
 import { storageError } from './errors.js';

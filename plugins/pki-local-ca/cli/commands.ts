@@ -9,7 +9,7 @@
 import { X509Certificate } from 'node:crypto';
 import { readFile, writeFile } from 'node:fs/promises';
 import { Agent, fetch } from 'undici';
-import { CliError, isCliError, type CliArgs, type CliIO, type CliCommand } from '../../../core/index.js';
+import { CliError, isCliError, type CliArgs, type CliIO, type CliCommand } from 'lia/plugin';
 
 async function rootPem(args: CliArgs, io: CliIO): Promise<string> {
   const url = args.values['url'] as string | undefined;
