@@ -9,6 +9,8 @@
  *
  * @module
  */
+import './http/route-config.js';
+export { SCOPES, grants, type Scope } from './http/scopes.js';
 export { definePlugin, PLUGIN_API_VERSION, type LiaPlugin, type PluginContext, type PluginSpec } from './plugin/define.js';
 export { Slot, Registry, Extensions, type Hooks, type BannerSection, type ErrorFormat, type CustomHooks } from './plugin/hooks.js';
 export { BackendRegistry } from './plugin/hooks.js';

@@ -16,23 +16,9 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { Principal } from '../contracts/auth.js';
 import { Errors } from '../errors.js';
 import type { Hooks } from '../plugin/hooks.js';
-import { grants, requiredScope, type Scope } from './scopes.js';
+import { grants, requiredScope } from './scopes.js';
+import './route-config.js';
 
-declare module 'fastify' {
-  interface FastifyRequest {
-    /** Who made the request; null on public routes. */
-    principal: Principal | null;
-  }
-  interface FastifyContextConfig {
-    /** The route needs no API key (`/health`, `/system/ca-cert`, the web UI). Defaults to false. */
-    public?: boolean;
-    /**
-     * The scope a principal needs for this route (`models:read`, `inference`, …; see
-     * `core/http/scopes.ts`). Defaults to `*`: only a principal holding every scope.
-     */
-    scope?: Scope;
-  }
-}
 
 /**
  * Asks every strategy; the first that admits the request wins, so the order in which plugins set

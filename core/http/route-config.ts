@@ -1,0 +1,27 @@
+/**
+ * What core adds to Fastify's types: the route options every plugin sets (`config.public`,
+ * `config.scope`) and the principal on each request. A module of types only; the public entry
+ * imports it so that plugin authors' route options type-check against `lia/plugin`.
+ *
+ * @module
+ */
+import type { Principal } from '../contracts/auth.js';
+import type { Scope } from './scopes.js';
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** Who made the request; null on public routes. */
+    principal: Principal | null;
+  }
+  interface FastifyContextConfig {
+    /** The route needs no API key (`/health`, `/system/ca-cert`, the web UI). Defaults to false. */
+    public?: boolean;
+    /**
+     * The scope a principal needs for this route (`models:read`, `inference`, …; see
+     * `core/http/scopes.ts`). Defaults to `*`: only a principal holding every scope.
+     */
+    scope?: Scope;
+  }
+}
+
+export {};
