@@ -8,6 +8,7 @@ import t from 'tap';
 import { SERVICE_NAMES } from '../../core/index.js';
 import { HOST_ONLY } from '../helpers/plugin-sets.js';
 import { startTestAppliance } from '../helpers/appliance.js';
+import { waitFor } from '../helpers/wait.js';
 import { fakeTool } from './fake-tool.js';
 
 
@@ -68,8 +69,8 @@ t.test('systemd manager', async (t) => {
     const res = await post('/system/services/svc-system-api/restart');
     t.equal(res.status, 202);
     await res.text();
-    await new Promise((r) => setTimeout(r, 300));
-    t.same((await systemctl.calls()).at(-1), ['--no-block', '--no-ask-password', 'restart', '--', 'svc-system-api.service']);
+    const call = await waitFor('systemctl to be run after the answer', async () => (await systemctl.calls()).find((c) => c.includes('svc-system-api.service')));
+    t.same(call, ['--no-block', '--no-ask-password', 'restart', '--', 'svc-system-api.service']);
   });
 
   t.test('systemctl failures reach the user as clear errors', async (t) => {
