@@ -66,10 +66,13 @@ t.test('systemd manager', async (t) => {
   });
 
   t.test('restarting the API itself answers first and runs systemctl after', async (t) => {
+    const earlier = (await systemctl.calls()).length;
     const res = await post('/system/services/svc-system-api/restart');
     t.equal(res.status, 202);
     await res.text();
-    const call = await waitFor('systemctl to be run after the answer', async () => (await systemctl.calls()).find((c) => c.includes('svc-system-api.service')));
+    const call = await waitFor('systemctl to be run after the answer', async () =>
+      (await systemctl.calls()).slice(earlier).find((c) => c.includes('restart') && c.includes('svc-system-api.service')),
+    );
     t.same(call, ['--no-block', '--no-ask-password', 'restart', '--', 'svc-system-api.service']);
   });
 
