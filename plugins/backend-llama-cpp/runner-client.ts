@@ -88,7 +88,7 @@ export function spawnRunner({ gpu, hugePages }: SpawnOptions): ChildProcess {
     stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
     env: {
       ...process.env,
-      // Decodes, sampling and loads are libuv jobs (reference §1).
+      // Decodes, sampling and loads are libuv jobs: the pool is sized for them (RUNNER_POOL_THREADS).
       UV_THREADPOOL_SIZE: String(RUNNER_POOL_THREADS),
       ...(tunables === undefined ? {} : { GLIBC_TUNABLES: tunables }),
     },

@@ -1,6 +1,6 @@
 /**
  * The CPU thread count for inference. llama.cpp's CPU threads spin on barriers, so one thread more
- * than the free cores makes every token take hundreds of milliseconds (reference §1). The policy:
+ * than the free cores makes every token take hundreds of milliseconds (see docs/engine.md). The policy:
  * the cores really available (the smallest of the visible CPUs and the cgroup quota), minus one for
  * Node's event loop when there are 4 or more, and exactly 1 on machines with 2 cores or fewer.
  * Large batches (prompts, many streams) may use more (see {@link inferenceBatchThreads}).

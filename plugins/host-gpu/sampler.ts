@@ -101,7 +101,13 @@ export class GpuSampler {
     }
     const controller = new AbortController();
     this.#inflight = controller;
-    const deadline = setTimeout(() => controller.abort(), this.#options.timeoutMs + 100);
+    // A backstop for providers that overrun their own deadline; reported as the same timeout, not
+    // as an abort (on a loaded machine it can fire before the tool's own timer does).
+    let overran = false;
+    const deadline = setTimeout(() => {
+      overran = true;
+      controller.abort();
+    }, this.#options.timeoutMs + 100);
     try {
       const report = await provider.probe(controller.signal);
       this.#devices = report.devices;
@@ -109,7 +115,7 @@ export class GpuSampler {
       this.#sampledAt = Date.now();
       this.#error = null;
     } catch (err) {
-      this.#error = err instanceof Error ? err.message : String(err);
+      this.#error = overran ? `${provider.name} did not answer within ${this.#options.timeoutMs} ms` : err instanceof Error ? err.message : String(err);
     } finally {
       clearTimeout(deadline);
       if (this.#inflight === controller) this.#inflight = null;

@@ -15,6 +15,7 @@ import { startTestAppliance } from '../helpers/appliance.js';
 import { fixture, ROOT } from '../helpers/fixtures.js';
 import { createModel, uploadBlob } from '../helpers/models.js';
 import { schemaCheckedFetch, validateOpenAI } from '../helpers/openai-schema.js';
+import { waitFor } from '../helpers/wait.js';
 
 const maxDiff = (a: number[], b: number[]): number => Math.max(...a.map((x, i) => Math.abs(x - b[i]!)));
 const norm = (v: number[]): number => Math.hypot(...v);
@@ -183,12 +184,10 @@ t.test('loaded like any model: /api/ps lists it, keep_alive 0 unloads it', async
   t.equal(unload.status, 200);
   t.same(unload.json.embeddings, []);
   // The scheduler unloads asynchronously once the request has released the model.
-  let gone = false;
-  for (let i = 0; i < 50 && !gone; i++) {
+  const gone = await waitFor('the model to unload', async () => {
     const now = (await (await app.fetch('/api/ps')).json()) as { models: any[] };
-    gone = !now.models.some((m) => m.name === 'minilm:latest');
-    if (!gone) await new Promise((r) => setTimeout(r, 100));
-  }
+    return !now.models.some((m) => m.name === 'minilm:latest');
+  });
   t.ok(gone, 'unloaded');
   const again = await post('/api/embed', { model: 'minilm', input: 'back' });
   t.equal(again.status, 200, 'loads again on the next request');

@@ -3,7 +3,7 @@
  * (`../shared/spec/openai-openapi.yaml`, openai/openai-openapi at f85dbe2).
  *
  * The file is OpenAPI 3.1 but still carries OAS 3.0 idioms that ajv rejects or misreads, so a
- * pre-pass smooths them over before compiling (see `../shared/reference/openai-api.md` §2):
+ * pre-pass smooths them over before compiling:
  * `nullable: true` becomes a `null` type / enum member (or an `anyOf` with `null` when there is
  * no `type`), `Embedding.embedding` also accepts a base64 string, and a streamed legacy completion
  * chunk may carry `finish_reason: null` (OpenAI streams it; the spec has no chunk schema for

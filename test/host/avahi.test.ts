@@ -12,6 +12,7 @@ import path from 'node:path';
 import t from 'tap';
 import { avahiRunning, serviceFileXml } from '../../plugins/host-network/mdns/avahi.js';
 import { startTestAppliance } from '../helpers/appliance.js';
+import { waitFor } from '../helpers/wait.js';
 
 t.test('a running avahi gets a service file with the real port, removed on stop', async (t) => {
   const dir = await mkdtemp(path.join(os.tmpdir(), 'lia-avahi-'));
@@ -31,18 +32,17 @@ t.test('a running avahi gets a service file with the real port, removed on stop'
   let closed = false;
   t.teardown(() => (closed ? undefined : app.close()));
   const file = path.join(dir, 'lia.service');
-  for (let i = 0; i < 50 && !existsSync(file); i++) await new Promise((r) => setTimeout(r, 50));
+  await waitFor('the avahi service file', () => existsSync(file));
   const xml = await readFile(file, 'utf8');
   t.match(xml, '<type>_https._tcp</type>');
   t.match(xml, `<port>${app.port}</port>`);
   t.match(xml, '<name replace-wildcards="yes">LIA on %h</name>');
   // The file is written before avahi is asked for its host name; wait for publishing to finish.
   type Net = { mdns: { responder: string; hostname: string; services: { port: number }[] } };
-  let net = (await (await app.fetch('/system/network')).json()) as Net;
-  for (let i = 0; i < 200 && net.mdns.responder !== 'avahi'; i++) {
-    await new Promise((r) => setTimeout(r, 50));
-    net = (await (await app.fetch('/system/network')).json()) as Net;
-  }
+  const net = await waitFor('publishing through avahi', async () => {
+    const body = (await (await app.fetch('/system/network')).json()) as Net;
+    return body.mdns.responder === 'avahi' && body;
+  });
   t.equal(net.mdns.responder, 'avahi');
   t.match(net.mdns.hostname, /\.local$/);
   t.equal(net.mdns.services[0]?.port, app.port);

@@ -8,6 +8,7 @@ import t from 'tap';
 import { SERVICE_NAMES } from '../../core/index.js';
 import { startTestAppliance } from '../helpers/appliance.js';
 import { createModel } from '../helpers/models.js';
+import { waitFor } from '../helpers/wait.js';
 
 interface ServiceEntry {
   name: string;
@@ -94,9 +95,11 @@ t.test('embedded service management', async (t) => {
     const res = await post('/system/services/svc-system-api/', { action: 'stop', force: true });
     t.equal(res.status, 202);
     t.match(await res.json(), { service: 'svc-system-api', action: 'stop', status: 'accepted' });
-    await new Promise((r) => setTimeout(r, 200));
-    const status = await app.fetch('/system/status');
-    t.equal(status.status, 503);
+    // The stop runs after the answer: wait for it instead of guessing how long it takes.
+    const status = await waitFor('the API to stop', async () => {
+      const res = await app.fetch('/system/status');
+      return res.status === 503 ? res : (await res.text(), false);
+    });
     t.match(await status.json(), { error: /svc-system-api is stopped/ });
     const start = await post('/system/services/svc-system-api/start');
     t.equal(start.status, 200);
@@ -109,12 +112,12 @@ t.test('embedded service management', async (t) => {
     t.equal(res.status, 202);
     t.equal(res.headers.get('location'), '/system/services');
     await res.text();
-    let after = before;
-    for (let i = 0; i < 50 && after === before; i++) {
-      await new Promise((r) => setTimeout(r, 100));
+    const after = await waitFor('the API to come back restarted', async () => {
       const r = await app.fetch('/system/services');
-      if (r.status === 200) after = ((await r.json()) as { services: ServiceEntry[] }).services.find((s) => s.name === 'svc-system-api')!.since!;
-    }
+      if (r.status !== 200) return (await r.text(), false);
+      const since = ((await r.json()) as { services: ServiceEntry[] }).services.find((s) => s.name === 'svc-system-api')!.since!;
+      return since !== before && since;
+    });
     t.not(after, before, 'it was restarted after the answer');
     t.equal((await service('svc-system-api')).state, 'active');
   });

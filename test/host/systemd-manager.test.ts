@@ -8,6 +8,7 @@ import t from 'tap';
 import { SERVICE_NAMES } from '../../core/index.js';
 import { HOST_ONLY } from '../helpers/plugin-sets.js';
 import { startTestAppliance } from '../helpers/appliance.js';
+import { waitFor } from '../helpers/wait.js';
 import { fakeTool } from './fake-tool.js';
 
 
@@ -65,11 +66,14 @@ t.test('systemd manager', async (t) => {
   });
 
   t.test('restarting the API itself answers first and runs systemctl after', async (t) => {
+    const earlier = (await systemctl.calls()).length;
     const res = await post('/system/services/svc-system-api/restart');
     t.equal(res.status, 202);
     await res.text();
-    await new Promise((r) => setTimeout(r, 300));
-    t.same((await systemctl.calls()).at(-1), ['--no-block', '--no-ask-password', 'restart', '--', 'svc-system-api.service']);
+    const call = await waitFor('systemctl to be run after the answer', async () =>
+      (await systemctl.calls()).slice(earlier).find((c) => c.includes('restart') && c.includes('svc-system-api.service')),
+    );
+    t.same(call, ['--no-block', '--no-ask-password', 'restart', '--', 'svc-system-api.service']);
   });
 
   t.test('systemctl failures reach the user as clear errors', async (t) => {

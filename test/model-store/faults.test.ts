@@ -8,6 +8,7 @@ import t, { type Test } from 'tap';
 import { fixture } from '../helpers/fixtures.js';
 import { createModel, fileDigest } from '../helpers/models.js';
 import { startTestRegistry, type TestRegistry } from '../helpers/registry.js';
+import { waitFor } from '../helpers/wait.js';
 import { startProxy, type ProxyAction, type TestProxy } from './proxy.js';
 import { call, ndjson, startStore } from './setup.js';
 
@@ -113,7 +114,7 @@ t.test('an interrupted pull resumes after a restart', async (t) => {
   while (!/"completed":5\d{5}/.test(text)) text += new TextDecoder().decode((await reader.read()).value);
   ctl.abort();
   const partial = path.join(dataDir, 'models', 'blobs', `sha256-${weights.slice(7)}-partial.json`);
-  for (let i = 0; i < 100 && !/"completed":5\d{5}/.test(await readFile(partial, 'utf8').catch(() => '')); i++) await new Promise((r) => setTimeout(r, 50));
+  await waitFor('the saved progress', async () => /"completed":5\d{5}/.test(await readFile(partial, 'utf8').catch(() => '')));
   await first.close();
   t.match(await readFile(partial, 'utf8'), /"completed":500000/, 'progress was saved');
 

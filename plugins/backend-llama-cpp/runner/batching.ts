@@ -2,7 +2,7 @@
  * Three fixes to how node-llama-cpp 3.22.1 fills a batch, applied by wrapping the context's
  * (internal) `_decodeTokens`; the library has no option for any of them.
  *
- * 1. "k−1 tokens per decode" (reference §3.4): after each batch, the context re-checks its queue
+ * 1. "k−1 tokens per decode": after each batch, the context re-checks its queue
  *    while the last sequence to finish sampling has not yet re-queued its next token, so that
  *    sequence misses every batch and two concurrent streams never share a decode. Yielding one
  *    macrotask after a batch lets every sequence re-queue first. Measured on stories260K: 4 streams

@@ -19,7 +19,8 @@ export const now = (): bigint => process.hrtime.bigint();
 
 /**
  * Evaluates the uncached part of a long prompt in chunks, checking the abort signal between them.
- * node-llama-cpp does not cancel a prompt already queued for decoding (reference §4.7), so a
+ * node-llama-cpp does not cancel a prompt already queued for decoding (an abort rejects only after
+ * every queued chunk has been decoded), so a
  * client that leaves mid-prefill would otherwise hold the sequence until the whole prompt is done.
  * The generation call that follows finds these tokens cached and evaluates only the last one.
  */
@@ -86,7 +87,8 @@ export async function generation<R extends { metadata: { stopReason: string } }>
       },
     });
   } catch (err) {
-    // With nothing generated yet, an abort still throws (reference §4.2); a stop sequence is fine.
+    // node-llama-cpp throws on an abort even with stopOnAbortSignal when nothing has been generated
+    // yet; a stop sequence is fine.
     if (signal.aborted || !detector.stopped) throw err;
   } finally {
     signal.removeEventListener('abort', onAbort);

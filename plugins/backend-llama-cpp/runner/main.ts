@@ -126,7 +126,8 @@ function handle(message: ParentMessage): void {
 process.on('message', (m) => handle(m as ParentMessage));
 // The parent is gone (crashed or exited): nobody can use this model any more.
 process.on('disconnect', () => void shutdown(0));
-// node-llama-cpp can reject inside its dispatch loop (reference §4.7); log instead of dying.
+// node-llama-cpp can reject inside its dispatch loop (a sequence disposed during a prefill raises
+// there, and nothing awaits that promise); log instead of dying.
 process.on('unhandledRejection', (reason) => {
   send({ t: 'log', level: 'warn', message: `unhandled rejection in runner: ${reason instanceof Error ? reason.message : String(reason)}` });
 });

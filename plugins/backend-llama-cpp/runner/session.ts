@@ -76,7 +76,8 @@ export class ModelSession {
   /** Loads the model and provisions its context, on `prepared` bindings when they match. */
   static async load(spec: LoadSpec, prepared?: Prepared): Promise<ModelSession> {
     const llama = prepared && prepared.gpu === spec.gpu ? await prepared.llama : await prepareLlama(spec.gpu).llama;
-    // The ceiling shared by every context of this process (reference §1).
+    // The ceiling shared by every context of this process: node-llama-cpp otherwise allows at least
+    // 4 threads, more than the free cores of a small machine, and spinning threads then wait on each other.
     llama.maxThreads = spec.threads;
     const model = await llama.loadModel({ modelPath: spec.modelPath });
     const trained = model.trainContextSize;
