@@ -62,7 +62,25 @@ export interface ResolvedModel {
 /** A callback the store runs before it deletes a model, so a runner can unload it first. */
 export type BeforeDeleteHook = (model: { name: string; digest: string }) => Promise<void>;
 
+/** A model as a listing shows it, read from its manifest alone (no weights are opened). */
+export interface CatalogEntry {
+  /** Canonical short name, as {@link ResolvedModel.name}. */
+  name: string;
+  /** The namespace of the name (`library` for the default one): OpenAI's `owned_by`. */
+  namespace: string;
+  /** Hex SHA-256 of the manifest. */
+  digest: string;
+  /** Bytes of the config blob and every layer. */
+  sizeBytes: number;
+  /** When the model was created or last changed. */
+  modifiedAt: Date;
+}
+
 export interface ModelStore {
+  /** Every model in the store, newest first, from the manifests alone. */
+  catalog(): Promise<CatalogEntry[]>;
+  /** One model's catalog entry; the same 404 and 400 as {@link ModelStore.resolve}. */
+  entry(name: string): Promise<CatalogEntry>;
   /**
    * Resolves a client-supplied name (`model`, `model:tag`, `ns/model`, `host/ns/model:tag`).
    * Throws `Errors.modelNotFound` (404) for an unknown model and `Errors.badRequest` (400) for

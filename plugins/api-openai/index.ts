@@ -1,9 +1,9 @@
 /**
  * The `api-openai` plugin: the OpenAI-compatible inference endpoints under `/v1/`
- * (`chat/completions`, `completions`, `embeddings`). Like Ollama's OpenAI middleware it has no
+ * (`chat/completions`, `completions`, `embeddings`, `models`). Like Ollama's OpenAI middleware it has no
  * inference path of its own: `translate/` holds pure functions between the OpenAI wire format and
  * the native {@link InferenceService} of the engine, and `routes/` only validates, calls the
- * engine and writes the translation. `/v1/models` belongs to the model store.
+ * engine and writes the translation. `/v1/models` lists the model store's catalog.
  *
  * @module
  */
@@ -12,6 +12,7 @@ import { definePlugin } from 'lia/plugin';
 import { chatRoute } from './routes/chat.js';
 import { completionsRoute } from './routes/completions.js';
 import { embeddingsRoute } from './routes/embeddings.js';
+import { modelsRoutes } from './routes/models.js';
 import { openaiErrorFormat } from './errors.js';
 
 const Options = Type.Object(
@@ -39,5 +40,6 @@ export default definePlugin({
     chatRoute(app, ctx.hooks, options);
     completionsRoute(app, ctx.hooks, options);
     embeddingsRoute(app, ctx.hooks, options);
+    modelsRoutes(app, ctx.hooks);
   },
 });

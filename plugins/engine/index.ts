@@ -105,7 +105,11 @@ export default definePlugin({
         await scheduler.unloadAll();
       },
     });
-    ctx.hooks.models.maybe()?.onBeforeDelete(async (model) => scheduler.unload(model.name, true));
+    // Once every plugin is set up (the store may be set up after the engine): a model is unloaded
+    // before the store deletes it.
+    app.addHook('onReady', async () => {
+      ctx.hooks.models.maybe()?.onBeforeDelete(async (model) => scheduler.unload(model.name, true));
+    });
     ctx.log.info(
       { parallel: o.numParallel, threads, batchThreads, maxQueue: o.maxQueue, keepAlive: o.keepAlive },
       'inference engine ready',

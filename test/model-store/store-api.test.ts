@@ -216,8 +216,8 @@ t.test('create streams progress and builds from another model', async (t) => {
   t.equal(tags.body.models.find((m: { name: string }) => m.name === 'derived:latest').details.parent_model, 'base:latest');
 });
 
-t.test('OpenAI model listing', async (t) => {
-  const app = await startStore();
+t.test('OpenAI model listing (api-openai over the store)', async (t) => {
+  const app = await startStore({}, { plugins: { engine: true, 'api-openai': true } });
   t.teardown(app.close);
   await createModel(app, 'stories', STORIES);
   await call(app, 'POST', '/api/copy', { source: 'stories', destination: 'team/stories:v2' });

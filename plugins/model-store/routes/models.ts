@@ -1,10 +1,9 @@
 /**
  * The local model routes: `GET|HEAD /api/tags`, `POST /api/show`, `POST /api/copy`,
- * `DELETE /api/delete`, and the OpenAI listing `GET /v1/models`, `GET /v1/models/{id}`.
+ * `DELETE /api/delete` (the OpenAI listing, `/v1/models`, is api-openai's).
  *
  * @module
  */
-import { Type } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
 import { Errors } from 'lia/plugin';
 import { renderModelfile, renderParameters } from '../modelfile/render.js';
@@ -22,12 +21,7 @@ function localTime(d: Date): string {
   return `${local}${sign}${hh}:${mm}`;
 }
 
-/** The owner OpenAI clients see: the namespace, as Ollama reports it. */
-function owner(name: { namespace: string }): string {
-  return name.namespace;
-}
-
-/** Registers tags, show, copy, delete and the OpenAI model listing. */
+/** Registers tags, show, copy and delete. */
 export function registerModelRoutes(app: FastifyInstance, store: ModelStoreService): void {
   const tags = async () => {
     const manifests = await store.manifests();
@@ -78,30 +72,5 @@ export function registerModelRoutes(app: FastifyInstance, store: ModelStoreServi
   app.delete('/api/delete', { config: { scope: 'models:write' } }, async (request, reply) => {
     await store.delete(modelField(objectBody(request.body)));
     return reply.code(200).send();
-  });
-
-  /** OpenAI's `Model` object; the response schemas also make the serialiser's work cheap. */
-  const Model = Type.Object({ id: Type.String(), object: Type.Literal('model'), created: Type.Integer(), owned_by: Type.String() });
-  const openaiModel = (m: { name: Parameters<typeof displayName>[0]; modifiedAt: Date }) => ({
-    id: displayName(m.name),
-    object: 'model' as const,
-    created: Math.floor(m.modifiedAt.getTime() / 1000),
-    owned_by: owner(m.name),
-  });
-
-  const modelList = { response: { 200: Type.Object({ object: Type.Literal('list'), data: Type.Array(Model) }) } };
-  app.get('/v1/models', { schema: modelList, config: { scope: 'models:read' } }, async () => ({ object: 'list', data: (await store.manifests()).map(openaiModel) }));
-
-  // A wildcard, so ids with a raw slash (`user/model:tag`) match as well as percent-encoded ones.
-  const oneModel = { params: Type.Object({ '*': Type.String() }), response: { 200: Model } };
-  app.get('/v1/models/*', { schema: oneModel, config: { scope: 'models:read' } }, async (request) => {
-    const raw = (request.params as { '*': string })['*'];
-    let id: string;
-    try {
-      id = decodeURIComponent(raw);
-    } catch {
-      throw Errors.badRequest('the model id is not valid percent-encoding', { param: 'model' });
-    }
-    return openaiModel(await store.get(id));
   });
 }

@@ -8,7 +8,7 @@
 import { mkdirSync, statSync, type Stats } from 'node:fs';
 import { mkdir, readdir, readFile, rm, rmdir, utimes } from 'node:fs/promises';
 import path from 'node:path';
-import { Errors, writeFileAtomic, type BeforeDeleteHook, type ModelStore, type ResolvedModel } from 'lia/plugin';
+import { Errors, writeFileAtomic, type BeforeDeleteHook, type CatalogEntry, type ModelStore, type ResolvedModel } from 'lia/plugin';
 import { BlobStore } from './blobs.js';
 import { Describer, type Formats, type ModelView } from './describe.js';
 import { storageError } from './errors.js';
@@ -18,6 +18,10 @@ import { materialiseFolder } from './layout.js';
 import { StorePaths } from './paths.js';
 
 /** The store of one models folder; the value of the `models` hook. */
+function catalogEntry(m: StoredManifest): CatalogEntry {
+  return { name: displayName(m.name), namespace: m.name.namespace, digest: m.digest, sizeBytes: m.size, modifiedAt: m.modifiedAt };
+}
+
 export class ModelStoreService implements ModelStore {
   readonly paths: StorePaths;
   readonly blobs: BlobStore;
@@ -52,6 +56,14 @@ export class ModelStoreService implements ModelStore {
       if (stored) out.push(stored);
     }
     return out.sort((a, b) => b.modifiedAt.getTime() - a.modifiedAt.getTime());
+  }
+
+  async catalog(): Promise<CatalogEntry[]> {
+    return (await this.manifests()).map(catalogEntry);
+  }
+
+  async entry(raw: string): Promise<CatalogEntry> {
+    return catalogEntry(await this.get(raw));
   }
 
   /** The stored manifest of a name (exact path first, then a case-insensitive match), or null. */

@@ -1,0 +1,36 @@
+/**
+ * `GET /v1/models` and `GET /v1/models/{id}`: the store's catalog in OpenAI's `Model` shape. The
+ * owner is the name's namespace, as Ollama reports it; `created` is when the model last changed.
+ *
+ * @module
+ */
+import type { FastifyInstance } from 'fastify';
+import { Errors, Type, type CatalogEntry, type Hooks } from 'lia/plugin';
+
+/** OpenAI's `Model` object; the response schemas also make the serialiser's work cheap. */
+const Model = Type.Object({ id: Type.String(), object: Type.Literal('model'), created: Type.Integer(), owned_by: Type.String() });
+
+function openaiModel(m: CatalogEntry) {
+  return { id: m.name, object: 'model' as const, created: Math.floor(m.modifiedAt.getTime() / 1000), owned_by: m.namespace };
+}
+
+export function modelsRoutes(app: FastifyInstance, hooks: Hooks): void {
+  const list = { response: { 200: Type.Object({ object: Type.Literal('list'), data: Type.Array(Model) }) } };
+  app.get('/v1/models', { schema: list, config: { scope: 'models:read' } }, async () => ({
+    object: 'list' as const,
+    data: (await hooks.models.get().catalog()).map(openaiModel),
+  }));
+
+  // A wildcard, so ids with a raw slash (`user/model:tag`) match as well as percent-encoded ones.
+  const one = { params: Type.Object({ '*': Type.String() }), response: { 200: Model } };
+  app.get('/v1/models/*', { schema: one, config: { scope: 'models:read' } }, async (request) => {
+    const raw = (request.params as { '*': string })['*'];
+    let id: string;
+    try {
+      id = decodeURIComponent(raw);
+    } catch {
+      throw Errors.badRequest('the model id is not valid percent-encoding', { param: 'model' });
+    }
+    return openaiModel(await hooks.models.get().entry(id));
+  });
+}
