@@ -16,6 +16,7 @@ import { loadPlugins, registerPlugins, type LoadedPlugin } from '../plugin/host.
 import { VERSION } from '../version.js';
 import { installAuthGate } from './auth-hook.js';
 import { createErrorHandler } from './error-handler.js';
+import { lazyCompilers } from './lazy-compilers.js';
 import { installRouting, RouteTable } from './routing.js';
 import { TLS_POLICY } from './tls-policy.js';
 
@@ -85,6 +86,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     },
     bodyLimit: config.bodyLimit,
     ajv: { customOptions: { ...AJV_OPTIONS, keywords: [...AJV_OPTIONS.keywords] } },
+    schemaController: { compilersFactory: lazyCompilers() },
     routerOptions: { ignoreTrailingSlash: true, ignoreDuplicateSlashes: true },
     return503OnClosing: true,
     forceCloseConnections: 'idle',
