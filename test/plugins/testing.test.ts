@@ -2,10 +2,13 @@
  * `lia/testing` as a plugin author uses it: an appliance with the fake backend instead of the
  * real ones, a fake model created through the store's API, and the engine's routes answering
  * predictably through it (generate, chat, embed, `/v1/chat/completions`, `num_predict`, queueing
- * of concurrent requests); the helper's `fetch` sends the key and trusts the CA.
+ * of concurrent requests); the helper's `fetch` sends the key and trusts the CA; the custom-hook
+ * example of docs/plugins.md (test/fixtures/plugins/greetings) runs.
  */
+import path from 'node:path';
 import t from 'tap';
 import { createFakeModel, FAKE_BACKEND, startTestAppliance, uploadBlob, type TestAppliance } from 'lia/testing';
+import { ROOT } from '../helpers/fixtures.js';
 
 const PLUGINS = {
   'backend-llama-cpp': false,
@@ -59,9 +62,12 @@ t.test('the fake backend answers through the engine’s routes', async (t) => {
   t.same(many.map((r) => r.body.response), Array.from({ length: 6 }, (_, i) => `parrot says: n${i}`));
 });
 
-t.test('the helper’s fetch sends the key unless told not to; bad fake models are refused', async (t) => {
-  const app = await startTestAppliance({ plugins: { ...PLUGINS, engine: false, 'api-openai': false } });
+t.test('the helper’s fetch sends the key unless told not to; bad fake models are refused; a hook of one’s own', async (t) => {
+  const greetings = { module: path.join(ROOT, 'test/fixtures/plugins/greetings/index.ts') };
+  const app = await startTestAppliance({ plugins: { ...PLUGINS, engine: false, 'api-openai': false, greetings } });
   t.teardown(app.close);
+  t.same(await (await app.fetch('/api/greetings')).json(), { greetings: [{ name: 'default', text: 'hello' }] }, 'the docs’ custom-hook example runs');
+  t.same(app.hooks.extensions.names(), ['greetings']);
   t.equal((await app.fetch('/api/tags')).status, 200);
   const anonymous = await app.fetch('/api/tags', { auth: false });
   t.equal(anonymous.status, 401);
