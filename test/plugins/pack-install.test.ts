@@ -4,7 +4,8 @@
  * devDependencies, nothing from this checkout), a `lia.config.yaml` that enables the backend by
  * package name, then the installed `lia` binary: `--help`, `plugins`, and `serve`, against which
  * an echo model is created and served through `/api/generate`, `/api/chat` and the OpenAI client.
- * The example's JSDoc types are checked against the published declarations of `lia/plugin`.
+ * The example's JSDoc types are checked against the published declarations of `lia/plugin`, and
+ * `lia/testing` runs from the install as a plugin author's test would use it.
  *
  * The install uses npm's cache first (`--prefer-offline`) and reaches the registry for what the
  * cache lacks; a failing npm or network fails the test. Install scripts are skipped: LIA's
@@ -106,6 +107,26 @@ t.test('a production install of lia and lia-backend-echo serves an echo model', 
     const files = ['index.js', 'backend.js'].map((f) => path.join(modules, 'lia-backend-echo', f));
     const args = ['--noEmit', '--allowJs', '--checkJs', '--strict', '--module', 'nodenext', '--moduleResolution', 'nodenext', '--target', 'es2023', '--skipLibCheck'];
     await sh(process.execPath, [tsc, ...args, '--types', 'node', '--typeRoots', path.join(ROOT, 'node_modules', '@types'), ...files], project);
+  });
+
+  await t.test('lia/testing works from the install: a plugin author’s test with the fake backend', async (t) => {
+    const script = path.join(project, 'author-test.mjs');
+    await writeFile(
+      script,
+      `import { createFakeModel, FAKE_BACKEND, startTestAppliance } from 'lia/testing';
+const app = await startTestAppliance({ plugins: { 'backend-llama-cpp': false, 'backend-transformers': false, 'fake-backend': FAKE_BACKEND } });
+try {
+  await createFakeModel(app, 'parrot', 'parrot says:');
+  const res = await app.fetch('/api/generate', { method: 'POST', body: JSON.stringify({ model: 'parrot', prompt: 'hi', stream: false }) });
+  const anonymous = await app.fetch('/api/tags', { auth: false });
+  console.log(JSON.stringify({ status: res.status, response: (await res.json()).response, anonymous: anonymous.status }));
+} finally {
+  await app.close();
+}
+`,
+    );
+    const out = await sh(process.execPath, [script], project, 60_000);
+    t.same(JSON.parse(out), { status: 200, response: 'parrot says: hi', anonymous: 401 });
   });
 
   await writeFile(
