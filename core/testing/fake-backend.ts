@@ -1,0 +1,107 @@
+/**
+ * The `fake-backend` plugin: an inference backend without a model, for plugin authors who test a
+ * route, an auth strategy or an API surface and need the engine to answer something.
+ *
+ * It serves the `fake` format: a model is one `*.fake` text file (create it with
+ * `createFakeModel` from `lia/testing`). The model's text is a prefix; every answer is that
+ * prefix followed by the prompt (`/api/generate`) or the last user message (`/api/chat`,
+ * `/v1/chat/completions`), streamed word by word, so answers are predictable:
+ *
+ * ```
+ * model text "fake says:"  +  prompt "hello there"  →  "fake says: hello there"
+ * ```
+ *
+ * `options.num_predict` cuts the answer after that many words (`done_reason: "length"`).
+ * Embeddings are deterministic 8-dimensional unit vectors derived from each input's SHA-256, so
+ * equal inputs give equal vectors. Nothing is loaded into memory; the model's size is its file's.
+ *
+ * @module
+ */
+import { createHash } from 'node:crypto';
+import { readFile } from 'node:fs/promises';
+import type { FormatHandler, GenerationEvent, InferenceBackend, LoadedModel, SamplingOptions } from '../contracts/backend.js';
+import { Errors } from '../errors.js';
+import { definePlugin } from '../plugin/define.js';
+
+/** The media type of the layer that carries a fake model's text. */
+export const FAKE_MEDIA_TYPE = 'application/vnd.lia.fake';
+
+function words(text: string): string[] {
+  return text.split(/\s+/).filter(Boolean);
+}
+
+/** The `fake` format: one `*.fake` file. */
+export const fakeFormat: FormatHandler = {
+  name: 'fake',
+  mediaTypes: [FAKE_MEDIA_TYPE],
+  layout: 'file',
+  files: 'one .fake file',
+  recognise(names) {
+    if (!names.some((n) => n.endsWith('.fake'))) return null;
+    return names.length === 1 ? {} : { problem: 'a fake model is exactly one .fake file' };
+  },
+  async describe({ weights }) {
+    const text = await readFile(weights[0]!.path, 'utf8');
+    return {
+      details: { family: 'fake', families: ['fake'], parameter_size: String(words(text).length), quantization_level: 'none' },
+      capabilities: ['completion', 'embedding'],
+      modelInfo: { 'fake.prefix': text.trim() },
+    };
+  },
+};
+
+/** Streams `prefix + input` word by word, honouring `num_predict` and the abort signal. */
+async function* answer(prefix: string, input: string, options: SamplingOptions, signal: AbortSignal): AsyncIterable<GenerationEvent> {
+  const all = [...words(prefix), ...words(input)];
+  const limit = options.num_predict !== undefined && options.num_predict >= 0 ? options.num_predict : Infinity;
+  const out = all.slice(0, limit);
+  for (const [i, w] of out.entries()) {
+    if (signal.aborted) return;
+    yield { type: 'token', text: i === 0 ? w : ` ${w}` };
+  }
+  const reason = out.length < all.length ? 'length' : 'stop';
+  yield { type: 'done', reason, promptTokens: words(input).length, completionTokens: out.length, promptEvalNs: 1000, evalNs: 1000 * Math.max(1, out.length) };
+}
+
+/** A unit vector of `dims` (at most 32) numbers derived from the text's SHA-256. */
+function vector(text: string, dims: number): number[] {
+  const bytes = createHash('sha256').update(text).digest();
+  const raw = Array.from({ length: Math.min(dims, 32) }, (_, i) => bytes[i]! / 255 - 0.5);
+  const norm = Math.hypot(...raw) || 1;
+  return raw.map((x) => x / norm);
+}
+
+/** The backend itself, for tests that register it on their own. */
+export const fakeInferenceBackend: InferenceBackend = {
+  name: 'fake',
+  formats: [fakeFormat],
+  async estimateMemory(model) {
+    return { totalBytes: model.sizeBytes, vramBytes: 0 };
+  },
+  async load(model, options): Promise<LoadedModel> {
+    const prefix = await readFile(model.modelPath, 'utf8');
+    return {
+      capabilities: ['completion', 'embedding'],
+      contextLength: options.contextLength ?? 4096,
+      sizeBytes: model.sizeBytes,
+      vramBytes: 0,
+      generate: (params, signal) => answer(prefix, params.prompt, params.options, signal),
+      chat: (params, signal) => answer(prefix, params.messages.findLast((m) => m.role === 'user')?.content ?? '', params.options, signal),
+      embed: async (params) => {
+        if (params.inputs.some((i) => i.length === 0)) throw Errors.badRequest('the fake backend cannot embed an empty input');
+        return { embeddings: params.inputs.map((i) => vector(i, params.dimensions ?? 8)), promptTokens: params.inputs.reduce((n, i) => n + words(i).length, 0) };
+      },
+      unload: async () => undefined,
+    };
+  },
+};
+
+/** The plugin: enable it with `plugins: { 'fake-backend': FAKE_BACKEND }` (see `lia/testing`). */
+export default definePlugin({
+  name: 'fake-backend',
+  apiVersion: 1,
+  description: 'A model-less inference backend for tests (the "fake" format: echoes the prompt after a fixed prefix)',
+  setup(_app, ctx) {
+    ctx.hooks.backends.register(fakeInferenceBackend);
+  },
+});
