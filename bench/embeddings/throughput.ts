@@ -13,7 +13,7 @@
  * cost of the appliance around the same engine) and with the library's defaults (what a user of
  * transformers.js gets).
  *
- * Run: `node --import tsx bench/embeddings/throughput.ts [--rounds 7] [--threads N] [--json FILE]`
+ * Run: `node --conditions=lia-source --import tsx bench/embeddings/throughput.ts [--rounds 7] [--threads N] [--json FILE]`
  *
  * @module
  */

@@ -7,7 +7,7 @@
  * JSON line from its stdout. Whatever gap this leaves to llama-server is in node-llama-cpp (or
  * the way the runner uses it), not in the appliance's HTTP, auth or process boundary.
  *
- * Run alone: `UV_THREADPOOL_SIZE=2 node --import tsx bench/engine/library.ts THREADS TOKENS [SLOTS CONTEXT BATCH_THREADS]`.
+ * Run alone: `UV_THREADPOOL_SIZE=2 node --conditions=lia-source --import tsx bench/engine/library.ts THREADS TOKENS [SLOTS CONTEXT BATCH_THREADS]`.
  *
  * @module
  */

@@ -4,7 +4,7 @@
  * appliance's engine), CPU only, with cmake. The build is cached under `bench/.cache/` (git-ignored)
  * and reused while the bundle's commit is unchanged.
  *
- * Run alone to build: `node --import tsx bench/engine/llama-server.ts`.
+ * Run alone to build: `node --conditions=lia-source --import tsx bench/engine/llama-server.ts`.
  *
  * @module
  */

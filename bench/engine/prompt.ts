@@ -11,7 +11,7 @@
  * `--reps` interleaved requests per length; the ratio (appliance ÷ llama-server) is the median of
  * the ratios of each pair.
  *
- * Run: `node --import tsx bench/engine/prompt.ts [--reps 5] [--slots 4] [--context 2048]`.
+ * Run: `node --conditions=lia-source --import tsx bench/engine/prompt.ts [--reps 5] [--slots 4] [--context 2048]`.
  * `LIA_THREADS` and `LIA_BATCH_THREADS` set the thread counts of both servers (default: the
  * appliance's automatic ones).
  *

@@ -19,7 +19,7 @@
  * the TTFT figure would have charged to the server. Requests go over open connections (see
  * bench/lib/connections.ts: otherwise most of them paid the appliance's TLS handshake).
  *
- * Run: `node --import tsx bench/engine/run.ts [--reps 3] [--tokens 128] [--slots 16] [--context 512] [--no-library]`. Results are also written to
+ * Run: `node --conditions=lia-source --import tsx bench/engine/run.ts [--reps 3] [--tokens 128] [--slots 16] [--context 512] [--no-library]`. Results are also written to
  * `bench/results/engine-<time>.json` (next to the dated logs of earlier runs).
  *
  * @module

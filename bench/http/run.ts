@@ -8,7 +8,7 @@
  * static 200 with the same certificate and TLS policy, so the report separates what Node's TLS
  * costs from what the appliance adds.
  *
- * Usage: node --import tsx bench/http/run.ts [--duration 10] [--connections 32]
+ * Usage: node --conditions=lia-source --import tsx bench/http/run.ts [--duration 10] [--connections 32]
  * Needs: nginx and wrk (apt-get install nginx wrk).
  *
  * @module

@@ -22,7 +22,7 @@
  * (`LIA_THREADS` / `LIA_BATCH_THREADS` apply to both servers, see `benchThreads`),
  * 4 slots of 2048 tokens (as the engine loads the model) and the GGUF's chat template (`--jinja`).
  *
- * Run: `node --import tsx bench/openai/chat-stream.ts [--rounds 12] [--tokens 128] [--same-sampling] [--json FILE]`
+ * Run: `node --conditions=lia-source --import tsx bench/openai/chat-stream.ts [--rounds 12] [--tokens 128] [--same-sampling] [--json FILE]`
  * (a multiple of 6 keeps the orders balanced)
  *
  * @module

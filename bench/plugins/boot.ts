@@ -5,7 +5,7 @@
  * boots). Every plugin of the default configuration is enabled, mDNS off.
  *
  *   git worktree add /tmp/lia-anchor <commit> && (cd /tmp/lia-anchor && npm install && npm run build)
- *   node --import tsx bench/plugins/boot.ts /tmp/lia-anchor [rounds=10]
+ *   node --conditions=lia-source --import tsx bench/plugins/boot.ts /tmp/lia-anchor [rounds=10]
  *
  * Prints the median boot time of each side, their ratio, and the ratio of the two halves of this
  * checkout's own rounds (the run-to-run spread to read the ratio against).
@@ -24,7 +24,7 @@ const ROOT = path.resolve(import.meta.dirname, '..', '..');
 const anchor = process.argv[2];
 const rounds = Number(process.argv[3] ?? 10);
 if (!anchor) {
-  console.error('usage: node --import tsx bench/plugins/boot.ts ANCHOR_CHECKOUT [rounds]');
+  console.error('usage: node --conditions=lia-source --import tsx bench/plugins/boot.ts ANCHOR_CHECKOUT [rounds]');
   process.exit(2);
 }
 

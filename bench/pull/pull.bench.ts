@@ -8,7 +8,7 @@
  * it already has open (see bench/lib/connections.ts). Runs alternate so machine noise hits both
  * alike; the figures are medians, the ratio the median of the ratios within each run. Goal: ratio >= 0.9.
  *
- * Run: `node --import tsx bench/pull/pull.bench.ts [--runs N]` (default 7 runs each).
+ * Run: `node --conditions=lia-source --import tsx bench/pull/pull.bench.ts [--runs N]` (default 7 runs each).
  *
  * @module
  */

@@ -7,7 +7,7 @@
  * cost. Goal: p99 of both within 2x of `/health`'s. `GET /api/version` (authenticated, trivial) is
  * measured too, to show how much of the gap is the Bearer check rather than the handlers.
  *
- * Usage: node --import tsx bench/system/status.ts [--duration 10] [--connections 50]
+ * Usage: node --conditions=lia-source --import tsx bench/system/status.ts [--duration 10] [--connections 50]
  *
  * @module
  */
