@@ -192,9 +192,10 @@ export function checkSse(body: string, schema: OpenAISchemaName): SseCheck {
  * the violations are those of the member its `type` names (an unknown `type` is one itself).
  */
 export function validateStreamEvent(event: Record<string, any>): string[] {
+  const type: unknown = event.type;
   if (validatorFor('ResponseStreamEvent')(event)) return [];
-  const member = streamEventSchemas.get(String(event.type));
-  if (!member) return [`ResponseStreamEvent: unknown event type ${JSON.stringify(event.type)}`];
+  const member = streamEventSchemas.get(String(type));
+  if (!member) return [`ResponseStreamEvent: unknown event type ${JSON.stringify(type)}`];
   const fn = validatorFor(member);
   if (fn(event)) return [`${member}: valid alone but not as a ResponseStreamEvent`];
   return (fn.errors ?? []).map((e) => `${member}${e.instancePath || '/'} ${e.message ?? 'is invalid'}`);
