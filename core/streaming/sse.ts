@@ -1,7 +1,9 @@
 /**
- * Server-Sent Events: `data: <json>\n\n` frames, ended by `data: [DONE]` (OpenAI's stream format).
- * A failure after the first frame is sent as a last data frame whose body the surface gives
- * (`errorFrame`, defaults to `{"error":"message"}`).
+ * Server-Sent Events: `data: <json>\n\n` frames, ended by `data: [DONE]` (OpenAI's chat stream
+ * format). With `eventName`, each frame is also named by an `event: <name>` line (the Responses
+ * API's format, which ends without `[DONE]`: the route calls `end()`). A failure after the first
+ * frame is sent as a last data frame whose body the surface gives (`errorFrame`, defaults to
+ * `{"error":"message"}`), named by `eventName` too.
  *
  * @module
  */
@@ -14,6 +16,11 @@ import type { StreamWriter } from './ndjson.js';
 export interface SseOptions {
   /** The body of the last frame of a failed stream, in the surface's error format. */
   errorFrame?: (error: AppError) => unknown;
+  /**
+   * The `event:` name of a frame, from its body (error frames included); `undefined` writes the
+   * frame without one. Defaults to none: `data:` lines only.
+   */
+  eventName?: (body: unknown) => string | undefined;
 }
 
 export function startSse<T>(reply: FastifyReply, options: SseOptions = {}): StreamWriter<T> & { done(): void } {
@@ -29,9 +36,14 @@ export function startSse<T>(reply: FastifyReply, options: SseOptions = {}): Stre
   holdFirstTurn(res);
   let closed = false;
   res.on('close', () => (closed = true));
-  const send = (data: string): boolean => (closed || res.writableEnded ? false : res.write(`data: ${data}\n\n`));
+  /** One frame: `data: …`, after an `event: …` line when the frame has a name. */
+  const send = (data: string, name?: string): boolean => {
+    if (closed || res.writableEnded) return false;
+    return res.write(name === undefined ? `data: ${data}\n\n` : `event: ${name}\ndata: ${data}\n\n`);
+  };
+  const frame = (body: unknown): boolean => send(JSON.stringify(body), options.eventName?.(body));
   return {
-    write: (obj) => send(JSON.stringify(obj)),
+    write: (obj) => frame(obj),
     done() {
       send('[DONE]');
       if (!res.writableEnded) res.end();
@@ -42,7 +54,7 @@ export function startSse<T>(reply: FastifyReply, options: SseOptions = {}): Stre
     fail(err) {
       const e = toAppError(err);
       if (e.statusCode >= 500) reply.log.error({ err }, 'stream failed');
-      send(JSON.stringify(errorFrame(e)));
+      frame(errorFrame(e));
       if (!res.writableEnded) res.end();
     },
     get closed() {

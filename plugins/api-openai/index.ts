@@ -1,6 +1,6 @@
 /**
  * The `api-openai` plugin: the OpenAI-compatible inference endpoints under `/v1/`
- * (`chat/completions`, `completions`, `embeddings`, `models`). Like Ollama's OpenAI middleware it has no
+ * (`chat/completions`, `responses`, `completions`, `embeddings`, `models`). Like Ollama's OpenAI middleware it has no
  * inference path of its own: `translate/` holds pure functions between the OpenAI wire format and
  * the native {@link InferenceService} of the engine, and `routes/` only validates, calls the
  * engine and writes the translation. `/v1/models` lists the model store's catalog.
@@ -13,6 +13,7 @@ import { chatRoute } from './routes/chat.js';
 import { completionsRoute } from './routes/completions.js';
 import { embeddingsRoute } from './routes/embeddings.js';
 import { modelsRoutes } from './routes/models.js';
+import { responsesRoute } from './routes/responses.js';
 import { openaiErrorFormat } from './errors.js';
 
 const Options = Type.Object(
@@ -30,7 +31,7 @@ const Options = Type.Object(
 export default definePlugin({
   name: 'api-openai',
   apiVersion: 1,
-  description: 'OpenAI-compatible /v1/ chat completions, completions and embeddings over the native engine',
+  description: 'OpenAI-compatible /v1/ chat completions, responses, completions and embeddings over the native engine',
   dependencies: ['engine'],
   options: Options,
   env: { LIA_OPENAI_ALIASES: 'aliases' },
@@ -40,6 +41,7 @@ export default definePlugin({
     chatRoute(app, ctx.hooks, options);
     completionsRoute(app, ctx.hooks, options);
     embeddingsRoute(app, ctx.hooks, options);
+    responsesRoute(app, ctx.hooks, options);
     modelsRoutes(app, ctx.hooks);
   },
 });

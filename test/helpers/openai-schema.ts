@@ -9,6 +9,10 @@
  * chunk may carry `finish_reason: null` (OpenAI streams it; the spec has no chunk schema for
  * `/completions`, so {@link COMPLETION_CHUNK} is `CreateCompletionResponse` with that one change).
  *
+ * The Responses API streams named events (`event: response.output_text.delta`), not chunks: its
+ * streams are checked by {@link checkResponseSse} against the `ResponseStreamEvent` union, each
+ * event's failures reported from the one schema its `type` names.
+ *
  * {@link validateOpenAI} checks one payload; {@link schemaCheckedFetch} wraps `fetch` for the
  * `openai` npm client so that every response body and every SSE chunk it receives is validated
  * on the way through, and the failures are collected for the test to assert on.
@@ -31,6 +35,8 @@ export type OpenAISchemaName =
   | 'ListModelsResponse'
   | 'Model'
   | 'ErrorResponse'
+  | 'Response'
+  | 'ResponseStreamEvent'
   | typeof COMPLETION_CHUNK;
 
 /** Name of the derived schema for streamed `text_completion` chunks (finish_reason may be null). */
@@ -80,6 +86,13 @@ function buildAjv(): Ajv2020 {
   finish.enum = [...finish.enum, null];
   schemas[COMPLETION_CHUNK] = chunk;
 
+  // The Responses stream: which member of the event union each `type` is.
+  for (const member of schemas.ResponseStreamEvent!.anyOf as { $ref: string }[]) {
+    const name = member.$ref.split('/').at(-1)!;
+    const type = schemas[name]?.properties?.type?.enum?.[0];
+    if (typeof type === 'string') streamEventSchemas.set(type, name);
+  }
+
   const addFormats = addFormatsModule as unknown as (ajv: Ajv2020) => void;
   const ajv = new Ajv2020({ strict: false, allErrors: true, validateFormats: true });
   addFormats(ajv);
@@ -91,8 +104,10 @@ function buildAjv(): Ajv2020 {
 
 let ajv: Ajv2020 | undefined;
 const compiled = new Map<string, ValidateFunction>();
+/** Responses stream event `type` → the name of its schema in the union. */
+const streamEventSchemas = new Map<string, string>();
 
-function validatorFor(name: OpenAISchemaName): ValidateFunction {
+function validatorFor(name: string): ValidateFunction {
   let fn = compiled.get(name);
   if (!fn) {
     ajv ??= buildAjv();
@@ -121,6 +136,7 @@ export function schemaForPath(method: string, path: string, status: number, chun
     return chunk ? 'CreateChatCompletionStreamResponse' : 'CreateChatCompletionResponse';
   }
   if (method === 'POST' && p.endsWith('/v1/completions')) return chunk ? COMPLETION_CHUNK : 'CreateCompletionResponse';
+  if (method === 'POST' && p.endsWith('/v1/responses')) return chunk ? 'ResponseStreamEvent' : 'Response';
   if (method === 'POST' && p.endsWith('/v1/embeddings')) return 'CreateEmbeddingResponse';
   if (method === 'GET' && p.endsWith('/v1/models')) return 'ListModelsResponse';
   if (method === 'GET' && /\/v1\/models\/.+/.test(p)) return 'Model';
@@ -171,6 +187,61 @@ export function checkSse(body: string, schema: OpenAISchemaName): SseCheck {
   return { chunks, failures, done: doneAt === data.length - 1 && doneAt !== -1 };
 }
 
+/**
+ * Validates one Responses stream event against the `ResponseStreamEvent` union; when it fails,
+ * the violations are those of the member its `type` names (an unknown `type` is one itself).
+ */
+export function validateStreamEvent(event: Record<string, any>): string[] {
+  const type: unknown = event.type;
+  if (validatorFor('ResponseStreamEvent')(event)) return [];
+  const member = streamEventSchemas.get(String(type));
+  if (!member) return [`ResponseStreamEvent: unknown event type ${JSON.stringify(type)}`];
+  const fn = validatorFor(member);
+  if (fn(event)) return [`${member}: valid alone but not as a ResponseStreamEvent`];
+  return (fn.errors ?? []).map((e) => `${member}${e.instancePath || '/'} ${e.message ?? 'is invalid'}`);
+}
+
+/** The outcome of checking a Responses stream: its events and the framing and schema failures. */
+export interface ResponseSseCheck {
+  events: Record<string, any>[];
+  failures: string[];
+}
+
+/**
+ * Checks a Responses stream: every frame is `event: <type>` + `data: <json>` whose `type` is the
+ * event name and whose `sequence_number` counts from 0 without gaps, no `[DONE]`, the stream opens
+ * with `response.created` and ends with `response.completed`, `response.incomplete`,
+ * `response.failed` or `error`, and every event conforms.
+ */
+export function checkResponseSse(body: string): ResponseSseCheck {
+  const failures: string[] = [];
+  const events: Record<string, any>[] = [];
+  for (const frame of body.split(/\r?\n\r?\n/).filter((f) => f.trim() !== '')) {
+    const lines = frame.split(/\r?\n/);
+    const name = lines.find((l) => l.startsWith('event:'))?.slice(6).trim();
+    const data = lines.filter((l) => l.startsWith('data:')).map((l) => l.slice(5).replace(/^ /, '')).join('\n');
+    if (data === '[DONE]') {
+      failures.push('a Responses stream carries data: [DONE]');
+      continue;
+    }
+    let event: Record<string, any>;
+    try {
+      event = JSON.parse(data);
+    } catch {
+      failures.push(`event is not JSON: ${data.slice(0, 80)}`);
+      continue;
+    }
+    if (name !== event.type) failures.push(`event: line ${JSON.stringify(name)} does not name the type ${JSON.stringify(event.type)}`);
+    if (event.sequence_number !== events.length) failures.push(`${event.type}: sequence_number ${event.sequence_number}, expected ${events.length}`);
+    events.push(event);
+    failures.push(...validateStreamEvent(event));
+  }
+  if (events[0]?.type !== 'response.created') failures.push(`the stream opens with ${events[0]?.type}, not response.created`);
+  const last = events.at(-1)?.type;
+  if (!['response.completed', 'response.incomplete', 'response.failed', 'error'].includes(last)) failures.push(`the stream ends with ${last}`);
+  return { events, failures };
+}
+
 /** A fetch for the `openai` client that validates everything it receives. */
 export interface CheckedFetch {
   fetch: (input: any, init?: any) => Promise<Response>;
@@ -199,6 +270,12 @@ export function schemaCheckedFetch(dispatcher: Dispatcher): CheckedFetch {
     if (!schema) return;
     const text = await res.text();
     const where = `${method} ${new URL(url).pathname} ${res.status}`;
+    if (sse && schema === 'ResponseStreamEvent') {
+      const result = checkResponseSse(text);
+      checked += result.events.length;
+      failures.push(...result.failures.map((f) => `${where}: ${f}`));
+      return;
+    }
     if (sse) {
       const result = checkSse(text, schema);
       checked += result.chunks.length;
@@ -263,6 +340,8 @@ for (const name of [
   'ListModelsResponse',
   'Model',
   'ErrorResponse',
+  'Response',
+  'ResponseStreamEvent',
   COMPLETION_CHUNK,
 ] as const) {
   validatorFor(name);

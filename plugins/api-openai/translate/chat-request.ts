@@ -71,23 +71,28 @@ function toolDefinitions(tools: ChatCompletionBody['tools']): ToolDefinition[] |
   });
 }
 
+/** `tool_choice` once its surface's shape is read: a mode, or the name of the one function to call. */
+export type ToolChoiceRequest = 'none' | 'auto' | 'required' | { name: string } | null | undefined;
+
 /**
  * Applies `tool_choice`: `none` → no tools; `auto` or unset → the tools as given; `required` →
  * the tools and `toolChoice: 'required'`; a named function → that tool only and `toolChoice:
- * {name}`. A forced choice without tools is a 400, as OpenAI answers.
+ * {name}`. A forced choice without tools is a 400, as OpenAI answers; `nameParam` is the path of
+ * the name in the surface's body.
  */
-function chooseTools(
-  choice: ChatCompletionBody['tool_choice'],
+export function chooseTools(
+  choice: ToolChoiceRequest,
   tools: ToolDefinition[] | undefined,
+  nameParam: string,
 ): { tools?: ToolDefinition[]; toolChoice?: ToolChoice } {
   const some = tools !== undefined && tools.length > 0;
   if (choice === undefined || choice === null || choice === 'auto') return some ? { tools } : {};
   if (choice === 'none') return {};
   if (!some) return invalid('tool_choice', "'tool_choice' is only allowed when 'tools' are specified");
   if (choice === 'required') return { tools, toolChoice: 'required' };
-  const name = choice.function.name;
+  const name = choice.name;
   const picked = tools.filter((t) => t.function.name === name);
-  if (picked.length === 0) invalid('tool_choice.function.name', `tool '${name}' is not in 'tools'`);
+  if (picked.length === 0) invalid(nameParam, `tool '${name}' is not in 'tools'`);
   return { tools: picked, toolChoice: { name } };
 }
 
@@ -100,7 +105,9 @@ export function translateChatRequest(body: ChatCompletionBody): ChatTranslation 
   const native: InferenceChatRequest = { model: body.model, messages, options: samplingOptions(body, maxTokens) };
   const format = outputFormat(body.response_format);
   if (format !== undefined) native.format = format;
-  const { tools, toolChoice } = chooseTools(body.tool_choice, toolDefinitions(body.tools));
+  const choice = body.tool_choice;
+  const request = choice !== null && typeof choice === 'object' ? { name: choice.function.name } : choice;
+  const { tools, toolChoice } = chooseTools(request, toolDefinitions(body.tools), 'tool_choice.function.name');
   if (tools) native.tools = tools;
   if (toolChoice) native.toolChoice = toolChoice;
   return { native, ...streamFlags(body) };

@@ -5,6 +5,8 @@
  * is never taken for a number. `null` means "not set", as OpenAI accepts it; unknown fields are
  * accepted and ignored, so clients newer than this server keep working.
  *
+ * The Responses API's body is in responses-schema.ts, built from the same pieces.
+ *
  * Rules a schema cannot state stay in the translators: `n` > 1 and the like (valid requests this
  * server does not serve), rules between fields (`tool_choice` needs `tools`), token-array prompts
  * (a clearer message than a type error), and the content-part rules of messages.ts.
@@ -13,20 +15,20 @@
  */
 import { Type, type Static, type TSchema } from '@sinclair/typebox';
 
-const open = { additionalProperties: true } as const;
+export const open = { additionalProperties: true } as const;
 
 /** `T` or `null`. */
 const Nullable = <T extends TSchema>(schema: T) => Type.Unsafe<Static<T> | null>({ ...schema, nullable: true });
 /** An optional field that may be `null`. */
-const Opt = <T extends TSchema>(schema: T) => Type.Optional(Nullable(schema));
+export const Opt = <T extends TSchema>(schema: T) => Type.Optional(Nullable(schema));
 /** One of a few strings (one `enum`, so an error lists them all). */
-const OneOf = <T extends string>(values: readonly T[]) => Type.Unsafe<T>({ type: 'string', enum: [...values] });
+export const OneOf = <T extends string>(values: readonly T[]) => Type.Unsafe<T>({ type: 'string', enum: [...values] });
 /** An optional one of a few strings, or `null`. */
 const OptOneOf = <T extends string>(values: readonly T[]) =>
   Type.Optional(Type.Unsafe<T | null>({ type: 'string', nullable: true, enum: [...values, null] }));
-const AnyObject = Type.Object({}, open);
+export const AnyObject = Type.Object({}, open);
 
-const Model = Type.String({ minLength: 1 });
+export const Model = Type.String({ minLength: 1 });
 
 /** What chat and legacy completions share. */
 const Common = {

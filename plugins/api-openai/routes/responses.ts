@@ -1,0 +1,59 @@
+/**
+ * `POST /v1/responses` (OpenAI's Responses API, stateless): translate, call the native chat,
+ * translate back, as the chat completions route does. Everything that can fail with a status
+ * fails before the first byte; after that, a failure is a last `event: error` frame. The stream
+ * names every frame (`event: response.output_text.delta`) and ends after `response.completed`
+ * (or `response.incomplete`) without `[DONE]`, as OpenAI's does.
+ *
+ * @module
+ */
+import type { FastifyInstance } from 'fastify';
+import { clientGone, primed, startSse, type Hooks } from 'lia/plugin';
+import { newId, unixSeconds, type ResponseMeta } from '../translate/ids.js';
+import { ResponseEmitter, type ResponseStreamEvent } from '../translate/responses-events.js';
+import { translateResponseRequest } from '../translate/responses-request.js';
+import { ResponseBody } from '../translate/responses-schema.js';
+import { requestIdHeader, resolveAlias, withModelParam, type RouteOptions } from './common.js';
+
+/** The SSE `event:` name of a frame: its `type`. */
+const eventName = (body: unknown): string | undefined => (body as { type?: string }).type;
+
+/** Registers the route. */
+export function responsesRoute(app: FastifyInstance, hooks: Hooks, options: RouteOptions): void {
+  app.post<{ Body: ResponseBody }>('/v1/responses', { schema: { body: ResponseBody }, config: { scope: 'inference' } }, async (request, reply) => {
+    const { native, stream, echo } = translateResponseRequest(request.body);
+    const requested = native.model;
+    native.model = resolveAlias(requested, options);
+    const inference = hooks.inference.get();
+    const signal = clientGone(reply);
+    const generation = await inference.chat(native, signal).catch((err) => withModelParam(err, requested));
+    const first = primed(generation.events);
+    const meta: ResponseMeta = { id: newId('resp_'), created: unixSeconds(), model: generation.model };
+    requestIdHeader(reply, meta.id);
+    const events = await first;
+    const emitter = new ResponseEmitter(meta, echo);
+
+    if (!stream) {
+      for await (const event of events) emitter.next(event);
+      emitter.finish();
+      return reply.type('application/json; charset=utf-8').send(emitter.response());
+    }
+
+    const sse = startSse<ResponseStreamEvent>(reply, { errorFrame: (e) => emitter.error(e), eventName });
+    const write = (list: ResponseStreamEvent[]): void => {
+      for (const e of list) sse.write(e);
+    };
+    try {
+      write(emitter.start());
+      for await (const event of events) {
+        if (sse.closed) return sse.end();
+        write(emitter.next(event));
+      }
+      write(emitter.finish());
+      sse.end();
+    } catch (err) {
+      if (signal.aborted) sse.end();
+      else sse.fail(err);
+    }
+  });
+}

@@ -1,0 +1,124 @@
+/**
+ * The Responses API's `instructions` and `input` → native {@link ChatMessage}s.
+ *
+ * - `input` as a string is one user message;
+ * - a message item (`type: "message"`, or no `type` and a `role`) has `role` `user`, `assistant`,
+ *   `system` or `developer` (= `system`) and `content` as a string or a list of `input_text`,
+ *   `output_text` (an earlier answer sent back) and `refusal` parts, joined with `\n`; image, file
+ *   and audio parts are a 400 (the native contract carries text only);
+ * - a `function_call` item (an earlier call sent back) becomes a tool call of an assistant message,
+ *   joined to the assistant message just before it; its `arguments` is a JSON string of an object;
+ * - a `function_call_output` item is a `tool` message named after the call with its `call_id`;
+ * - `reasoning` items are dropped (this server never makes them; clients may replay another's);
+ * - an `item_reference` is a 400: there are no stored items to refer to.
+ *
+ * `instructions` and the system/developer messages that open the input are merged into one
+ * system message, as chat completions do (strict chat templates refuse a second one).
+ *
+ * @module
+ */
+import type { ChatMessage } from 'lia/plugin';
+import { invalid, type Body } from './fields.js';
+import type { ResponseBody } from './responses-schema.js';
+
+const ROLES = new Set(['user', 'assistant', 'system', 'developer']);
+const MEDIA_PARTS = new Set(['input_image', 'input_file', 'input_audio']);
+
+/** Text of `content`: a string or a list of text parts. */
+function contentText(value: unknown, param: string): string {
+  if (typeof value === 'string') return value;
+  if (!Array.isArray(value)) return invalid(param, `'${param}' must be a string or an array of content parts`);
+  return value
+    .map((part, i) => {
+      const p = `${param}[${i}]`;
+      if (part === null || typeof part !== 'object') invalid(p, `'${p}' must be a content part object`);
+      const { type, text, refusal } = part as Body;
+      if (type === 'input_text' || type === 'output_text') {
+        return typeof text === 'string' ? text : invalid(`${p}.text`, `'${p}.text' must be a string`);
+      }
+      if (type === 'refusal') return typeof refusal === 'string' ? refusal : invalid(`${p}.refusal`, `'${p}.refusal' must be a string`);
+      if (typeof type === 'string' && MEDIA_PARTS.has(type)) {
+        invalid(`${p}.type`, `content parts of type '${type}' are not supported: this endpoint takes text only`);
+      }
+      return invalid(`${p}.type`, `unknown content part type '${String(type)}'`);
+    })
+    .join('\n');
+}
+
+/** A required non-empty string field of an item. */
+function text(item: Body, key: string, param: string): string {
+  const value = item[key];
+  if (typeof value !== 'string' || value === '') invalid(`${param}.${key}`, `'${param}.${key}' must be a non-empty string`);
+  return value;
+}
+
+/** `arguments` of a function call: a JSON string of an object. */
+function callArguments(value: unknown, param: string): Record<string, unknown> {
+  if (value === undefined || value === '') return {};
+  let parsed: unknown;
+  try {
+    parsed = typeof value === 'string' ? JSON.parse(value) : undefined;
+  } catch {
+    parsed = undefined;
+  }
+  if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) invalid(param, `'${param}' must be a JSON-encoded object`);
+  return parsed as Record<string, unknown>;
+}
+
+/** Translates `instructions` and `input` (already checked by the route schema). */
+export function toResponseMessages(input: ResponseBody['input'], instructions: string | null | undefined): ChatMessage[] {
+  const out: ChatMessage[] = [];
+  if (typeof instructions === 'string' && instructions !== '') out.push({ role: 'system', content: instructions });
+  if (typeof input === 'string') {
+    out.push({ role: 'user', content: input });
+    return out;
+  }
+  const callNames = new Map<string, string>();
+  let leadingSystem = true;
+  input.forEach((raw, i) => {
+    const p = `input[${i}]`;
+    const item = raw as Body;
+    const type = item.type ?? (item.role !== undefined ? 'message' : undefined);
+    if (type === 'reasoning') return;
+    if (type === 'message') {
+      const role = item.role;
+      if (typeof role !== 'string' || !ROLES.has(role)) {
+        invalid(`${p}.role`, `'${p}.role' must be one of user, assistant, system, developer; got ${JSON.stringify(role)}`);
+      }
+      const content = contentText(item.content, `${p}.content`);
+      if (role === 'system' || role === 'developer') {
+        const prev = out.at(-1);
+        if (leadingSystem && prev?.role === 'system') prev.content = `${prev.content}\n\n${content}`;
+        else out.push({ role: 'system', content });
+        return;
+      }
+      leadingSystem = false;
+      out.push({ role: role as 'user' | 'assistant', content });
+      return;
+    }
+    leadingSystem = false;
+    if (type === 'function_call') {
+      const callId = text(item, 'call_id', p);
+      const name = text(item, 'name', p);
+      const call = { id: callId, function: { name, arguments: callArguments(item.arguments, `${p}.arguments`) } };
+      callNames.set(callId, name);
+      const prev = out.at(-1);
+      if (prev?.role === 'assistant') (prev.tool_calls ??= []).push(call);
+      else out.push({ role: 'assistant', content: '', tool_calls: [call] });
+      return;
+    }
+    if (type === 'function_call_output') {
+      const callId = text(item, 'call_id', p);
+      const msg: ChatMessage = { role: 'tool', content: contentText(item.output, `${p}.output`) };
+      const name = callNames.get(callId);
+      if (name) msg.tool_name = name;
+      out.push(msg);
+      return;
+    }
+    if (type === 'item_reference') {
+      invalid(`${p}.type`, 'item references are not supported: this server stores no items; send the items themselves');
+    }
+    invalid(`${p}.type`, `input items of type '${String(type)}' are not supported: send messages, function_call and function_call_output items`);
+  });
+  return out;
+}
