@@ -70,9 +70,12 @@ export function newId(prefix: string): string {
 
 type Done = Extract<GenerationEvent, { type: 'done' }>;
 
-/** A native tool call as a `tool_use` block (the call's own id when it has one). */
+/**
+ * A native tool call as a `tool_use` block. The id is always a fresh `toolu_…` one: the engine's
+ * ids are its own, and clients echo this id back in the `tool_result`.
+ */
 export function toolUseBlock(call: ToolCall, makeId: () => string = () => newId('toolu_')): ToolUseBlock {
-  return { type: 'tool_use', id: call.id && call.id.length > 0 ? call.id : makeId(), name: call.function.name, input: call.function.arguments ?? {} };
+  return { type: 'tool_use', id: makeId(), name: call.function.name, input: call.function.arguments ?? {} };
 }
 
 /** The stop reason and sequence of a finished generation. */
