@@ -19,6 +19,12 @@ const trusted = ((input: string, init: Record<string, unknown> = {}) =>
   undiciFetch(input, { ...init, dispatcher: app.dispatcher() })) as unknown as typeof fetch;
 const clientWith = (apiKey: string) => new Anthropic({ baseURL: app.url, apiKey, fetch: trusted, maxRetries: 0 });
 const client = clientWith(app.key);
+/**
+ * Sampling fields the server takes (`temperature`, `top_k`) that this SDK version's types leave
+ * out; the SDK sends them as given.
+ */
+const sampling = (fields: { temperature?: number; top_k?: number }): object => fields;
+const greedy = sampling({ temperature: 0 });
 /** The error a promise rejects with (null when it resolves). */
 const failure = (p: Promise<unknown>): Promise<unknown> => p.then(() => null, (err: unknown) => err);
 const ask = [{ role: 'user' as const, content: 'Tell me a story about a cat.' }];
@@ -37,14 +43,14 @@ t.test('messages.create: a message with text, a stop reason and usage', async (t
 });
 
 t.test('max_tokens ends with max_tokens; a stop sequence ends with stop_sequence', async (t) => {
-  const cut = await client.messages.create({ model: MODEL, max_tokens: 6, messages: ask, temperature: 0, top_k: 1 });
+  const cut = await client.messages.create({ model: MODEL, max_tokens: 6, messages: ask, ...sampling({ temperature: 0, top_k: 1 }) });
   t.equal(cut.stop_reason, 'max_tokens');
   t.equal(cut.usage.output_tokens, 6);
-  const free = await client.messages.create({ model: MODEL, max_tokens: 40, messages: ask, temperature: 0 });
+  const free = await client.messages.create({ model: MODEL, max_tokens: 40, messages: ask, ...greedy });
   const text = free.content[0]?.type === 'text' ? free.content[0].text : '';
   const word = text.split(' ').filter((w) => w.length > 2)[2];
   t.ok(word, `enough text to pick a stop word from: ${JSON.stringify(text)}`);
-  const stopped = await client.messages.create({ model: MODEL, max_tokens: 40, messages: ask, temperature: 0, stop_sequences: [word!] });
+  const stopped = await client.messages.create({ model: MODEL, max_tokens: 40, messages: ask, ...greedy, stop_sequences: [word!] });
   t.equal(stopped.stop_reason, 'stop_sequence');
   t.equal(stopped.stop_sequence, word);
   const out = stopped.content[0]?.type === 'text' ? stopped.content[0].text : '';
@@ -89,7 +95,7 @@ t.test('a forced tool call comes back as a tool_use block with an input object',
   const res = await client.messages.create({
     model: MODEL,
     max_tokens: 128,
-    temperature: 0,
+    ...greedy,
     messages: [{ role: 'user', content: 'What is the weather in Paris?' }],
     tools: [weather],
     tool_choice: { type: 'tool', name: 'get_weather' },
@@ -105,7 +111,7 @@ t.test('a forced tool call comes back as a tool_use block with an input object',
 
   // The same, streamed: the SDK rebuilds the input from input_json_delta.
   const final = await client.messages
-    .stream({ model: MODEL, max_tokens: 128, temperature: 0, messages: [{ role: 'user', content: 'What is the weather in Paris?' }], tools: [weather], tool_choice: { type: 'any' } })
+    .stream({ model: MODEL, max_tokens: 128, ...greedy, messages: [{ role: 'user', content: 'What is the weather in Paris?' }], tools: [weather], tool_choice: { type: 'any' } })
     .finalMessage();
   const streamed = final.content.find((b) => b.type === 'tool_use');
   t.ok(streamed?.type === 'tool_use' && typeof (streamed.input as Record<string, unknown>)['city'] === 'string', 'streamed tool_use input');
@@ -170,6 +176,10 @@ t.test('x-api-key and Authorization: Bearer both authenticate; anthropic-version
     });
   t.equal((await req({ 'x-api-key': app.key })).status, 200, 'x-api-key');
   t.equal((await req({ authorization: `Bearer ${app.key}` })).status, 200, 'Bearer');
+  const typo = app.key.slice(0, 10) + (app.key[10] === 'A' ? 'B' : 'A') + app.key.slice(11);
+  const mistyped = await req({ 'x-api-key': typo });
+  t.equal(mistyped.status, 401);
+  t.match(await mistyped.json(), { error: { type: 'authentication_error', message: /typo/ } }, "auth-api-key's checks apply to x-api-key");
   const none = await req({});
   t.equal(none.status, 401);
   t.match(await none.json(), { type: 'error', error: { type: 'authentication_error' } });
