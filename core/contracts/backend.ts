@@ -100,6 +100,12 @@ export type GenerationEvent =
   | {
       type: 'done';
       reason: 'stop' | 'length';
+      /**
+       * The request's stop sequence (`options.stop`) that ended the text, when one did (reason
+       * `stop`); absent when the model ended its turn itself. Backends without text-level stop
+       * sequences leave it out.
+       */
+      stopSequence?: string;
       promptTokens: number;
       completionTokens: number;
       /** Nanoseconds spent on the prompt and on decoding. */

@@ -1,9 +1,9 @@
 /**
  * Server-Sent Events: `data: <json>\n\n` frames, ended by `data: [DONE]` (OpenAI's chat stream
- * format). With `eventName`, each frame is also named by an `event: <name>` line (the Responses
- * API's format, which ends without `[DONE]`: the route calls `end()`). A failure after the first
- * frame is sent as a last data frame whose body the surface gives (`errorFrame`, defaults to
- * `{"error":"message"}`), named by `eventName` too.
+ * format). With `eventName`, each frame is also named by an `event: <name>` line (the formats of
+ * OpenAI's Responses API and Anthropic's Messages API, which end without `[DONE]`: the route calls
+ * `end()`). A failure after the first frame is sent as a last data frame whose body the surface
+ * gives (`errorFrame`, defaults to `{"error":"message"}`), named by `eventName` too.
  *
  * @module
  */

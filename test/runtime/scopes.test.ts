@@ -33,7 +33,11 @@ async function expectForbidden(t: Test, res: Response, where: string, needed: st
   t.equal(res.status, 403, `${where}: 403`);
   if (method === 'HEAD') return;
   const body = (await res.json()) as { error: unknown };
-  if (/^\/v1(\/|$)/.test(normalizePath(where.split(' ')[1] as string))) {
+  const path = normalizePath(where.split(' ')[1] as string);
+  if (/^\/v1\/messages(\/|$)/.test(path)) {
+    t.match(body, { type: 'error', error: { message: String, type: 'permission_error' } }, `${where}: Anthropic error shape`);
+    t.match((body.error as { message: string }).message, `"${needed}"`, `${where}: names the scope`);
+  } else if (/^\/v1(\/|$)/.test(path)) {
     t.match(body, { error: { message: String, type: 'permission_error' } }, `${where}: OpenAI error shape`);
     t.ok('param' in (body.error as object) && 'code' in (body.error as object), `${where}: has param and code`);
     t.match((body.error as { message: string }).message, `"${needed}"`, `${where}: names the scope`);

@@ -46,6 +46,15 @@ export interface GenerationHooks {
 }
 
 /**
+ * The text-level stop sequences of one call: the request's own (`options.stop`), which the `done`
+ * event names when one ends the text, and the chat format's text stops, which it does not.
+ */
+export interface CallStops {
+  request: readonly string[];
+  format?: readonly string[];
+}
+
+/**
  * Runs one library generation call with text-level stop sequences (see stops.ts), measured timings
  * and token counts. A stop sequence ends the call through its own abort signal; the client's abort
  * (`signal`) throws. Returns the library's result (undefined when a stop sequence cut it short)
@@ -54,7 +63,7 @@ export interface GenerationHooks {
  */
 export async function generation<R extends { metadata: { stopReason: string } }>(
   signal: AbortSignal,
-  stops: readonly string[],
+  stops: CallStops,
   emit: Emit,
   started: bigint,
   promptTokens: number,
@@ -67,7 +76,7 @@ export async function generation<R extends { metadata: { stopReason: string } }>
   let first = 0n;
   let count = 0;
   let firstTokens: Token[] | null = [];
-  const detector = new StopDetector(stops, (text) => emit({ type: 'token', text }), () => ctl.abort(new Error('stop sequence')));
+  const detector = new StopDetector([...stops.request, ...(stops.format ?? [])], (text) => emit({ type: 'token', text }), () => ctl.abort(new Error('stop sequence')));
   let result: R | undefined;
   try {
     result = await call({
@@ -98,16 +107,16 @@ export async function generation<R extends { metadata: { stopReason: string } }>
   const end = now();
   const firstAt = first === 0n ? end : first;
   const reason = !detector.stopped && result?.metadata.stopReason === 'maxTokens' ? 'length' : 'stop';
-  return {
-    result,
-    done: {
-      type: 'done',
-      reason,
-      promptTokens,
-      completionTokens: count,
-      promptEvalNs: Number(firstAt - started),
-      evalNs: Number(end - firstAt),
-    },
+  const done: Extract<GenerationEvent, { type: 'done' }> = {
+    type: 'done',
+    reason,
+    promptTokens,
+    completionTokens: count,
+    promptEvalNs: Number(firstAt - started),
+    evalNs: Number(end - firstAt),
   };
+  const matched = detector.matched;
+  if (matched !== undefined && stops.request.includes(matched)) done.stopSequence = matched;
+  return { result, done };
 }
 

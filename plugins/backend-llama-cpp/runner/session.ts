@@ -157,7 +157,7 @@ export class ModelSession {
       type ChatResult = { metadata: { stopReason: string }; functionCalls?: readonly { functionName: string; params: unknown }[] };
       const { result, done } = await generation<ChatResult>(
         signal,
-        sampling.customStopTriggers,
+        { request: sampling.customStopTriggers },
         emit,
         started,
         promptTokens,
@@ -188,7 +188,7 @@ export class ModelSession {
   ) {
     const { tokens, stops } = prompt;
     const { sampling, grammar } = run;
-    return generation(run.signal, [...sampling.customStopTriggers, ...stops.texts], run.emit, run.started, prompt.promptTokens, (o) =>
+    return generation(run.signal, { request: sampling.customStopTriggers, format: stops.texts }, run.emit, run.started, prompt.promptTokens, (o) =>
       slot.completion.generateCompletionWithMeta(tokens, {
         ...sampling,
         ...o,
@@ -223,7 +223,7 @@ export class ModelSession {
       const started = now();
       await prefill(slot.seq, this.#prompts.withBos(tokens), signal);
       const maxTokens = maxTokensFor(params.options, this.info.contextLength, promptTokens);
-      const { result, done } = await generation(signal, [], () => undefined, started, promptTokens, (o) =>
+      const { result, done } = await generation(signal, { request: [] }, () => undefined, started, promptTokens, (o) =>
         slot.completion.generateCompletionWithMeta(tokens, {
           ...sampling,
           ...o,
@@ -269,7 +269,7 @@ export class ModelSession {
     if (prefix == null || suffix == null) throw new RequestError('this model does not support insert (suffix)');
     const promptTokens = this.#model.tokenize(params.prompt).length + this.#model.tokenize(params.suffix ?? '').length + 3;
     await this.#slots.with([], async (slot) => {
-      const { done } = await generation(signal, sampling.customStopTriggers, emit, now(), promptTokens, (o) =>
+      const { done } = await generation(signal, { request: sampling.customStopTriggers }, emit, now(), promptTokens, (o) =>
         slot.completion.generateInfillCompletionWithMeta(params.prompt, params.suffix ?? '', {
           ...sampling,
           ...o,

@@ -14,6 +14,7 @@ export class StopDetector {
   readonly #onStop: () => void;
   #held = '';
   #stopped = false;
+  #matched: string | undefined;
 
   /** `onStop` runs once, when a stop sequence is complete; nothing is emitted after it. */
   constructor(stops: readonly string[], emit: (text: string) => void, onStop: () => void) {
@@ -26,6 +27,11 @@ export class StopDetector {
     return this.#stopped;
   }
 
+  /** The stop sequence that ended the stream (the earliest in the text), once {@link stopped}. */
+  get matched(): string | undefined {
+    return this.#matched;
+  }
+
   push(text: string): void {
     if (this.#stopped || text === '') return;
     if (this.#stops.length === 0) return this.#emit(text);
@@ -33,7 +39,10 @@ export class StopDetector {
     let at = -1;
     for (const stop of this.#stops) {
       const i = buffer.indexOf(stop);
-      if (i >= 0 && (at < 0 || i < at)) at = i;
+      if (i >= 0 && (at < 0 || i < at)) {
+        at = i;
+        this.#matched = stop;
+      }
     }
     if (at >= 0) {
       this.#held = '';

@@ -1,0 +1,29 @@
+/**
+ * The `api-anthropic` plugin: Anthropic's Messages API (`POST /v1/messages`, streaming included,
+ * and `POST /v1/messages/count_tokens`) over the native engine, so Anthropic's SDKs and Claude
+ * Code can use the appliance. Like api-openai it has no inference path of its own: `translate/`
+ * holds pure functions between the Messages wire format and the native {@link InferenceService},
+ * and `routes/` only validates, calls the engine and writes the translation. It also registers
+ * Anthropic's error format for `/v1/messages` and an auth strategy that takes the appliance's
+ * key from `x-api-key`, the header Anthropic's clients send. See docs/anthropic.md.
+ *
+ * It has no plugin dependency: the engine is looked up per request, so a configuration without
+ * the engine still starts, and these routes then answer 503 naming the plugin to enable.
+ *
+ * @module
+ */
+import { definePlugin } from 'lia/plugin';
+import { xApiKeyStrategy } from './auth.js';
+import { anthropicErrorFormat } from './errors.js';
+import { messagesRoutes } from './routes/messages.js';
+
+export default definePlugin({
+  name: 'api-anthropic',
+  apiVersion: 1,
+  description: "Anthropic's Messages API (/v1/messages, count_tokens) over the native engine, with x-api-key auth",
+  async setup(app, ctx) {
+    ctx.hooks.errorFormats.register(anthropicErrorFormat);
+    ctx.hooks.auth.register(xApiKeyStrategy(ctx.hooks));
+    messagesRoutes(app, ctx.hooks);
+  },
+});

@@ -1,0 +1,70 @@
+/**
+ * `POST /v1/messages` and `POST /v1/messages/count_tokens`: translate, call the native chat,
+ * translate back. Everything that can fail with a status (bad body, unknown model, full queue, a
+ * failure before the first event) fails before the first byte, in Anthropic's error shape; after
+ * that, a failure is a last `event: error` frame. A client that disconnects aborts the
+ * generation through the signal given to the engine.
+ *
+ * @module
+ */
+import type { FastifyInstance, FastifyReply } from 'fastify';
+import { clientGone, primed, startSse, type Hooks } from 'lia/plugin';
+import { anthropicErrorBody } from '../errors.js';
+import { translateCountRequest, translateMessagesRequest } from '../translate/request.js';
+import { MessageCollector, newId, StreamTranslator, type StreamEvent } from '../translate/response.js';
+import { CountTokensBody, MessagesBody } from '../translate/schemas.js';
+
+/** Sets `request-id` (the message id), which Anthropic's SDKs report as `_request_id`. */
+function requestIdHeader(reply: FastifyReply, id: string): void {
+  reply.raw.setHeader('request-id', id);
+}
+
+/** Registers both routes. */
+export function messagesRoutes(app: FastifyInstance, hooks: Hooks): void {
+  app.post<{ Body: MessagesBody }>('/v1/messages', { schema: { body: MessagesBody }, config: { scope: 'inference' } }, async (request, reply) => {
+    const { native, stream } = translateMessagesRequest(request.body);
+    const signal = clientGone(reply);
+    const generation = await hooks.inference.get().chat(native, signal);
+    // As in the OpenAI routes: the engine works on the first event while the id is set up.
+    const first = primed(generation.events);
+    const meta = { id: newId('msg_'), model: generation.model };
+    requestIdHeader(reply, meta.id);
+    const events = await first;
+
+    if (!stream) {
+      const collector = new MessageCollector(meta);
+      for await (const event of events) collector.add(event);
+      return reply.type('application/json; charset=utf-8').send(collector.result());
+    }
+
+    // Anthropic names every frame after its `type` and ends without OpenAI's `[DONE]`.
+    const sse = startSse<StreamEvent>(reply, { errorFrame: anthropicErrorBody, eventName: (body) => (body as { type: string }).type });
+    const translator = new StreamTranslator(meta);
+    const writeAll = (list: StreamEvent[]) => {
+      for (const e of list) sse.write(e);
+    };
+    try {
+      writeAll(translator.start());
+      for await (const event of events) {
+        if (sse.closed) return sse.end();
+        writeAll(translator.next(event));
+      }
+      writeAll(translator.finish());
+      sse.end();
+    } catch (err) {
+      if (signal.aborted) sse.end();
+      else sse.fail(err);
+    }
+  });
+
+  app.post<{ Body: CountTokensBody }>(
+    '/v1/messages/count_tokens',
+    { schema: { body: CountTokensBody }, config: { scope: 'inference' } },
+    async (request, reply) => {
+      const generation = await hooks.inference.get().chat(translateCountRequest(request.body), clientGone(reply));
+      let inputTokens = 0;
+      for await (const event of generation.events) if (event.type === 'done') inputTokens = event.promptTokens;
+      return { input_tokens: inputTokens };
+    },
+  );
+}

@@ -1,0 +1,108 @@
+/**
+ * Anthropic messages and `system` → native {@link ChatMessage}s.
+ *
+ * - `system` (a string or text blocks) becomes one leading system message;
+ * - `content` is a string or blocks: `text` blocks are joined with newlines; an assistant's
+ *   `tool_use` blocks become its `tool_calls` (id, name, `input` as the arguments); a user's
+ *   `tool_result` blocks become `tool` messages, placed before the user's own text and named
+ *   after the `tool_use` they answer; `thinking` and `redacted_thinking` blocks (sent back by
+ *   clients that keep them) are dropped; images and documents are a 400, as the native contract
+ *   carries text only; any other block type is a 400 naming it.
+ *
+ * @module
+ */
+import { Errors, type ChatMessage, type ToolCall } from 'lia/plugin';
+import type { ContentBlock, MessagesBody } from './schemas.js';
+
+/** Throws a 400 about `param`. */
+export function invalid(param: string, message: string): never {
+  throw Errors.badRequest(`${param}: ${message}`, { param });
+}
+
+const DROPPED = new Set(['thinking', 'redacted_thinking']);
+const MEDIA = new Set(['image', 'document', 'search_result', 'container_upload']);
+
+/** The text of a `text` block, checked. */
+function blockText(block: ContentBlock, param: string): string {
+  if (typeof block['text'] !== 'string') invalid(`${param}.text`, 'must be a string');
+  return block['text'];
+}
+
+/** A `tool_result`'s `content`: absent, a string, or text blocks (images refused). */
+function toolResultText(value: unknown, param: string): string {
+  if (value === undefined || value === null) return '';
+  if (typeof value === 'string') return value;
+  if (!Array.isArray(value)) invalid(param, 'must be a string or an array of content blocks');
+  return value
+    .map((b: unknown, i) => {
+      const p = `${param}[${i}]`;
+      if (b === null || typeof b !== 'object') invalid(p, 'must be a content block');
+      const block = b as ContentBlock;
+      if (block.type === 'text') return blockText(block, p);
+      if (MEDIA.has(block.type)) invalid(`${p}.type`, `'${block.type}' blocks are not supported: this server takes text only`);
+      return invalid(`${p}.type`, `unknown content block type '${block.type}' in a tool_result`);
+    })
+    .join('\n');
+}
+
+/** `system` → its text, or undefined when absent or empty. */
+export function systemText(system: MessagesBody['system']): string | undefined {
+  if (system === undefined) return undefined;
+  const text = typeof system === 'string' ? system : system.map((b) => b.text).join('\n');
+  return text.length > 0 ? text : undefined;
+}
+
+/** Translates `system` and `messages`; throws a 400 naming the exact block for what it cannot carry. */
+export function toChatMessages(messages: MessagesBody['messages'], system?: MessagesBody['system']): ChatMessage[] {
+  const out: ChatMessage[] = [];
+  const sys = systemText(system);
+  if (sys !== undefined) out.push({ role: 'system', content: sys });
+  const toolNames = new Map<string, string>();
+  messages.forEach((m, i) => {
+    const p = `messages[${i}].content`;
+    if (typeof m.content === 'string') {
+      out.push({ role: m.role, content: m.content });
+      return;
+    }
+    const texts: string[] = [];
+    const calls: ToolCall[] = [];
+    const results: ChatMessage[] = [];
+    m.content.forEach((raw, j) => {
+      const block = raw as ContentBlock;
+      const bp = `${p}[${j}]`;
+      if (block.type === 'text') texts.push(blockText(block, bp));
+      else if (block.type === 'tool_use' && m.role === 'assistant') {
+        const { id, name, input } = block;
+        if (typeof id !== 'string' || id === '') invalid(`${bp}.id`, 'must be a non-empty string');
+        if (typeof name !== 'string' || name === '') invalid(`${bp}.name`, 'must be a non-empty string');
+        if (input === null || typeof input !== 'object' || Array.isArray(input)) invalid(`${bp}.input`, 'must be an object');
+        calls.push({ id, function: { name, arguments: input as Record<string, unknown> } });
+        toolNames.set(id, name);
+      } else if (block.type === 'tool_result' && m.role === 'user') {
+        const id = block['tool_use_id'];
+        if (typeof id !== 'string' || id === '') invalid(`${bp}.tool_use_id`, 'must be a non-empty string');
+        const result: ChatMessage = { role: 'tool', content: toolResultText(block['content'], `${bp}.content`) };
+        const name = toolNames.get(id);
+        if (name) result.tool_name = name;
+        results.push(result);
+      } else if (DROPPED.has(block.type)) {
+        // Earlier reasoning a client sends back; the native contract has no place for it.
+      } else if (MEDIA.has(block.type)) {
+        invalid(`${bp}.type`, `'${block.type}' blocks are not supported: this server takes text only`);
+      } else if (block.type === 'tool_use' || block.type === 'tool_result') {
+        invalid(`${bp}.type`, `'${block.type}' blocks belong in ${block.type === 'tool_use' ? 'assistant' : 'user'} messages`);
+      } else {
+        invalid(`${bp}.type`, `unknown content block type '${block.type}'`);
+      }
+    });
+    out.push(...results);
+    if (m.role === 'assistant') {
+      const msg: ChatMessage = { role: 'assistant', content: texts.join('\n') };
+      if (calls.length > 0) msg.tool_calls = calls;
+      out.push(msg);
+    } else if (texts.length > 0 || results.length === 0) {
+      out.push({ role: 'user', content: texts.join('\n') });
+    }
+  });
+  return out;
+}

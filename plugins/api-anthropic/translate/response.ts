@@ -1,0 +1,203 @@
+/**
+ * Native {@link GenerationEvent}s → an Anthropic `message` (collected) or the events of its
+ * stream, shaped as Anthropic's SDKs accumulate them:
+ *
+ * - `message_start` (the message with empty `content`, `stop_reason: null`), then `ping`;
+ * - text as a `text` block: `content_block_start` at the first token, `text_delta`s, and
+ *   `content_block_stop` when a tool call follows or the turn ends;
+ * - each tool call as a `tool_use` block (`toolu_…` id): start with `input: {}`, one
+ *   `input_json_delta` carrying the whole input as JSON, stop;
+ * - `message_delta` with `stop_reason`, `stop_sequence` and the usage (the prompt's length is
+ *   known only once the engine is done, so `input_tokens` comes here and is 0 in
+ *   `message_start`), then `message_stop`.
+ *
+ * `stop_reason`: `tool_use` when a call was made, `max_tokens` when the budget ran out,
+ * `stop_sequence` when one of the request's stop sequences ended the text, else `end_turn`.
+ * The classes are pure (no I/O): the route feeds them events and writes what they return.
+ *
+ * @module
+ */
+import { randomBytes } from 'node:crypto';
+import type { GenerationEvent, ToolCall } from 'lia/plugin';
+
+export type StopReason = 'end_turn' | 'max_tokens' | 'stop_sequence' | 'tool_use';
+
+export interface Usage {
+  input_tokens: number;
+  output_tokens: number;
+}
+
+export type TextBlock = { type: 'text'; text: string };
+export type ToolUseBlock = { type: 'tool_use'; id: string; name: string; input: Record<string, unknown> };
+export type ContentBlock = TextBlock | ToolUseBlock;
+
+/** An Anthropic `message` object. */
+export interface Message {
+  id: string;
+  type: 'message';
+  role: 'assistant';
+  model: string;
+  content: ContentBlock[];
+  stop_reason: StopReason | null;
+  stop_sequence: string | null;
+  usage: Usage;
+}
+
+/** One event of a Messages stream (the SSE event name is its `type`). */
+export type StreamEvent =
+  | { type: 'message_start'; message: Message }
+  | { type: 'ping' }
+  | { type: 'content_block_start'; index: number; content_block: ContentBlock }
+  | {
+      type: 'content_block_delta';
+      index: number;
+      delta: { type: 'text_delta'; text: string } | { type: 'input_json_delta'; partial_json: string };
+    }
+  | { type: 'content_block_stop'; index: number }
+  | { type: 'message_delta'; delta: { stop_reason: StopReason; stop_sequence: string | null }; usage: Usage }
+  | { type: 'message_stop' };
+
+/** What a response shares: its id and the model name. */
+export interface ResponseMeta {
+  id: string;
+  model: string;
+}
+
+/** A fresh id with the given prefix (`msg_`, `toolu_`), 96 random bits. */
+export function newId(prefix: string): string {
+  return prefix + randomBytes(12).toString('base64url');
+}
+
+type Done = Extract<GenerationEvent, { type: 'done' }>;
+
+/**
+ * A native tool call as a `tool_use` block. The id is always a fresh `toolu_…` one: the engine's
+ * ids are its own, and clients echo this id back in the `tool_result`.
+ */
+export function toolUseBlock(call: ToolCall, makeId: () => string = () => newId('toolu_')): ToolUseBlock {
+  return { type: 'tool_use', id: makeId(), name: call.function.name, input: call.function.arguments ?? {} };
+}
+
+/** The stop reason and sequence of a finished generation. */
+export function stopOf(done: Done | undefined, sawToolUse: boolean): { stop_reason: StopReason; stop_sequence: string | null } {
+  if (sawToolUse) return { stop_reason: 'tool_use', stop_sequence: null };
+  if (done?.reason === 'length') return { stop_reason: 'max_tokens', stop_sequence: null };
+  if (done?.stopSequence !== undefined) return { stop_reason: 'stop_sequence', stop_sequence: done.stopSequence };
+  return { stop_reason: 'end_turn', stop_sequence: null };
+}
+
+/** The usage of a finished generation (zeros when it never finished). */
+export function usageOf(done: Done | undefined): Usage {
+  return { input_tokens: done?.promptTokens ?? 0, output_tokens: done?.completionTokens ?? 0 };
+}
+
+/** Collects a whole generation into one `message`. */
+export class MessageCollector {
+  readonly #meta: ResponseMeta;
+  readonly #makeId: () => string;
+  #text = '';
+  #calls: ToolUseBlock[] = [];
+  #done: Done | undefined;
+
+  constructor(meta: ResponseMeta, makeId: () => string = () => newId('toolu_')) {
+    this.#meta = meta;
+    this.#makeId = makeId;
+  }
+
+  add(event: GenerationEvent): void {
+    if (event.type === 'token') this.#text += event.text;
+    else if (event.type === 'tool_calls') this.#calls.push(...event.calls.map((c) => toolUseBlock(c, this.#makeId)));
+    else this.#done = event;
+  }
+
+  result(): Message {
+    const content: ContentBlock[] = this.#text.length > 0 ? [{ type: 'text', text: this.#text }] : [];
+    content.push(...this.#calls);
+    return {
+      id: this.#meta.id,
+      type: 'message',
+      role: 'assistant',
+      model: this.#meta.model,
+      content,
+      ...stopOf(this.#done, this.#calls.length > 0),
+      usage: usageOf(this.#done),
+    };
+  }
+}
+
+/** Turns events into stream events, one call per native event. */
+export class StreamTranslator {
+  readonly #meta: ResponseMeta;
+  readonly #makeId: () => string;
+  /** Index of the next content block. */
+  #index = 0;
+  /** Whether a text block is open (its index is `#index`). */
+  #textOpen = false;
+  #sawToolUse = false;
+  #done: Done | undefined;
+
+  constructor(meta: ResponseMeta, makeId: () => string = () => newId('toolu_')) {
+    this.#meta = meta;
+    this.#makeId = makeId;
+  }
+
+  /** `message_start` and `ping`. */
+  start(): StreamEvent[] {
+    const message: Message = {
+      id: this.#meta.id,
+      type: 'message',
+      role: 'assistant',
+      model: this.#meta.model,
+      content: [],
+      stop_reason: null,
+      stop_sequence: null,
+      usage: { input_tokens: 0, output_tokens: 0 },
+    };
+    return [{ type: 'message_start', message }, { type: 'ping' }];
+  }
+
+  #closeText(): StreamEvent[] {
+    if (!this.#textOpen) return [];
+    this.#textOpen = false;
+    return [{ type: 'content_block_stop', index: this.#index++ }];
+  }
+
+  /** The stream events for one native event (none for `done` or empty text). */
+  next(event: GenerationEvent): StreamEvent[] {
+    if (event.type === 'token') {
+      if (event.text.length === 0) return [];
+      const out: StreamEvent[] = [];
+      if (!this.#textOpen) {
+        this.#textOpen = true;
+        out.push({ type: 'content_block_start', index: this.#index, content_block: { type: 'text', text: '' } });
+      }
+      out.push({ type: 'content_block_delta', index: this.#index, delta: { type: 'text_delta', text: event.text } });
+      return out;
+    }
+    if (event.type === 'tool_calls') {
+      const out = this.#closeText();
+      for (const call of event.calls) {
+        const block = toolUseBlock(call, this.#makeId);
+        const index = this.#index++;
+        this.#sawToolUse = true;
+        out.push(
+          { type: 'content_block_start', index, content_block: { ...block, input: {} } },
+          { type: 'content_block_delta', index, delta: { type: 'input_json_delta', partial_json: JSON.stringify(block.input) } },
+          { type: 'content_block_stop', index },
+        );
+      }
+      return out;
+    }
+    this.#done = event;
+    return [];
+  }
+
+  /** Closes an open text block, then `message_delta` and `message_stop`. */
+  finish(): StreamEvent[] {
+    return [
+      ...this.#closeText(),
+      { type: 'message_delta', delta: stopOf(this.#done, this.#sawToolUse), usage: usageOf(this.#done) },
+      { type: 'message_stop' },
+    ];
+  }
+}
