@@ -9,7 +9,7 @@
  * @module
  */
 import { rename, rm } from 'node:fs/promises';
-import { isAppError, Errors } from 'lia/plugin';
+import { Errors } from 'lia/plugin';
 import type { BlobStore } from '../store/blobs.js';
 import { corruptDownload, storageError } from '../store/errors.js';
 import { BlobFile } from './blob-file.js';

@@ -86,7 +86,7 @@ export function bodyError(err: unknown, host: string, what: string): Error {
   if (isAppError(err)) return err;
   const e = err as NodeJS.ErrnoException;
   if (e?.code === 'LIA_STALL') return Errors.timeout(`${what}: ${e.message}`, { cause: err });
-  return Errors.badGateway(`${what}: the connection to registry ${host} failed (${e?.code ?? e?.message ?? 'unknown error'})`, { cause: err });
+  return Errors.badGateway(`${what}: the connection to registry ${host} failed: ${e?.message || e?.code || 'unknown error'}`, { cause: err });
 }
 
 /** Sends registry requests over keep-alive agents (one for HTTP, one for HTTPS). */

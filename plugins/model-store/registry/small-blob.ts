@@ -6,7 +6,6 @@
  * @module
  */
 import { createHash } from 'node:crypto';
-import { Errors, isAppError } from 'lia/plugin';
 import type { BlobStore } from '../store/blobs.js';
 import { corruptDownload } from '../store/errors.js';
 import type { RegistryClient, Repository } from './client.js';
