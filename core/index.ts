@@ -27,6 +27,7 @@ export { flushToDisk, writeFileAtomic, type AtomicWriteOptions } from './fs/writ
 export { VERSION } from './version.js';
 export { formatBytes } from './format/bytes.js';
 export { humanNumber } from './format/human-number.js';
+export { checkSchemaBounds, SCHEMA_MAX_DEPTH, SCHEMA_MAX_NODES } from './format/json-bounds.js';
 export { PROJECT_ROOT, projectPath } from './paths.js';
 export type { Config } from './config/schema.js';
 export type * from './contracts/auth.js';

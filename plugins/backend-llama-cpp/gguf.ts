@@ -1,14 +1,15 @@
 /**
- * GGUF metadata, read with node-llama-cpp's `readGgufFileInfo` (the header only; the model is
- * never loaded): the `details` of `/api/tags`, the `model_info` of `/api/show` and what the model
- * can do. The `gguf` format handler (`format.ts`) describes stored models with it.
+ * GGUF metadata, read with the bounded header reader of gguf-header.ts (the header only; the
+ * model is never loaded, and no file can make the reading allocate more than a few MiB outside
+ * the verbose view): the `details` of `/api/tags`, the `model_info` of `/api/show` and what the
+ * model can do. The `gguf` format handler (`format.ts`) describes stored models with it.
  *
  * @module
  */
-import type { GgufFileInfo } from 'node-llama-cpp';
 import { Errors, humanNumber, type FormatDescription } from 'lia/plugin';
+import { GgufHeaderError, readGgufHeader, type GgufHeader } from './gguf-header.js';
 
-/** Big arrays nobody needs for listing; parsing them costs time on 150k-token vocabularies. */
+/** Big arrays nobody needs for listing: left out of the non-verbose view (skipped unread). */
 const HEAVY_KEYS = ['tokenizer.ggml.tokens', 'tokenizer.ggml.merges', 'tokenizer.ggml.token_type', 'tokenizer.ggml.scores'];
 
 /** What is kept of a GGUF file's header. */
@@ -35,60 +36,88 @@ export function flattenMetadata(value: unknown, verbose: boolean, prefix = '', o
   return out;
 }
 
-/** node-llama-cpp takes over a second to import; it is loaded on first use only. */
+/** node-llama-cpp takes over a second to import; it is loaded on first use only, for the names of its type enums. */
 let library: Promise<typeof import('node-llama-cpp')> | undefined;
 function llama(): Promise<typeof import('node-llama-cpp')> {
   return (library ??= import('node-llama-cpp'));
 }
 
-function quantization(info: GgufFileInfo, { GgufFileType, GgmlType }: typeof import('node-llama-cpp')): string {
-  const fileType = info.metadata.general?.file_type;
+function quantization(header: GgufHeader, { GgufFileType, GgmlType }: typeof import('node-llama-cpp')): string {
+  const fileType = header.metadata.get('general.file_type');
   if (typeof fileType === 'number' && GgufFileType[fileType]) return GgufFileType[fileType].replace(/^MOSTLY_/, '');
   // No file_type (stories260K): name the type that holds most of the weights.
-  const bytesByType = new Map<number, number>();
-  for (const t of info.tensorInfo ?? []) {
-    const count = t.dimensions.reduce<number>((a, d) => a * Number(d), 1);
-    bytesByType.set(t.ggmlType, (bytesByType.get(t.ggmlType) ?? 0) + count);
-  }
-  const top = [...bytesByType.entries()].sort((a, b) => b[1] - a[1])[0];
+  const top = [...header.elementsByType.entries()].sort((a, b) => b[1] - a[1])[0];
   return top ? (GgmlType[top[0]] ?? 'unknown') : 'unknown';
 }
 
-function parameterCount(info: GgufFileInfo): number {
-  const declared = (info.metadata.general as { parameter_count?: number | bigint } | undefined)?.parameter_count;
-  if (declared !== undefined) return Number(declared);
-  return (info.tensorInfo ?? []).reduce((n, t) => n + t.dimensions.reduce<number>((a, d) => a * Number(d), 1), 0);
+function parameterCount(header: GgufHeader): number {
+  const declared = header.metadata.get('general.parameter_count');
+  if (typeof declared === 'number') return declared;
+  let n = 0;
+  for (const count of header.elementsByType.values()) n += count;
+  return n;
 }
 
-/** Reads a GGUF file's header; a file that is not GGUF is a 400. */
-export async function readGguf(file: string, options: { verbose?: boolean } = {}): Promise<GgufSummary> {
-  const lib = await llama();
-  let info: GgufFileInfo;
-  try {
-    info = await lib.readGgufFileInfo(file, { ignoreKeys: options.verbose ? [] : HEAVY_KEYS, logWarnings: false });
-  } catch (err) {
-    throw Errors.badRequest(`the file is not a valid GGUF model: ${(err as Error).message}`, { cause: err });
+/**
+ * Groups dotted keys by their prefixes, in the order the prefixes first appear (`general.*`
+ * together, then `llama.*`, ...), as the metadata reads best; a key that collides with a
+ * prefix of another stays as it is, after the rest.
+ */
+function nest(metadata: Map<string, unknown>): Record<string, unknown> {
+  const root: Record<string, unknown> = {};
+  const loose: Record<string, unknown> = {};
+  for (const [key, value] of metadata) {
+    const parts = key.split('.');
+    let node = root;
+    let ok = true;
+    for (const part of parts.slice(0, -1)) {
+      const next = Object.hasOwn(node, part) ? node[part] : (node[part] = Object.create(null) as Record<string, unknown>);
+      if (!next || typeof next !== 'object' || Array.isArray(next)) {
+        ok = false;
+        break;
+      }
+      node = next as Record<string, unknown>;
+    }
+    const last = parts.at(-1)!;
+    if (ok && !Object.hasOwn(node, last)) node[last] = value;
+    else loose[key] = value;
   }
-  const arch = String(info.metadata.general?.architecture ?? 'unknown');
-  const count = parameterCount(info);
-  const meta = info.metadata as unknown as Record<string, unknown>;
-  const tokenizer = meta['tokenizer'] as { chat_template?: unknown } | undefined;
-  const modelInfo = flattenMetadata(meta, options.verbose ?? false);
+  return { ...flattenMetadata(root, true), ...loose };
+}
+
+/**
+ * Reads a GGUF file's header with the bounds of gguf-header.ts. A file that is not GGUF, or whose
+ * header is not plausible (see there), is a 400 naming the reason.
+ */
+export async function readGguf(file: string, options: { verbose?: boolean } = {}): Promise<GgufSummary> {
+  const verbose = options.verbose ?? false;
+  let header: GgufHeader;
+  try {
+    header = await readGgufHeader(file, verbose ? { maxArrayLength: Number.MAX_SAFE_INTEGER } : { maxArrayLength: 5, ignoreKeys: HEAVY_KEYS });
+  } catch (err) {
+    if (!(err instanceof GgufHeaderError)) throw err;
+    throw Errors.badRequest(`the file is not a valid GGUF model: ${err.message}`, { cause: err });
+  }
+  const lib = await llama();
+  const meta = header.metadata;
+  const arch = String(meta.get('general.architecture') ?? 'unknown');
+  const count = parameterCount(header);
+  const chatTemplate = meta.get('tokenizer.chat_template');
+  const modelInfo = nest(meta);
   delete modelInfo['general.name'];
   delete modelInfo['tokenizer.chat_template'];
   modelInfo['general.parameter_count'] ??= count;
-  const archMeta = meta[arch] as { pooling_type?: unknown } | undefined;
-  const sizeLabel = (info.metadata.general as { size_label?: string } | undefined)?.size_label;
+  const sizeLabel = meta.get('general.size_label');
   return {
     details: {
       family: arch,
       families: [arch],
-      parameter_size: count > 0 ? humanNumber(count) : (sizeLabel ?? ''),
-      quantization_level: quantization(info, lib),
+      parameter_size: count > 0 ? humanNumber(count) : typeof sizeLabel === 'string' ? sizeLabel : '',
+      quantization_level: quantization(header, lib),
     },
     modelInfo,
-    chatTemplate: typeof tokenizer?.chat_template === 'string' ? tokenizer.chat_template : undefined,
-    pooling: archMeta?.pooling_type !== undefined,
+    chatTemplate: typeof chatTemplate === 'string' ? chatTemplate : undefined,
+    pooling: meta.has(`${arch}.pooling_type`),
     parameterCount: count,
   };
 }

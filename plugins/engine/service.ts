@@ -6,7 +6,7 @@
  *
  * @module
  */
-import { Errors } from 'lia/plugin';
+import { checkSchemaBounds, Errors } from 'lia/plugin';
 import type { ChatMessage, ChatParams, GenerationEvent, OutputFormat, ToolChoice, ToolDefinition } from 'lia/plugin';
 import type {
   EmbedResponse,
@@ -160,6 +160,7 @@ export function toolFields(tools: ToolDefinition[] | undefined, choice: ToolChoi
     }
     return {};
   }
+  tools.forEach((t, i) => t.function.parameters && checkSchemaBounds(t.function.parameters, `tools[${i}].function.parameters`));
   if (choice === undefined || choice === 'auto') return { tools };
   if (choice === 'required') return { tools, toolChoice: 'required' };
   if (typeof choice === 'object' && choice !== null && typeof choice.name === 'string') {
@@ -171,7 +172,9 @@ export function toolFields(tools: ToolDefinition[] | undefined, choice: ToolChoi
   throw Errors.badRequest(`invalid tool choice: ${JSON.stringify(choice)}`, { param: 'tool_choice' });
 }
 
+/** The output format as the backend gets it; a schema is bounded here too, whichever surface sent it. */
 function formatField(format: OutputFormat | undefined | null | ''): { format?: OutputFormat } {
+  if (format && typeof format === 'object') checkSchemaBounds(format, 'format');
   return format === undefined || format === null || format === '' ? {} : { format };
 }
 

@@ -31,6 +31,12 @@ const Options = Type.Object(
     downloadParts: Type.Integer({ minimum: 1, maximum: 64, default: 16 }),
     /** Retries of one download part before the pull fails. Defaults to 6. */
     downloadRetries: Type.Integer({ minimum: 0, maximum: 100, default: 6 }),
+    /**
+     * Follow a public registry's redirects and token realm to private addresses too (a registry
+     * whose blob storage is on the LAN). Defaults to false: only a registry that is itself on a
+     * private or loopback address may send the appliance there (docs/security.md).
+     */
+    registryPrivateTargets: Type.Boolean({ default: false }),
   },
   { additionalProperties: false },
 );
@@ -53,7 +59,11 @@ export default definePlugin({
     await store.init();
     ctx.hooks.models.provide(store, ctx.name);
 
-    const client = new RegistryClient({ timeoutMs: ctx.options.registryTimeoutMs, caFile: ctx.options.registryCa });
+    const client = new RegistryClient({
+      timeoutMs: ctx.options.registryTimeoutMs,
+      caFile: ctx.options.registryCa,
+      allowPrivateTargets: ctx.options.registryPrivateTargets,
+    });
     const puller = new Puller(store, client, {
       partMinBytes: ctx.options.downloadPartMinBytes,
       maxParts: ctx.options.downloadParts,

@@ -12,7 +12,7 @@
  *
  * @module
  */
-import type { InferenceChatRequest, OutputFormat, SamplingOptions, ToolChoice, ToolDefinition } from 'lia/plugin';
+import { checkSchemaBounds, type InferenceChatRequest, type OutputFormat, type SamplingOptions, type ToolChoice, type ToolDefinition } from 'lia/plugin';
 import { invalid, singleChoice, stopSequences } from './fields.js';
 import { toChatMessages } from './messages.js';
 import type { ChatCompletionBody, CompletionBody } from './schemas.js';
@@ -50,12 +50,14 @@ export function streamFlags(body: CommonBody): { stream: boolean; includeUsage: 
   return { stream, includeUsage: stream && (body.stream_options?.include_usage ?? false) };
 }
 
-/** `response_format` → native `format`. */
+/** `response_format` → native `format`; a schema is bounded (`checkSchemaBounds`). */
 export function outputFormat(rf: ChatCompletionBody['response_format']): OutputFormat | undefined {
   if (!rf || rf.type === 'text') return undefined;
   if (rf.type === 'json_object') return 'json';
   if (!rf.json_schema) invalid('response_format.json_schema', "'response_format.json_schema' is required with type json_schema");
-  return rf.json_schema.schema ?? 'json';
+  if (!rf.json_schema.schema) return 'json';
+  checkSchemaBounds(rf.json_schema.schema, 'response_format.json_schema.schema');
+  return rf.json_schema.schema;
 }
 
 /** `tools` → definitions; a function tool needs its `function` (other tool types fail the schema). */
@@ -66,7 +68,10 @@ function toolDefinitions(tools: ChatCompletionBody['tools']): ToolDefinition[] |
     if (!fn) return invalid(`tools[${i}].function`, `'tools[${i}].function' is required`);
     const def: ToolDefinition = { type: 'function', function: { name: fn.name } };
     if (typeof fn.description === 'string') def.function.description = fn.description;
-    if (fn.parameters) def.function.parameters = fn.parameters;
+    if (fn.parameters) {
+      checkSchemaBounds(fn.parameters, `tools[${i}].function.parameters`);
+      def.function.parameters = fn.parameters;
+    }
     return def;
   });
 }

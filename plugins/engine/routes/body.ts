@@ -5,17 +5,22 @@
  *
  * @module
  */
-import { Errors } from 'lia/plugin';
+import { checkSchemaBounds, Errors } from 'lia/plugin';
 import type { ChatMessage, OutputFormat, ToolCall, ToolDefinition } from 'lia/plugin';
 import type { ChatBodyMessage, ChatBodyTool } from './schemas.js';
 
 /** `undefined` for an absent or `null` field (Ollama's "not set"). */
 export const given = <T>(value: T | null | undefined): T | undefined => value ?? undefined;
 
-/** `format` → the engine's format: `"json"`, a JSON schema object, or none for `""`/`null`. */
+/**
+ * `format` → the engine's format: `"json"`, a JSON schema object (within the bounds of
+ * `checkSchemaBounds`), or none for `""`/`null`.
+ */
 export function outputFormat(value: string | Record<string, unknown> | null | undefined): OutputFormat | undefined {
   if (value === undefined || value === null || value === '') return undefined;
-  return value === 'json' ? 'json' : (value as Record<string, unknown>);
+  if (value === 'json') return 'json';
+  checkSchemaBounds(value, 'format');
+  return value as Record<string, unknown>;
 }
 
 const ROLES = new Set(['system', 'user', 'assistant', 'tool']);
@@ -44,15 +49,20 @@ function toolCall(call: NonNullable<ChatBodyMessage['tool_calls']>[number], para
   return { function: { name: call.function.name, arguments: args as Record<string, unknown> } };
 }
 
-/** `tools` → function definitions (the schema has checked that each has a name). */
+function bounded<T>(schema: T, field: string): T {
+  checkSchemaBounds(schema, field);
+  return schema;
+}
+
+/** `tools` → function definitions (the schema has checked that each has a name; `parameters` are bounded). */
 export function toolDefinitions(list: ChatBodyTool[] | null | undefined): ToolDefinition[] | undefined {
   if (!list) return undefined;
-  return list.map(({ function: fn }): ToolDefinition => ({
+  return list.map(({ function: fn }, i): ToolDefinition => ({
     type: 'function',
     function: {
       name: fn.name,
       ...(typeof fn.description === 'string' ? { description: fn.description } : {}),
-      ...(fn.parameters ? { parameters: fn.parameters } : {}),
+      ...(fn.parameters ? { parameters: bounded(fn.parameters, `tools[${i}].function.parameters`) } : {}),
     },
   }));
 }

@@ -38,7 +38,10 @@ export function parseChallenge(header: string | undefined): { realm: string; par
 export function repositoryUrl(repo: Repository): string {
   const { name } = repo;
   if (name.scheme === 'http' && !repo.insecure) throw Errors.badRequest('insecure protocol http: set "insecure": true to use a plain HTTP registry');
-  return `${repo.insecure ? 'http' : 'https'}://${name.host}/v2/${name.namespace}/${name.model}`;
+  const url = `${repo.insecure ? 'http' : 'https'}://${name.host}/v2/${name.namespace}/${name.model}`;
+  // The name grammar allows ":" and "." freely in a host; a URL does not (`127.0.s.1`, `a:b:c`).
+  if (!URL.canParse(url)) throw Errors.badRequest(`"${name.host}" is not a valid registry host (a host name or address, and an optional port)`, { param: 'model' });
+  return url;
 }
 
 /** Talks to OCI registries for the puller and the pusher. */
@@ -79,7 +82,7 @@ export class RegistryClient {
     const challenge = parseChallenge(res.headers['www-authenticate'] as string | undefined);
     res.body.resume();
     if (!challenge) throw Errors.badGateway(`registry ${repo.name.host} requires authentication (401) and offers no Bearer token service`);
-    const token = await this.#fetchToken(challenge, init.signal);
+    const token = await this.#fetchToken(challenge, new URL(url), init.signal);
     this.#tokens.set(key, token);
     res = await attempt(token);
     if (res.status === 401) {
@@ -89,7 +92,8 @@ export class RegistryClient {
     return res;
   }
 
-  async #fetchToken(challenge: { realm: string; params: Record<string, string> }, signal?: AbortSignal): Promise<string> {
+  /** Fetches a token from the challenge's realm, which must pass the redirect policy relative to the registry (`origin`). */
+  async #fetchToken(challenge: { realm: string; params: Record<string, string> }, origin: URL, signal?: AbortSignal): Promise<string> {
     let url: URL;
     try {
       url = new URL(challenge.realm);
@@ -97,7 +101,7 @@ export class RegistryClient {
       throw Errors.badGateway(`registry token realm "${challenge.realm}" is not a URL`);
     }
     for (const [k, v] of Object.entries(challenge.params)) url.searchParams.set(k, v);
-    const res = await this.http.send({ method: 'GET', url, signal });
+    const res = await this.http.send({ method: 'GET', url, signal, origin });
     const text = await HttpClient.text(res, 1024 * 1024);
     if (res.status !== 200) throw Errors.badGateway(`registry token service ${url.host} answered ${res.status}`);
     try {
@@ -110,18 +114,27 @@ export class RegistryClient {
     throw Errors.badGateway(`registry token service ${url.host} sent no token`);
   }
 
-  /** Fails with a clear error for a non-2xx answer, quoting the registry's error text. */
+  /**
+   * Fails with a clear error for a non-2xx answer, naming the status and the host. When the
+   * registry itself answered, its OCI error (`MANIFEST_UNKNOWN: ...`) is quoted, shortened; the
+   * answer of a server a redirect led to is never quoted, since the user never chose that server
+   * (an internal page must not come back in an error message).
+   */
   async expectOk(res: HttpResponse, what: string): Promise<void> {
     if (res.status >= 200 && res.status < 300) return;
     const text = await HttpClient.text(res, 64 * 1024).catch(() => '');
-    let detail = text.trim().slice(0, 300);
-    try {
-      const body = JSON.parse(text) as { errors?: Array<{ code?: string; message?: string }> };
-      if (body.errors?.[0]) detail = `${body.errors[0].code ?? ''}: ${body.errors[0].message ?? ''}`.trim();
-    } catch {
-      if (/^\s*</.test(text)) detail = 'an HTML page';
+    let detail = '';
+    if (!res.redirected) {
+      try {
+        const first = (JSON.parse(text) as { errors?: Array<{ code?: unknown; message?: unknown }> }).errors?.[0];
+        const code = typeof first?.code === 'string' ? first.code : '';
+        const message = typeof first?.message === 'string' ? first.message : '';
+        detail = `${code}${code && message ? ': ' : ''}${message}`.replace(/[\u0000-\u001f]+/g, ' ').slice(0, 200);
+      } catch {
+        // not an OCI error body: status and host only
+      }
     }
-    throw Errors.badGateway(`${what}: registry answered ${res.status}${detail ? ` (${detail})` : ''}`);
+    throw Errors.badGateway(`${what}: ${res.redirected ? `${res.url.host}, where the registry redirected,` : `registry ${res.url.host}`} answered ${res.status}${detail ? ` (${detail})` : ''}`);
   }
 
   /** Fetches a manifest; returns its bytes exactly as received (they are stored as they are). */

@@ -9,10 +9,11 @@
  * @module
  */
 import { rename, rm } from 'node:fs/promises';
-import { isAppError, Errors } from 'lia/plugin';
+import { Errors } from 'lia/plugin';
 import type { BlobStore } from '../store/blobs.js';
 import { corruptDownload, storageError } from '../store/errors.js';
 import { BlobFile } from './blob-file.js';
+import { bodyError } from './http.js';
 import type { RegistryClient, Repository } from './client.js';
 import { loadParts, partFiles, planParts, saveParts, type Part } from './parts.js';
 import { backoff, retryable } from './retry.js';
@@ -208,7 +209,7 @@ export class BlobDownload {
         if (!retryable(err) || err === this.#openFailure) throw err;
         failures = part.completed > before ? 0 : failures + 1;
         if (failures > this.options.retries) {
-          throw isAppError(err) ? err : Errors.badGateway(`download of ${this.digest} failed: ${(err as Error).message}`, { cause: err });
+          throw bodyError(err, this.repo.name.host, `download of ${this.digest}`);
         }
         await backoff(failures, signal);
       }

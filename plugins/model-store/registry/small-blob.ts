@@ -6,11 +6,10 @@
  * @module
  */
 import { createHash } from 'node:crypto';
-import { Errors, isAppError } from 'lia/plugin';
 import type { BlobStore } from '../store/blobs.js';
 import { corruptDownload } from '../store/errors.js';
 import type { RegistryClient, Repository } from './client.js';
-import { HttpClient } from './http.js';
+import { bodyError, HttpClient } from './http.js';
 import { backoff, retryable } from './retry.js';
 
 /** Blobs up to this size are downloaded this way. */
@@ -50,7 +49,7 @@ async function receive(req: SmallBlobRequest, signal: AbortSignal, progress: (re
     } catch (err) {
       if (signal.aborted) throw signal.reason;
       if (!retryable(err) || ++failures > req.retries) {
-        throw isAppError(err) ? err : Errors.badGateway(`download of ${digest} failed: ${(err as Error).message}`, { cause: err });
+        throw bodyError(err, repo.name.host, `download of ${digest}`);
       }
       progress(0);
       await backoff(failures, signal);

@@ -1,6 +1,7 @@
 /**
  * The local model routes: `GET|HEAD /api/tags`, `POST /api/show`, `POST /api/copy`,
- * `DELETE /api/delete` (the OpenAI listing, `/v1/models`, is api-openai's).
+ * `DELETE /api/delete` (the OpenAI listing, `/v1/models`, is api-openai's). A model whose weights
+ * cannot be described is listed with `details.broken` saying why; showing or loading it is a 4xx.
  *
  * @module
  */
@@ -27,13 +28,12 @@ export function registerModelRoutes(app: FastifyInstance, store: ModelStoreServi
     const manifests = await store.manifests();
     const models = await Promise.all(
       manifests.map(async (m) => {
-        const details = await store.describer.details(m).catch(() => null);
-        if (!details) return null;
+        const details = await store.describer.details(m).catch((err: unknown) => store.describer.brokenDetails(m, err));
         const name = displayName(m.name);
         return { name, model: name, modified_at: localTime(m.modifiedAt), size: m.size, digest: m.digest, details };
       }),
     );
-    return { models: models.filter((m) => m !== null) };
+    return { models };
   };
   app.get('/api/tags', { config: { scope: 'models:read' } }, tags);
 

@@ -10,6 +10,7 @@
 import { readFile } from 'node:fs/promises';
 import {
   Errors,
+  isAppError,
   type BackendRegistry,
   type FormatHandler,
   type ModelCapability,
@@ -126,6 +127,17 @@ export class Describer {
     const parent = stored.manifest.layers.find((l) => l.from)?.from ?? '';
     if (typeof cfg.model_format === 'string' && cfg.model_format) return this.#recorded(cfg, parent);
     return { ...(await this.view(stored)).details, parent_model: parent };
+  }
+
+  /**
+   * Details of a model whose weights cannot be described (a missing blob, a header that fails to
+   * parse): what its config blob records, and `broken` saying why, so that listing shows the
+   * model (to be deleted or pulled again) instead of hiding it or failing.
+   */
+  async brokenDetails(stored: StoredManifest, err: unknown): Promise<ModelDetails & { broken: string }> {
+    const parent = stored.manifest.layers.find((l) => l.from)?.from ?? '';
+    const reason = isAppError(err) ? err.message : 'its weights cannot be read';
+    return { ...this.#recorded(await this.config(stored), parent), broken: reason };
   }
 
   /** The full view of a model; `verbose` asks the handler for its full metadata. */
