@@ -9,7 +9,7 @@ import os from 'node:os';
 import path from 'node:path';
 import tls from 'node:tls';
 import t from 'tap';
-import { Agent } from 'undici';
+import { Agent, fetch } from 'undici';
 import { loadConfig } from '../../core/config/load.js';
 import { startAppliance } from '../../core/main.js';
 import { startTestAppliance, type TestAppliance } from '../helpers/appliance.js';
@@ -167,6 +167,6 @@ t.test('the default bind is dual stack: 127.0.0.1 and ::1 both answer', async (t
     await rm(dataDir, { recursive: true, force: true });
   });
   t.equal((await fetch(`https://127.0.0.1:${running.port}/health`, { dispatcher: agent })).status, 200, 'IPv4 loopback answers');
-  if (!hasIpv6Loopback) return void t.skip('this machine has no IPv6 loopback (::1); the IPv6 half is not checked');
+  if (!hasIpv6Loopback) return void t.comment('this machine has no IPv6 loopback (::1): the IPv6 half is not checked');
   t.equal((await fetch(`https://[::1]:${running.port}/health`, { dispatcher: agent })).status, 200, 'IPv6 loopback answers');
 });
