@@ -15,7 +15,7 @@ import { createHooks, type Hooks } from '../plugin/hooks.js';
 import { loadPlugins, registerPlugins, type LoadedPlugin } from '../plugin/host.js';
 import { VERSION } from '../version.js';
 import { installAuthGate } from './auth-hook.js';
-import { createClientErrorHandler, createErrorHandler } from './error-handler.js';
+import { createClientErrorHandler, createErrorHandler, createFrameworkErrorHandler } from './error-handler.js';
 import { lazyCompilers } from './lazy-compilers.js';
 import { installRouting, RouteTable } from './routing.js';
 import { registerSecurityHeaders } from './security-headers.js';
@@ -78,7 +78,6 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   const logs = new LogHub();
   const destination = options.logDestination === undefined ? process.stdout : options.logDestination;
   const hooks = createHooks(logs, options.console ?? ((text) => process.stdout.write(text)));
-  const errorHandler = createErrorHandler(hooks.errorFormats);
   const app = Fastify({
     // Fastify applies its server timeouts only to servers it creates itself, so the factory sets them.
     serverFactory: (handler) => Object.assign(https.createServer({ ...TLS_POLICY }, handler), SERVER_TIMEOUTS),
@@ -96,12 +95,12 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     logController: new LogController({ disableRequestLogging: config.logLevel !== 'debug' && config.logLevel !== 'trace' }),
     // Router failures (bad percent-encoding, an over-long parameter) and unparsable requests are
     // answered in the surface's error format like every other error.
-    frameworkErrors: errorHandler,
+    frameworkErrors: createFrameworkErrorHandler(hooks.errorFormats),
     clientErrorHandler: createClientErrorHandler(hooks.errorFormats),
   }) as unknown as FastifyInstance;
 
   const routes = new RouteTable();
-  app.setErrorHandler(errorHandler);
+  app.setErrorHandler(createErrorHandler(hooks.errorFormats));
   app.removeAllContentTypeParsers();
   app.addContentTypeParser('*', { parseAs: 'string' }, parseJsonBody);
   // Before the route table and the auth gate: their headers reach 401s and 404s, a CORS preflight

@@ -14,6 +14,7 @@ import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import { AppError, Errors, isAppError } from '../errors.js';
 import type { ErrorFormat } from '../plugin/hooks.js';
 import type { Registry } from '../plugin/hooks.js';
+import { EARLY_SECURITY_HEADERS } from './security-headers.js';
 import { normalizePath } from './surface.js';
 import { validationError, type SchemaError } from './validation-error.js';
 
@@ -71,8 +72,8 @@ export function errorBodyFor(formats: Registry<ErrorFormat>, url: string, error:
 
 /**
  * The Fastify error handler over the registered surface formats: the only mapper from errors to
- * responses. It also serves as Fastify's `frameworkErrors` handler (a path that is not valid
- * percent-encoding, a route parameter over the length limit), which runs before any hook.
+ * responses; through {@link createFrameworkErrorHandler} also for Fastify's router failures (a
+ * path that is not valid percent-encoding, a route parameter over the length limit).
  *
  * A request refused before its body was read (no key, a wrong key, an unknown path) is answered
  * with `Connection: close`: Node then closes the connection once the answer is written instead of
@@ -88,6 +89,15 @@ export function createErrorHandler(formats: Registry<ErrorFormat>) {
     if (error.statusCode === 401) reply.header('WWW-Authenticate', 'Bearer');
     if (!request.raw.complete) reply.header('Connection', 'close');
     return reply.code(error.statusCode).type('application/json; charset=utf-8').send(errorBodyFor(formats, request.url, error));
+  };
+}
+
+/** Fastify's `frameworkErrors` handler: the error handler, plus the headers no hook has set yet. */
+export function createFrameworkErrorHandler(formats: Registry<ErrorFormat>) {
+  const handle = createErrorHandler(formats);
+  return function frameworkErrorHandler(err: unknown, request: FastifyRequest, reply: FastifyReply): FastifyReply {
+    reply.headers(EARLY_SECURITY_HEADERS);
+    return handle(err, request, reply);
   };
 }
 
@@ -115,7 +125,7 @@ export function createClientErrorHandler(formats: Registry<ErrorFormat>) {
       `HTTP/1.1 ${error.statusCode} ${STATUS_CODES[error.statusCode] ?? 'Error'}`,
       'Content-Type: application/json; charset=utf-8',
       `Content-Length: ${Buffer.byteLength(body)}`,
-      'X-Content-Type-Options: nosniff',
+      ...Object.entries(EARLY_SECURITY_HEADERS).map(([k, v]) => `${k}: ${v}`),
       'Connection: close',
     ];
     socket.end(`${head.join('\r\n')}\r\n\r\n${body}`);

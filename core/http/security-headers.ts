@@ -21,6 +21,18 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 /** HSTS max-age: one year, in seconds. */
 export const HSTS_MAX_AGE = 31_536_000;
 
+/**
+ * The same headers as a constant, for the answers Fastify makes before any hook runs (a path that
+ * is not valid percent-encoding, an over-long route parameter, a request Node cannot parse).
+ */
+export const EARLY_SECURITY_HEADERS: Readonly<Record<string, string>> = Object.freeze({
+  'Strict-Transport-Security': `max-age=${HSTS_MAX_AGE}`,
+  'X-Content-Type-Options': 'nosniff',
+  'X-Frame-Options': 'DENY',
+  'Referrer-Policy': 'no-referrer',
+  'Content-Security-Policy': "default-src 'none'; frame-ancestors 'none'",
+});
+
 /** What a browser client of the APIs needs: the methods, the headers it sends, those it reads. */
 export const CORS_POLICY = {
   methods: ['GET', 'POST', 'DELETE', 'HEAD'],

@@ -97,6 +97,7 @@ t.test('router and parser failures answer 4xx in the surface format', async (t) 
   const badUrl = await app.fetch('/v1/models%C0%AF', { auth: false });
   t.equal(badUrl.status, 400);
   t.match(await badUrl.json(), { error: { message: /percent-encoded/, type: 'invalid_request_error' } }, 'OpenAI shape under /v1');
+  t.match(badUrl.headers.get('strict-transport-security'), /max-age=31536000/, 'with the security headers');
   const badApi = await app.fetch('/api/show%C0%AF', { auth: false });
   t.equal(badApi.status, 400);
   t.match(await badApi.json(), { error: /percent-encoded/ }, 'Ollama shape elsewhere');
@@ -112,6 +113,7 @@ t.test('router and parser failures answer 4xx in the surface format', async (t) 
   const garbage = await rawExchange('G@T / HTTP/1.1\r\nHost: x\r\n\r\n');
   t.match(garbage, /^HTTP\/1\.1 400 /, 'a malformed request line');
   t.match(garbage, /\r\n\r\n\{"error":"malformed HTTP request"\}$/);
+  t.match(garbage, /\r\nStrict-Transport-Security: max-age=31536000\r\n/, 'with the security headers');
   const badV1 = await rawExchange('GET /v1/models HTTP/1.1\r\nHost: x\r\nBad Header: y\r\n\r\n');
   t.match(badV1, /^HTTP\/1\.1 400 /);
   t.match(badV1, /"error":\{"message":"malformed HTTP request","type":"invalid_request_error"/, 'in the OpenAI shape when the path is under /v1');
