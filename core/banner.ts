@@ -29,10 +29,9 @@ export function bootBanner(built: BuiltApp, config: Config, port: number): strin
   if (config.host === '0.0.0.0' || config.host === '::' || config.host === 'localhost' || config.host.startsWith('127.')) {
     urls.add(httpsUrl('localhost', port));
   }
-  if (config.host === '0.0.0.0' || config.host === '::') {
-    urls.add(httpsUrl(`${hostname}.local`, port));
-    urls.add(httpsUrl(hostname, port));
-  }
+  // The bare host name is not listed: the certificate cannot carry a single-label name (see
+  // docs/security.md), so clients use NAME.local or an address.
+  if (config.host === '0.0.0.0' || config.host === '::') urls.add(httpsUrl(`${hostname.replace(/\.local$/i, '')}.local`, port));
   for (const a of listenAddresses(config.host)) urls.add(httpsUrl(a, port));
   const lines = [
     '',

@@ -31,7 +31,7 @@ export async function startAppliance(config: Config, options: BuildOptions = {})
       applyTls(app, credentials);
       app.log.info({ svc: 'svc-certs' }, 'TLS certificate swapped in without restart');
     });
-    await app.listen({ host: config.host, port: config.port });
+    await listen(app, config);
     closeControl = await openControlSocket(config.dataDir, hooks.services);
   } catch (err) {
     await hooks.services.stopAll();
@@ -57,6 +57,21 @@ export async function startAppliance(config: Config, options: BuildOptions = {})
       return closing;
     },
   };
+}
+
+/**
+ * Listens on the configured address. `::` is dual stack (IPv4 arrives as mapped addresses); on a
+ * kernel without IPv6 it cannot be bound, and the appliance falls back to every IPv4 interface.
+ */
+async function listen(app: BuiltApp['app'], config: Config): Promise<void> {
+  try {
+    await app.listen({ host: config.host, port: config.port, ipv6Only: false });
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    if (config.host !== '::' || (code !== 'EAFNOSUPPORT' && code !== 'EADDRNOTAVAIL')) throw err;
+    app.log.warn({ code }, 'IPv6 is not available: listening on 0.0.0.0 (IPv4 only)');
+    await app.listen({ host: '0.0.0.0', port: config.port });
+  }
 }
 
 /** Runs every plugin's setup; a configuration that leaves the appliance without TLS is a ConfigError. */

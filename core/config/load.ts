@@ -76,6 +76,7 @@ function merge(base: Raw, over: Raw): Raw {
 /** Turns a string from env or a flag into the type the schema wants for `key`. */
 function coerce(key: string, value: string, origin: string): unknown {
   if (key === 'backends') return backendChoices(value, origin);
+  if (key === 'corsOrigins') return value.split(',').map((o) => o.trim()).filter(Boolean);
   const numeric = key === 'port' || key === 'bodyLimit';
   if (!numeric) return value;
   if (!/^\d+$/.test(value)) throw new ConfigError(`${origin}: "${key}" must be an integer, got "${value}"`);

@@ -43,6 +43,13 @@ export const ConfigSchema = Type.Object(
      * Which backend serves a model format that several enabled backends claim: format name →
      * backend name (`llama-cpp`) or plugin name (`backend-llama-cpp`). Defaults to `{}`.
      */
+    /**
+     * Origins (`https://app.example.com`, scheme, host and port, no path) whose browser pages may
+     * call the APIs (CORS). Defaults to none.
+     */
+    corsOrigins: Type.Array(
+      Type.String({ pattern: '^https?://[^/?#*\\s]+$', errorMessage: 'an origin is a scheme and a host with an optional port, e.g. https://app.example.com' }),
+    ),
     backends: Type.Record(Type.String({ pattern: '^[a-z0-9][a-z0-9_-]{0,31}$' }), Type.String({ minLength: 1 })),
   },
   { additionalProperties: false },
@@ -74,8 +81,9 @@ export const SETTINGS: readonly SettingDoc[] = [
     key: 'host',
     env: 'LIA_HOST',
     flag: '--host',
-    default: '0.0.0.0',
-    description: 'Address the HTTPS server binds to. `0.0.0.0` answers on every IPv4 interface, `::` on every interface.',
+    default: '::',
+    description:
+      'Address the HTTPS server binds to. `::` (dual stack) answers on every interface, IPv4 and IPv6; `0.0.0.0` on every IPv4 interface only; `127.0.0.1` on the machine only. On a kernel without IPv6, `::` falls back to `0.0.0.0`.',
   },
   {
     key: 'port',
@@ -102,6 +110,13 @@ export const SETTINGS: readonly SettingDoc[] = [
     env: 'LIA_BODY_LIMIT',
     default: 8 * 1024 * 1024,
     description: 'Largest JSON request body in bytes; larger ones get 413. Blob uploads have their own limit.',
+  },
+  {
+    key: 'corsOrigins',
+    env: 'LIA_ORIGINS',
+    default: [],
+    description:
+      'Origins whose web pages may call the APIs from a browser (CORS), e.g. `[https://chat.example.com]`; the variable takes a comma-separated list. Defaults to none: no `Access-Control-*` headers. Requests still need the key; only preflights pass without one.',
   },
   {
     key: 'backends',

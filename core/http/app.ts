@@ -1,6 +1,6 @@
 /**
  * Builds the Fastify app: the HTTPS server (credentials applied later by {@link applyTls}), the
- * logger, the error handler, the auth gate, 404/405, the public `/health`, and every enabled
+ * logger, the error handler, the security headers and CORS, the auth gate, 404/405, the public `/health`, and every enabled
  * plugin. It does not listen: tests `inject()` into it, `core/main.ts` starts it.
  *
  * @module
@@ -15,9 +15,10 @@ import { createHooks, type Hooks } from '../plugin/hooks.js';
 import { loadPlugins, registerPlugins, type LoadedPlugin } from '../plugin/host.js';
 import { VERSION } from '../version.js';
 import { installAuthGate } from './auth-hook.js';
-import { createErrorHandler } from './error-handler.js';
+import { createClientErrorHandler, createErrorHandler, createFrameworkErrorHandler } from './error-handler.js';
 import { lazyCompilers } from './lazy-compilers.js';
 import { installRouting, RouteTable } from './routing.js';
+import { registerSecurityHeaders } from './security-headers.js';
 import { TLS_POLICY } from './tls-policy.js';
 
 export interface BuiltApp {
@@ -76,6 +77,7 @@ export const AJV_OPTIONS = {
 export async function buildApp(config: Config, options: BuildOptions = {}): Promise<BuiltApp> {
   const logs = new LogHub();
   const destination = options.logDestination === undefined ? process.stdout : options.logDestination;
+  const hooks = createHooks(logs, options.console ?? ((text) => process.stdout.write(text)));
   const app = Fastify({
     // Fastify applies its server timeouts only to servers it creates itself, so the factory sets them.
     serverFactory: (handler) => Object.assign(https.createServer({ ...TLS_POLICY }, handler), SERVER_TIMEOUTS),
@@ -91,13 +93,20 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     return503OnClosing: true,
     forceCloseConnections: 'idle',
     logController: new LogController({ disableRequestLogging: config.logLevel !== 'debug' && config.logLevel !== 'trace' }),
+    // Router failures (bad percent-encoding, an over-long parameter) and unparsable requests are
+    // answered in the surface's error format like every other error.
+    frameworkErrors: createFrameworkErrorHandler(hooks.errorFormats),
+    clientErrorHandler: createClientErrorHandler(hooks.errorFormats),
   }) as unknown as FastifyInstance;
 
-  const hooks = createHooks(logs, options.console ?? ((text) => process.stdout.write(text)));
   const routes = new RouteTable();
   app.setErrorHandler(createErrorHandler(hooks.errorFormats));
   app.removeAllContentTypeParsers();
   app.addContentTypeParser('*', { parseAs: 'string' }, parseJsonBody);
+  // Before the route table and the auth gate: their headers reach 401s and 404s, a CORS preflight
+  // is answered before the gate, and @fastify/cors's catch-all OPTIONS route stays out of the
+  // table (it only answers preflights; any other OPTIONS request meets the gate, then 404/405).
+  await registerSecurityHeaders(app, config.corsOrigins ?? []);
   installRouting(app, routes);
   installAuthGate(app, hooks);
   // Once every plugin is registered: one backend per model format, as the config's `backends` picks.

@@ -1,8 +1,10 @@
 /**
  * Slows down a client that keeps presenting wrong keys: a token bucket per client address,
- * spent by each failure and refilled over time. When it is empty the client gets 429 with
- * `Retry-After` before its key is even looked at. Requests without a key are not counted (they
- * guess nothing), and the buckets are bounded so a flood of addresses cannot exhaust memory.
+ * spent by each failure and refilled over time. When it is empty a wrong key gets 429 with
+ * `Retry-After` instead of 401. The right key is checked first and always passes, so clients
+ * sharing an address (a NAT, a proxy) with a noisy one are never locked out. Requests without a
+ * key are not counted (they guess nothing), and the buckets are bounded so a flood of addresses
+ * cannot exhaust memory.
  *
  * @module
  */

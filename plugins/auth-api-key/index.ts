@@ -65,12 +65,14 @@ export default definePlugin({
         // A token without a LIA key's shape can never match one: another strategy may own it, so
         // it neither counts as a failed key nor meets the failure limiter.
         if (checkShape(token) === 'not-lia') return { kind: 'invalid', reason: 'invalid API key: LIA keys look like lia_<43 characters>_<6 characters>' };
+        // The key is checked first (in constant time): the right key is never refused because
+        // other clients behind the same address sent wrong ones. Only failures meet the limiter.
+        const principal = store.verify(token);
+        if (principal) return { kind: 'ok', principal };
         const wait = limiter.retryAfter(request.ip);
         if (wait > 0) {
           throw Errors.tooManyRequests(`too many failed API keys from this address; retry in ${wait} s`, { headers: { 'Retry-After': String(wait) } });
         }
-        const principal = store.verify(token);
-        if (principal) return { kind: 'ok', principal };
         limiter.fail(request.ip);
         if (checkShape(token) === 'checksum') return { kind: 'invalid', reason: 'the API key has a typo: its checksum does not match' };
         return { kind: 'invalid', reason: 'invalid API key' };

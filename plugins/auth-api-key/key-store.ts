@@ -2,7 +2,8 @@
  * The master-key store. The key file (`<data dir>/keys/master.key`, 0600 in a 0700 directory)
  * holds the key so that `lia key show` on the appliance can print it; in memory only its SHA-256
  * is kept, compared in constant time. Rotation writes the new key atomically and swaps the
- * digest in one assignment, so the old key fails from the next request on.
+ * digest in one assignment, so the old key fails from the next request on. Rotations are
+ * serialised, so concurrent ones cannot leave the file and the digest disagreeing.
  *
  * More keys (scoped, revocable) can be added behind the same `KeyStore` interface later.
  *
@@ -21,6 +22,8 @@ export class FileKeyStore implements KeyStore {
   /** The key, when this boot created it (the banner prints it once). */
   firstBootKey: string | null = null;
   #digest: Buffer = Buffer.alloc(32);
+  /** The last rotation started; the next one waits for it. */
+  #rotation: Promise<unknown> = Promise.resolve();
 
   private constructor(file: string) {
     this.masterKeyPath = file;
@@ -51,11 +54,20 @@ export class FileKeyStore implements KeyStore {
     return timingSafeEqual(digestOf(secret), this.#digest) ? MASTER : null;
   }
 
-  async rotateMaster(): Promise<{ key: string; hint: string }> {
-    const key = generateKey();
-    await writeFileAtomic(this.masterKeyPath, key + '\n');
-    this.#digest = digestOf(key);
-    this.firstBootKey = null;
-    return { key, hint: hintOf(key) };
+  /**
+   * Rotations run one at a time: each writes the file and swaps the digest before the next
+   * starts, so after any burst of concurrent rotations the file holds the key the server accepts
+   * (the last one returned) and every earlier key fails.
+   */
+  rotateMaster(): Promise<{ key: string; hint: string }> {
+    const next = this.#rotation.catch(() => undefined).then(async () => {
+      const key = generateKey();
+      await writeFileAtomic(this.masterKeyPath, key + '\n');
+      this.#digest = digestOf(key);
+      this.firstBootKey = null;
+      return { key, hint: hintOf(key) };
+    });
+    this.#rotation = next;
+    return next;
   }
 }

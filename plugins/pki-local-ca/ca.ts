@@ -9,7 +9,7 @@ import { X509Certificate } from 'node:crypto';
 import { mkdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { writeFileAtomic } from 'lia/plugin';
-import { generateRoot, issueLeaf, permittedDnsOf, type KeyPairPem } from './certificates.js';
+import { fingerprint, generateRoot, issueLeaf, permittedDnsOf, unsafeSubtreesOf, type KeyPairPem } from './certificates.js';
 import { subjectNames, type SubjectNames } from './names.js';
 
 export interface CaFiles {
@@ -18,6 +18,8 @@ export interface CaFiles {
   rootKey: string;
   leafCert: string;
   leafKey: string;
+  /** The certificate of a root replaced because its constraints were unsafe (kept for reference). */
+  retiredRoot: string;
 }
 
 export function caFiles(dataDir: string): CaFiles {
@@ -28,6 +30,7 @@ export function caFiles(dataDir: string): CaFiles {
     rootKey: path.join(dir, 'root.key'),
     leafCert: path.join(dir, 'leaf.crt'),
     leafKey: path.join(dir, 'leaf.key'),
+    retiredRoot: path.join(dir, 'root-retired.crt'),
   };
 }
 
@@ -45,16 +48,38 @@ async function writePair(certFile: string, keyFile: string, pair: KeyPairPem): P
   await writeFileAtomic(certFile, pair.certPem);
 }
 
-/** Loads the root, or creates it (with the current bare host name permitted) on first boot. */
-export async function loadOrCreateRoot(files: CaFiles, hostname: string, now: Date): Promise<{ root: KeyPairPem; created: boolean }> {
+export interface RootState {
+  root: KeyPairPem;
+  created: boolean;
+  /** Set when an existing root was replaced because it permitted single-label names. */
+  replaced: { fingerprint: string; names: string[] } | null;
+}
+
+/**
+ * Loads the root, or creates it on first boot, permitting the operator's `dnsNames` besides the
+ * local names. A root made by an earlier version that permits a single-label name (the bare host
+ * name, `lan`) is replaced: its certificate is kept as `root-retired.crt`, its key is overwritten,
+ * and clients must import the new root (the caller says so on the console and in the log).
+ */
+export async function loadOrCreateRoot(files: CaFiles, hostname: string, now: Date, dnsNames: readonly string[] = []): Promise<RootState> {
   await mkdir(files.dir, { recursive: true, mode: 0o700 });
   const existing = await readPair(files.rootCert, files.rootKey);
-  if (existing) return { root: existing, created: false };
+  const unsafe = existing ? unsafeSubtreesOf(existing.certPem) : [];
+  if (existing && unsafe.length === 0) return { root: existing, created: false, replaced: null };
+  if (existing) await writeFileAtomic(files.retiredRoot, existing.certPem);
   const bare = hostname.toLowerCase().replace(/\.local$/, '');
-  const extra = /^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$/.test(bare) && bare !== 'localhost' ? [bare] : [];
-  const root = await generateRoot(`LIA Local Root CA (${bare})`, now, extra);
+  const root = await generateRoot(`LIA Local Root CA (${bare})`, now, dnsNames);
   await writePair(files.rootCert, files.rootKey, root);
-  return { root, created: true };
+  return { root, created: true, replaced: existing ? { fingerprint: fingerprint(existing.certPem), names: unsafe } : null };
+}
+
+/** The fingerprint of the retired root, while its file is there; null otherwise. */
+export async function retiredRootFingerprint(files: CaFiles): Promise<string | null> {
+  try {
+    return fingerprint(await readFile(files.retiredRoot, 'utf8'));
+  } catch {
+    return null;
+  }
 }
 
 export interface RenewalPolicy {
@@ -82,8 +107,9 @@ export async function loadOrIssueLeaf(
   hostname: string,
   now: Date,
   policy: RenewalPolicy & { days: number },
+  dnsNames: readonly string[] = [],
 ): Promise<{ leaf: KeyPairPem; issued: string | null }> {
-  const names = subjectNames(hostname, permittedDnsOf(root.certPem));
+  const names = subjectNames(hostname, permittedDnsOf(root.certPem), undefined, dnsNames);
   const existing = await readPair(files.leafCert, files.leafKey);
   const reason = existing ? renewalReason(existing.certPem, root.certPem, names, now, policy) : 'no leaf yet';
   if (existing && reason === null) return { leaf: existing, issued: null };

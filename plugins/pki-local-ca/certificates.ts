@@ -13,8 +13,18 @@ import { AsnConvert } from '@peculiar/asn1-schema';
 
 const ALG = { name: 'ECDSA', namedCurve: 'P-256', hash: 'SHA-256' } as const;
 
-/** DNS names the root may vouch for. */
-export const PERMITTED_DNS = ['local', 'localhost', 'home.arpa', 'internal', 'lan'] as const;
+/**
+ * DNS names every root may vouch for: `local` (mDNS) and `localhost`, which can never be public
+ * names, and `home.arpa` (RFC 8375, reserved for home networks). Besides these a root permits only
+ * the names the operator configures, each with a dot: a bare single label (`dev`, `app`) may be
+ * a public top-level domain, and permitting it would let the root sign for every site under it.
+ */
+export const PERMITTED_DNS = ['local', 'localhost', 'home.arpa'] as const;
+
+/** True for a name a root may permit: one of {@link PERMITTED_DNS}, or any name with a dot. */
+export function isSafeSubtree(name: string): boolean {
+  return (PERMITTED_DNS as readonly string[]).includes(name) || (name.includes('.') && !name.startsWith('.') && !name.endsWith('.'));
+}
 /** Address ranges the root may vouch for: private, loopback, link-local, CGNAT, ULA. */
 export const PERMITTED_IP = [
   '10.0.0.0/8',
@@ -66,10 +76,11 @@ function nameConstraints(extraDns: readonly string[]): x509.Extension {
 
 /**
  * A self-signed root, valid `years` (10 by default), constrained to local names and private
- * ranges. `extraDns` adds permitted names (the bare host name at creation, which no public
- * certificate can carry since it has no dot).
+ * ranges. `extraDns` adds permitted names the operator configured; each must contain a dot.
  */
 export async function generateRoot(commonName: string, now: Date, extraDns: readonly string[] = [], years = 10): Promise<KeyPairPem> {
+  const unsafe = extraDns.filter((d) => !isSafeSubtree(d));
+  if (unsafe.length > 0) throw new Error(`a root cannot permit single-label names (${unsafe.join(', ')}): they may be public top-level domains`);
   const keys = (await webcrypto.subtle.generateKey(ALG, true, ['sign', 'verify'])) as webcrypto.CryptoKeyPair;
   const notBefore = new Date(now.getTime() - BACKDATE_MS);
   const notAfter = new Date(now.getTime());
@@ -132,6 +143,11 @@ export async function issueLeaf(root: KeyPairPem, request: LeafRequest, now: Dat
 /** `openssl x509 -noout -fingerprint -sha256` form: upper-case colon-separated hex. */
 export function fingerprint(certPem: string): string {
   return new X509Certificate(certPem).fingerprint256;
+}
+
+/** The permitted DNS names of a root that a root made today would refuse (single labels such as `dev`). */
+export function unsafeSubtreesOf(certPem: string): string[] {
+  return permittedDnsOf(certPem).filter((d) => !isSafeSubtree(d));
 }
 
 /** The DNS names a root's Name Constraints permit (empty when it has none). */

@@ -1,7 +1,7 @@
 /**
  * The `pki-local-ca` plugin (service `svc-certs`): the appliance's own certificate authority.
- * On first boot it creates an ECDSA P-256 root (10 years, Name Constraints limited to local names
- * and private ranges) and a TLS leaf (at most 397 days) for every name the appliance answers on;
+ * On first boot it creates an ECDSA P-256 root (10 years, Name Constraints limited to local names,
+ * the operator's `dnsNames` and private ranges; never a bare single label) and a TLS leaf (at most 397 days) for every name the appliance answers on;
  * afterwards it renews the leaf at 2/3 of its life or when the host name or an interface address
  * changes, and hands core the new credentials to swap in without a restart. It also serves the
  * public `GET /system/ca-cert`.
@@ -11,8 +11,9 @@
 import os from 'node:os';
 import { Type } from '@sinclair/typebox';
 import { definePlugin, type TlsCredentials, type TlsProvider } from 'lia/plugin';
-import { fingerprint } from './certificates.js';
-import { caFiles, loadOrCreateRoot, loadOrIssueLeaf } from './ca.js';
+import { fingerprint, permittedDnsOf } from './certificates.js';
+import { caFiles, loadOrCreateRoot, loadOrIssueLeaf, retiredRootFingerprint } from './ca.js';
+import { isPermittedDns } from './names.js';
 
 const Options = Type.Object(
   {
@@ -22,6 +23,17 @@ const Options = Type.Object(
     renewAfterRatio: Type.Number({ exclusiveMinimum: 0, maximum: 1, default: 2 / 3 }),
     /** How often the leaf is re-checked, in seconds. Defaults to 3600. */
     checkIntervalSeconds: Type.Integer({ minimum: 1, default: 3600 }),
+    /**
+     * More DNS names the appliance answers on (`lia.example.internal`), each with a dot: the root
+     * permits them and the leaf carries them. Read when the root is created. Defaults to none.
+     */
+    dnsNames: Type.Array(
+      Type.String({
+        pattern: '^(?=.{1,253}$)([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?\\.)+[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$',
+        errorMessage: 'a lower-case DNS name with at least one dot, e.g. lia.example.internal',
+      }),
+      { default: [] },
+    ),
   },
   { additionalProperties: false },
 );
@@ -32,12 +44,14 @@ export default definePlugin({
   description: 'Local CA: root with Name Constraints, TLS leaf renewal, hot swap, /system/ca-cert',
   service: 'svc-certs',
   options: Options,
+  env: { LIA_CA_DNS_NAMES: 'dnsNames' },
   commands: async () => (await import('./cli/commands.js')).commands,
   async setup(app, ctx) {
     const files = caFiles(ctx.config.dataDir);
     const hostname = (): string => ctx.hooks.network.maybe()?.hostname() ?? os.hostname();
     let rootPem: string | null = null;
     let rootFp = '';
+    let retiredFp: string | null = null;
     let credentials: TlsCredentials | null = null;
     let timer: NodeJS.Timeout | null = null;
     const listeners: ((c: TlsCredentials) => void)[] = [];
@@ -47,14 +61,29 @@ export default definePlugin({
     const check = (reason: string): Promise<boolean> => {
       running = running.catch(() => false).then(async () => {
         const now = new Date();
-        const { root, created } = await loadOrCreateRoot(files, hostname(), now);
+        const { root, created, replaced } = await loadOrCreateRoot(files, hostname(), now, ctx.options.dnsNames);
         if (created) ctx.log.info({ fingerprint: fingerprint(root.certPem) }, 'created the local root CA');
+        if (replaced) {
+          ctx.log.warn(
+            { previous: replaced.fingerprint, names: replaced.names, fingerprint: fingerprint(root.certPem) },
+            'replaced the local root CA: the previous one permitted single-label names that may be public domains; clients must import the new root from /system/ca-cert',
+          );
+        }
         rootPem = root.certPem;
         rootFp = fingerprint(root.certPem);
-        const { leaf, issued } = await loadOrIssueLeaf(files, root, hostname(), now, {
-          days: ctx.options.leafDays,
-          renewAfterRatio: ctx.options.renewAfterRatio,
-        });
+        retiredFp = await retiredRootFingerprint(files);
+        const unpermitted = ctx.options.dnsNames.filter((n) => !isPermittedDns(n, permittedDnsOf(root.certPem)));
+        if (unpermitted.length > 0) {
+          ctx.log.warn({ names: unpermitted }, 'these dnsNames were added after the root was made, which does not permit them; they are left out of the certificate');
+        }
+        const { leaf, issued } = await loadOrIssueLeaf(
+          files,
+          root,
+          hostname(),
+          now,
+          { days: ctx.options.leafDays, renewAfterRatio: ctx.options.renewAfterRatio },
+          ctx.options.dnsNames,
+        );
         const first = credentials === null;
         credentials = { key: leaf.keyPem, cert: leaf.certPem };
         if (issued) ctx.log.info({ reason: issued, trigger: reason }, 'issued a new TLS certificate');
@@ -88,6 +117,13 @@ export default definePlugin({
       lines: ({ port }) => [
         ['CA SHA-256', rootFp],
         ['CA download', `https://localhost:${port}/system/ca-cert (compare the fingerprint above)`],
+        ...(retiredFp
+          ? ([
+              ['CA replaced', `the previous root (SHA-256 ${retiredFp.slice(0, 23)}…) could sign for public names and is retired;`],
+              ['', 'import the new root on every client and remove "LIA Local Root CA" entries with the old fingerprint;'],
+              ['', `then delete ${files.retiredRoot} to hide this notice`],
+            ] as const)
+          : []),
       ],
     });
 

@@ -1,8 +1,10 @@
 /**
- * Which names a leaf certificate carries: `localhost`, `<host>.local`, the host name when it is
- * a permitted DNS name, loopback, and every interface address the root's Name Constraints permit.
- * One SAN outside the constraints would invalidate the whole certificate, so public, Docker-bridge
- * and IPv6 link-local addresses are left out.
+ * Which names a leaf certificate carries: `localhost`, `<host>.local`, the DNS names the operator
+ * configured (those the root permits), loopback, and every interface address the root's Name
+ * Constraints permit. The bare host name is never one of them: the root cannot safely permit a
+ * single label (see certificates.ts), so clients use `<host>.local` or an address. One SAN outside
+ * the constraints would invalidate the whole certificate, so public, Docker-bridge and IPv6
+ * link-local addresses are left out.
  *
  * @module
  */
@@ -38,12 +40,17 @@ const SKIPPED_INTERFACE = /^(docker|br-|veth|virbr|cni|flannel)/;
 
 /**
  * The names for a leaf: `permitted` is the list of DNS names the root allows (see
- * `permittedDnsOf`), so the bare host name is included only when the root was made for it.
+ * `permittedDnsOf`); of the operator's `extraNames`, those it allows are included.
  */
-export function subjectNames(hostname: string, permitted: readonly string[] = PERMITTED_DNS, interfaces = os.networkInterfaces()): SubjectNames {
+export function subjectNames(
+  hostname: string,
+  permitted: readonly string[] = PERMITTED_DNS,
+  interfaces = os.networkInterfaces(),
+  extraNames: readonly string[] = [],
+): SubjectNames {
   const host = hostname.toLowerCase().replace(/\.local$/, '');
   const dns = new Set<string>(['localhost', `${host}.local`]);
-  if (isPermittedDns(host, permitted)) dns.add(host);
+  for (const name of extraNames) if (isPermittedDns(name, permitted)) dns.add(name.toLowerCase());
   const ips = new Set<string>(['127.0.0.1', '::1']);
   for (const [name, addrs] of Object.entries(interfaces)) {
     if (SKIPPED_INTERFACE.test(name)) continue;

@@ -31,7 +31,7 @@ export default definePlugin({
       if (!serving) throw Errors.unavailable('svc-webui is stopped');
       return reply
         .type('text/html; charset=utf-8')
-        .header('Content-Security-Policy', "default-src 'self'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; connect-src 'self'")
+        .header('Content-Security-Policy', "default-src 'self'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; connect-src 'self'; frame-ancestors 'none'")
         .header('X-Frame-Options', 'DENY')
         .header('Cache-Control', 'no-cache')
         .send(page);

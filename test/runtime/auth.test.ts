@@ -107,6 +107,31 @@ t.test('wrong keys, typos and malformed headers are told apart; failures are rat
   t.ok(Number(limited.headers.get('retry-after')) > 0, 'with Retry-After');
   t.match(await limited.json(), { error: /too many failed API keys/ });
   t.equal((await app.fetch('/api/tags', { auth: false })).status, 401, 'a request without a key is not counted, just refused');
+  // A client sharing the address (a NAT, a proxy) still gets in with the right key.
+  t.equal((await app.fetch('/api/tags')).status, 404, 'the right key passes the gate while the address is limited (404: the route is not enabled here)');
+  t.equal((await app.fetch('/api/tags', { headers: { authorization: `Bearer ${typo}` } })).status, 429, 'wrong keys from the address are still limited');
+});
+
+t.test('concurrent rotations: the key file always holds the one key that works', async (t) => {
+  const app = await startTestAppliance({ plugins: { ...RUNTIME_ONLY, 'auth-api-key': { options: { failureBurst: 1000 } } } });
+  t.teardown(app.close);
+  const file = path.join(app.dataDir, 'keys', 'master.key');
+  let key = app.key;
+  const status = async (k: string): Promise<number> => (await app.fetch('/system/ca-cert/../status', { headers: { authorization: `Bearer ${k}` } })).status;
+  for (let round = 0; round < 4; round++) {
+    const replies = await Promise.all(
+      Array.from({ length: 8 }, () => app.fetch('/system/api-keys/rotate', { method: 'POST', headers: { authorization: `Bearer ${key}` } })),
+    );
+    const statuses = replies.map((r) => r.status);
+    // A rotation that started after an earlier one finished may already be refused: the key it sent is dead.
+    const keys = (await Promise.all(replies.filter((r) => r.status === 200).map((r) => r.json() as Promise<{ key: string }>))).map((b) => b.key);
+    t.ok(keys.length >= 1 && statuses.every((s) => s === 200 || s === 401), `round ${round}: ${keys.length} rotations went through (${statuses.join(' ')})`);
+    const inFile = (await readFile(file, 'utf8')).trim();
+    t.ok(keys.includes(inFile), `round ${round}: the file holds a key that a rotation returned`);
+    t.not(await status(inFile), 401, `round ${round}: the key in the file works`);
+    for (const other of keys.filter((k) => k !== inFile)) t.equal(await status(other), 401, `round ${round}: an earlier rotated key is dead`);
+    key = inFile;
+  }
 });
 
 t.test('rotation: new key once, old key dead at once, file atomic and 0600, CLI agrees', async (t) => {

@@ -56,6 +56,9 @@ t.test('defaults, then file, then LIA_* env, then flags', async (t) => {
   t.equal(flags.port, 9003);
   t.equal(flags.host, '::1');
   t.ok(Object.isFrozen(flags) && Object.isFrozen(flags.plugins), 'the config is frozen');
+  t.equal((await loadConfig({ cwd: await dir({}), env: {} })).host, '::', 'the default bind is dual stack');
+  t.same(fileOnly.corsOrigins, [], 'no CORS origins by default');
+  t.same((await loadConfig({ cwd, env: { LIA_ORIGINS: 'https://a.example, https://b.example:8443' } })).corsOrigins, ['https://a.example', 'https://b.example:8443']);
 });
 
 t.test('a user file switches one plugin off without repeating the list', async (t) => {
@@ -82,6 +85,10 @@ t.test('bad configuration is an exit-code-2 error naming the key and the file', 
 
   const badEnv = await loadConfig({ cwd: await dir({}), env: { LIA_PORT: 'x' } }).catch((e: unknown) => e);
   t.match((badEnv as Error).message, /LIA_PORT.*"port" must be an integer/);
+
+  const badOrigin = await loadConfig({ cwd: await dir({}), env: { LIA_ORIGINS: 'https://ok.example,https://x.example/path' } }).catch((e: unknown) => e);
+  t.type(badOrigin, ConfigError, 'an origin with a path is refused');
+  t.match((badOrigin as Error).message, /corsOrigins/);
 
   const explicit = await loadConfig({ configFile: '/nonexistent/lia.yaml', env: {} }).catch((e: unknown) => e);
   t.match((explicit as Error).message, /nonexistent\/lia\.yaml: cannot read it/);

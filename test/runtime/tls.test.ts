@@ -52,7 +52,7 @@ t.test('the curl walk-through: CA download, fingerprint, --cacert', async (t) =>
   t.match(r.stdout, /"status":"ok"/, 'verifies for 127.0.0.1');
 });
 
-t.test('the leaf covers the host name and every permitted interface address', async (t) => {
+t.test('the leaf covers <host>.local and every permitted interface address', async (t) => {
   const app = await startTestAppliance({ plugins: RUNTIME_ONLY });
   t.teardown(app.close);
   const socket = await connect(app.port, { ca: app.ca, servername: 'localhost' });
@@ -62,7 +62,7 @@ t.test('the leaf covers the host name and every permitted interface address', as
   if (!leaf) return;
   t.ok(leaf.checkIssued(new X509Certificate(app.ca)), 'issued by the downloadable root');
   const host = os.hostname().toLowerCase();
-  t.equal(tls.checkServerIdentity(host, { subject: {}, subjectaltname: leaf.subjectAltName } as never), undefined, `covers the bare host name ${host}`);
+  t.not(tls.checkServerIdentity(host, { subject: {}, subjectaltname: leaf.subjectAltName } as never), undefined, `does not cover the bare host name ${host} (a single label cannot be constrained safely)`);
   t.equal(tls.checkServerIdentity(`${host}.local`, { subject: {}, subjectaltname: leaf.subjectAltName } as never), undefined);
   const addresses = Object.values(os.networkInterfaces())
     .flat()

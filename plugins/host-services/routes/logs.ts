@@ -5,6 +5,7 @@
  *
  * @module
  */
+import { Type } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
 import { Errors, isServiceName, SERVICE_NAMES, type ServiceManager } from 'lia/plugin';
 
@@ -22,9 +23,12 @@ export function parseLines(raw: string | undefined): number {
   return Math.min(LINES_MAX, Math.max(1, n));
 }
 
+/** The query: each parameter at most once (`lines=1&lines=2` is a 400, not two values). */
+const LogsQuery = Type.Object({ service: Type.Optional(Type.String()), lines: Type.Optional(Type.String()) });
+
 /** Registers `GET /system/logs`. */
 export function logsRoutes(app: FastifyInstance, manager: () => ServiceManager): void {
-  app.get<{ Querystring: { service?: string; lines?: string } }>('/system/logs', { config: { scope: 'system:read' } }, async (request, reply) => {
+  app.get<{ Querystring: { service?: string; lines?: string } }>('/system/logs', { config: { scope: 'system:read' }, schema: { querystring: LogsQuery } }, async (request, reply) => {
     const { service } = request.query;
     if (!service) throw Errors.badRequest(`missing "service"; one of: ${SERVICE_NAMES.join(', ')}`, { param: 'service' });
     if (!isServiceName(service)) throw Errors.badRequest(`unknown service "${service}"; one of: ${SERVICE_NAMES.join(', ')}`, { param: 'service' });

@@ -8,6 +8,7 @@
  * @module
  */
 import { X509Certificate } from 'node:crypto';
+import { Type } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
 import { Errors, type Hooks } from 'lia/plugin';
 
@@ -42,7 +43,7 @@ export function networkRoutes(app: FastifyInstance, hooks: Hooks): void {
     return reply.header('Cache-Control', 'no-store').send({ hostname: net.hostname(), interfaces: net.interfaces(), mdns: net.mdns() });
   });
 
-  app.post<{ Querystring: { hostname?: string }; Body: unknown }>('/system/network/hostname', { config: { scope: 'system:admin' } }, async (request, reply) => {
+  app.post<{ Querystring: { hostname?: string }; Body: unknown }>('/system/network/hostname', { config: { scope: 'system:admin' }, schema: { querystring: Type.Object({ hostname: Type.Optional(Type.String()) }) } }, async (request, reply) => {
     const body = request.body as { hostname?: unknown } | undefined;
     const fromBody = body && typeof body === 'object' && !Array.isArray(body) ? body.hostname : undefined;
     if (request.query.hostname !== undefined && fromBody !== undefined && request.query.hostname !== fromBody) {

@@ -9,6 +9,7 @@
  *
  * @module
  */
+import { Type } from '@sinclair/typebox';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { Errors, isServiceName, SERVICE_NAMES, type ServiceAction, type ServiceManager, type ServiceName } from 'lia/plugin';
 
@@ -22,6 +23,9 @@ interface ActionRequest {
   Querystring: { action?: string; force?: string };
   Body: unknown;
 }
+
+/** The query of an action: each parameter at most once. */
+const ActionQuery = Type.Object({ action: Type.Optional(Type.String()), force: Type.Optional(Type.String()) });
 
 function truthy(value: unknown): boolean {
   return value === true || value === 'true' || value === '1';
@@ -80,6 +84,6 @@ export function servicesRoutes(app: FastifyInstance, manager: () => ServiceManag
     const state = (await m.list()).find((s) => s.name === name);
     return reply.code(200).send({ ...body, status: 'done', state });
   };
-  app.post('/system/services/:name', { config: { scope: 'system:admin' } }, handler);
-  app.post('/system/services/:name/:action', { config: { scope: 'system:admin' } }, handler);
+  app.post('/system/services/:name', { config: { scope: 'system:admin' }, schema: { querystring: ActionQuery } }, handler);
+  app.post('/system/services/:name/:action', { config: { scope: 'system:admin' }, schema: { querystring: ActionQuery } }, handler);
 }
