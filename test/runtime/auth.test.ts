@@ -65,7 +65,10 @@ t.test('every protected route refuses every spelling without a key', async (t) =
       checked++;
       t.equal(res.headers.get('www-authenticate'), 'Bearer', `${where}: WWW-Authenticate`);
       const body = JSON.parse(text) as { error: unknown };
-      if (/^\/v1(\/|$)/.test(normalizePath(spelling))) {
+      const normal = normalizePath(spelling);
+      if (/^\/v1\/messages(\/|$)/.test(normal)) {
+        t.match(body, { type: 'error', error: { message: String, type: 'authentication_error' } }, `${where}: Anthropic error shape`);
+      } else if (/^\/v1(\/|$)/.test(normal)) {
         t.match(body, { error: { message: String, type: 'invalid_request_error', code: 'invalid_api_key' } }, `${where}: OpenAI error shape`);
         t.ok('param' in (body.error as object), `${where}: has param`);
       } else {
