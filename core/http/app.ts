@@ -113,6 +113,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   app.addHook('onReady', async () => hooks.backends.configure(config.backends ?? {}, config.source ?? 'the configuration'));
 
   installProxyRole(app, hooks);
+  installRequestObservers(app, hooks);
 
   app.get('/health', { config: { public: true } }, async (_request, reply) => {
     const services = hooks.services.list();
@@ -148,6 +149,32 @@ function installProxyRole(app: FastifyInstance, hooks: Hooks): void {
   });
   app.addHook('onRequest', async (request) => {
     if (!open && request.routeOptions.url !== '/health') throw Errors.unavailable('svc-proxy is stopped: the appliance is not accepting requests');
+  });
+}
+
+/**
+ * Tells `hooks.requestObservers` of every answered request. Added on the root context, so it runs
+ * for every plugin's routes and for 404s; an observer that throws is ignored (it only counts).
+ */
+function installRequestObservers(app: FastifyInstance, hooks: Hooks): void {
+  app.addHook('onResponse', (request, reply, done) => {
+    const observers = hooks.requestObservers.list();
+    if (observers.length > 0) {
+      const record = {
+        method: request.method,
+        route: request.routeOptions.url ?? '(unmatched)',
+        statusCode: reply.statusCode,
+        seconds: reply.elapsedTime / 1000,
+      };
+      for (const o of observers) {
+        try {
+          o.onResponse(record);
+        } catch {
+          // An observer's failure must not touch the request.
+        }
+      }
+    }
+    done();
   });
 }
 
