@@ -1,7 +1,8 @@
 /**
  * `GET /metrics` as a user meets it: the series in Prometheus's text format with bounded labels,
  * and a real Prometheus server (Debian's `prometheus`) scraping the appliance over HTTPS with the
- * CA and the key, then answering a query for the model's series after a few generations.
+ * CA and the key, then answering a query for the model's series after a few generations. The GPU
+ * monitor reads a recorded nvidia-smi output (no GPU here), so the GPU series are checked too.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { access, mkdtemp, rm, writeFile } from 'node:fs/promises';
@@ -9,6 +10,7 @@ import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import t from 'tap';
+import { fakeTool } from '../host/fake-tool.js';
 import { ENGINE_ONLY } from '../helpers/plugin-sets.js';
 import { startTestAppliance } from '../helpers/appliance.js';
 import { createModel } from '../helpers/models.js';
@@ -16,7 +18,10 @@ import { createModel } from '../helpers/models.js';
 const PROMETHEUS = process.env['LIA_TEST_PROMETHEUS'] ?? '/usr/bin/prometheus';
 const MODEL = 'tiny:latest';
 
-const app = await startTestAppliance({ plugins: ENGINE_ONLY });
+const nvidiaSmi = await fakeTool('nvidia-smi', { stdout: 'nvidia/8x-titan-x.csv' });
+const app = await startTestAppliance({
+  plugins: { ...ENGINE_ONLY, 'host-gpu': { options: { nvidiaSmi: nvidiaSmi.path, sysfsRoot: '/nonexistent', intervalMs: 250 } } },
+});
 t.teardown(() => app.close());
 await createModel(app, 'tiny', 'gguf/stories260K-chatml.gguf');
 
@@ -49,6 +54,20 @@ t.test('/metrics needs a key and labels requests by route pattern, never by raw 
   t.match(text, new RegExp(`lia_model_time_to_first_token_seconds_count\\{model="${MODEL}"\\} 1`));
   t.match(text, new RegExp(`lia_model_generated_tokens_total\\{model="${MODEL}"\\} [1-9]`));
   t.match(text, /process_resident_memory_bytes \d/);
+});
+
+t.test('/metrics carries the GPU monitor\'s last reading', async (t) => {
+  // The monitor samples in the background; its first reading is normally in before the boot ends.
+  let text = '';
+  for (let i = 0; i < 40 && !text.includes('lia_gpu_memory_used_bytes{'); i++) {
+    if (i > 0) await new Promise((r) => setTimeout(r, 250));
+    text = await (await app.fetch('/metrics')).text();
+  }
+  const MB = 1024 * 1024;
+  t.match(text, `lia_gpu_memory_used_bytes{gpu="1",name="GeForce GTX TITAN X"} ${10032 * MB}`);
+  t.match(text, `lia_gpu_memory_total_bytes{gpu="1",name="GeForce GTX TITAN X"} ${12206 * MB}`);
+  t.match(text, 'lia_gpu_temperature_celsius{gpu="1",name="GeForce GTX TITAN X"} 54');
+  t.match(text, 'lia_gpu_utilization_ratio{gpu="1",name="GeForce GTX TITAN X"} 0.86');
 });
 
 t.test('a real Prometheus scrapes the appliance over HTTPS and answers a query for the model', async (t) => {
@@ -97,7 +116,8 @@ t.test('a real Prometheus scrapes the appliance over HTTPS and answers a query f
     result = await promQuery(port, query).catch(() => []);
     if (result.length === 0) lastUp = JSON.stringify(await promTargets(port).catch((e: Error) => e.message));
   }
-  t.equal(result.length, 1, `Prometheus has the model's series (targets: ${lastUp}; log: ${log.slice(-1500)})`);
+  if (result.length === 0) t.fail(`Prometheus never had the model's series (targets: ${lastUp}; its log: ${log.slice(-1500)})`);
+  t.equal(result.length, 1, "Prometheus has the model's series");
   t.ok(Number(result[0]?.value[1]) > 0, 'with the tokens generated');
   const ttft = await promQuery(port, `lia_model_time_to_first_token_seconds_count{model="${MODEL}"}`);
   t.ok(Number(ttft[0]?.value[1]) >= 3, 'time to first token was observed for every generation');
