@@ -36,6 +36,7 @@ export type * from './contracts/host.js';
 export type * from './contracts/inference.js';
 export type * from './contracts/model-store.js';
 export type * from './contracts/network.js';
+export type * from './contracts/observe.js';
 export type * from './contracts/tls.js';
 export { CliError, isCliError, type CliCommand, type CliIO, type CliArgs } from './cli/types.js';
 export { responseError, type ApiClient } from './cli/client.js';

@@ -65,13 +65,21 @@ export async function startAppliance(config: Config, options: BuildOptions = {})
  */
 async function listen(app: BuiltApp['app'], config: Config): Promise<void> {
   try {
-    await app.listen({ host: config.host, port: config.port, ipv6Only: false });
+    await app.listen({ host: config.host, port: config.port, ipv6Only: false, listenTextResolver });
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code;
     if (config.host !== '::' || (code !== 'EAFNOSUPPORT' && code !== 'EADDRNOTAVAIL')) throw err;
     app.log.warn({ code }, 'IPv6 is not available: listening on 0.0.0.0 (IPv4 only)');
-    await app.listen({ host: '0.0.0.0', port: config.port });
+    await app.listen({ host: '0.0.0.0', port: config.port, listenTextResolver });
   }
+}
+
+/**
+ * The start line. Fastify builds the address from its own `https` option, which is unset because
+ * core creates the HTTPS server itself, so it would say `http://`; every LIA server is HTTPS.
+ */
+function listenTextResolver(address: string): string {
+  return `listening at ${address.replace(/^http:/, 'https:')}`;
 }
 
 /** Runs every plugin's setup; a configuration that leaves the appliance without TLS is a ConfigError. */

@@ -37,6 +37,8 @@ export const ConfigSchema = Type.Object(
     logLevel: Type.Union(
       ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].map((l) => Type.Literal(l)),
     ),
+    /** How log lines are written: `auto` (readable on a terminal, JSON otherwise), `json` or `pretty`. Defaults to `auto`. */
+    logFormat: Type.Union([Type.Literal('auto'), Type.Literal('json'), Type.Literal('pretty')]),
     bodyLimit: Type.Integer({ minimum: 1024 }),
     plugins: Type.Record(Type.String({ pattern: '^[a-z0-9@][a-z0-9._/@-]*$' }), PluginEntrySchema),
     /**
@@ -104,6 +106,13 @@ export const SETTINGS: readonly SettingDoc[] = [
     env: 'LIA_LOG_LEVEL',
     default: 'info',
     description: 'fatal, error, warn, info, debug, trace or silent.',
+  },
+  {
+    key: 'logFormat',
+    env: 'LIA_LOG_FORMAT',
+    default: 'auto',
+    description:
+      'How log lines look: `auto` prints readable lines (time, level, message) when stdout is a terminal and one JSON object per line otherwise (journald, files, log shippers); `json` or `pretty` force one. `/system/logs` is the same either way.',
   },
   {
     key: 'bodyLimit',

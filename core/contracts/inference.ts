@@ -14,6 +14,7 @@ import type {
   ToolChoice,
   ToolDefinition,
 } from './backend.js';
+import type { ModelActivity } from './observe.js';
 
 /** `keep_alive` as clients send it: seconds, a Go duration string (`5m`, `1h30m`) or negative. */
 export type KeepAlive = number | string;
@@ -99,4 +100,6 @@ export interface InferenceService {
   /** Unloads everything (svc-inference stop, shutdown). */
   unloadAll(): Promise<void>;
   ps(): LoadedModelInfo[];
+  /** Every model the engine holds or is loading, with its queue and slots (for metrics). Optional. */
+  activity?(): ModelActivity[];
 }

@@ -39,6 +39,19 @@ export interface BuildOptions {
   console?: (text: string) => void;
 }
 
+/**
+ * Where pino's JSON lines go: straight to `destination`, or through pino-pretty (one readable line
+ * each: time, level, message, fields) when `logFormat` is `pretty`, or `auto` and the destination
+ * is a terminal. The service buffers (`/system/logs`) read the JSON before it is prettified.
+ */
+async function logOutput(config: Config, destination: NodeJS.WritableStream | null): Promise<NodeJS.WritableStream | null> {
+  const tty = destination === process.stdout && process.stdout.isTTY === true;
+  const format = config.logFormat ?? 'auto';
+  if (!destination || format === 'json' || (format === 'auto' && !tty)) return destination;
+  const { default: pretty } = await import('pino-pretty');
+  return pretty({ destination, colorize: tty, singleLine: true, translateTime: 'SYS:HH:MM:ss.l', ignore: 'pid,hostname', sync: true });
+}
+
 /** Parses any body as JSON, as Ollama does (curl's `-d` sends form encoding by default). */
 function parseJsonBody(_req: unknown, body: string, done: (err: Error | null, value?: unknown) => void): void {
   if (body.length === 0) return done(null, undefined);
@@ -76,7 +89,7 @@ export const AJV_OPTIONS = {
 
 export async function buildApp(config: Config, options: BuildOptions = {}): Promise<BuiltApp> {
   const logs = new LogHub();
-  const destination = options.logDestination === undefined ? process.stdout : options.logDestination;
+  const destination = await logOutput(config, options.logDestination === undefined ? process.stdout : options.logDestination);
   const hooks = createHooks(logs, options.console ?? ((text) => process.stdout.write(text)));
   const app = Fastify({
     // Fastify applies its server timeouts only to servers it creates itself, so the factory sets them.
@@ -113,6 +126,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   app.addHook('onReady', async () => hooks.backends.configure(config.backends ?? {}, config.source ?? 'the configuration'));
 
   installProxyRole(app, hooks);
+  installRequestObservers(app, hooks);
 
   app.get('/health', { config: { public: true } }, async (_request, reply) => {
     const services = hooks.services.list();
@@ -148,6 +162,32 @@ function installProxyRole(app: FastifyInstance, hooks: Hooks): void {
   });
   app.addHook('onRequest', async (request) => {
     if (!open && request.routeOptions.url !== '/health') throw Errors.unavailable('svc-proxy is stopped: the appliance is not accepting requests');
+  });
+}
+
+/**
+ * Tells `hooks.requestObservers` of every answered request. Added on the root context, so it runs
+ * for every plugin's routes and for 404s; an observer that throws is ignored (it only counts).
+ */
+function installRequestObservers(app: FastifyInstance, hooks: Hooks): void {
+  app.addHook('onResponse', (request, reply, done) => {
+    const observers = hooks.requestObservers.list();
+    if (observers.length > 0) {
+      const record = {
+        method: request.method,
+        route: request.routeOptions.url ?? '(unmatched)',
+        statusCode: reply.statusCode,
+        seconds: reply.elapsedTime / 1000,
+      };
+      for (const o of observers) {
+        try {
+          o.onResponse(record);
+        } catch {
+          // An observer's failure must not touch the request.
+        }
+      }
+    }
+    done();
   });
 }
 

@@ -14,6 +14,7 @@ import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import { AppError, Errors, isAppError } from '../errors.js';
 import type { ErrorFormat } from '../plugin/hooks.js';
 import type { Registry } from '../plugin/hooks.js';
+import { clientLeft } from './client-left.js';
 import { EARLY_SECURITY_HEADERS } from './security-headers.js';
 import { normalizePath } from './surface.js';
 import { validationError, type SchemaError } from './validation-error.js';
@@ -83,8 +84,9 @@ export function errorBodyFor(formats: Registry<ErrorFormat>, url: string, error:
 export function createErrorHandler(formats: Registry<ErrorFormat>) {
   return function errorHandler(err: unknown, request: FastifyRequest, reply: FastifyReply): FastifyReply {
     const error = toAppError(err);
-    if (error.statusCode >= 500) request.log.error({ err }, 'request failed');
-    else request.log.info({ code: error.code, msg: error.message }, 'request rejected');
+    if (clientLeft(reply.raw)) request.log.info({ reason: error.message }, 'client went away before the answer');
+    else if (error.statusCode >= 500) request.log.error({ err }, 'request failed');
+    else request.log.info({ code: error.code, reason: error.message }, 'request rejected');
     for (const [k, v] of Object.entries(error.headers)) reply.header(k, v);
     if (error.statusCode === 401) reply.header('WWW-Authenticate', 'Bearer');
     if (!request.raw.complete) reply.header('Connection', 'close');

@@ -2,8 +2,9 @@
  * The typed hook interfaces through which plugins contribute to the appliance and reach each
  * other. Core creates one {@link Hooks} object per app; every plugin's `setup` receives it.
  *
- * - registries (`auth`, `backends`, `gpu`): many plugins may add to them;
- * - slots (`tls`, `models`, `inference`, `keys`, `serviceManager`, `network`): exactly one plugin
+ * - registries (`auth`, `backends`, `gpu`, `requestObservers`, `inferenceObservers`): many plugins
+ *   may add to them;
+ * - slots (`tls`, `models`, `inference`, `keys`, `serviceManager`, `network`, `gpuMonitor`): exactly one plugin
  *   provides each; reading an empty slot throws an error that names the plugin to enable;
  * - `extensions`: hooks that plugins define for each other (see {@link Extensions}).
  *
@@ -14,6 +15,7 @@ import type { GpuProvider, ServiceManager } from '../contracts/host.js';
 import type { InferenceService } from '../contracts/inference.js';
 import type { ModelStore } from '../contracts/model-store.js';
 import type { NetworkProvider } from '../contracts/network.js';
+import type { GpuMonitor, InferenceObserver, RequestObserver } from '../contracts/observe.js';
 import type { TlsProvider } from '../contracts/tls.js';
 import { Errors, type AppError } from '../errors.js';
 import type { LogHub } from '../logging.js';
@@ -167,6 +169,16 @@ export interface Hooks {
   readonly errorFormats: Registry<ErrorFormat>;
   /** Hooks plugins define for each other. */
   readonly extensions: Extensions;
+  /**
+   * Told of every answered request (method, route pattern, status, duration). Core calls them from
+   * its own `onResponse` hook, which covers every plugin's routes, where a plugin's own hooks see
+   * only the routes of its context.
+   */
+  readonly requestObservers: Registry<RequestObserver>;
+  /** Told of the inference engine's events (requests, tokens, loads, crashes); the engine calls them. */
+  readonly inferenceObservers: Registry<InferenceObserver>;
+  /** The GPU monitor's last reading (host-gpu). */
+  readonly gpuMonitor: Slot<GpuMonitor>;
   readonly tls: Slot<TlsProvider>;
   readonly keys: Slot<KeyStore>;
   readonly models: Slot<ModelStore>;
@@ -181,6 +193,9 @@ export function createHooks(logs: LogHub, console: (text: string) => void): Hook
     banner: new Registry<BannerSection>('banner section'),
     errorFormats: new Registry<ErrorFormat>('error format'),
     extensions: new Extensions(),
+    requestObservers: new Registry<RequestObserver>('request observer'),
+    inferenceObservers: new Registry<InferenceObserver>('inference observer'),
+    gpuMonitor: new Slot<GpuMonitor>('the GPU monitor', 'enable the "host-gpu" plugin'),
     auth: new Registry<AuthStrategy>('auth strategy'),
     backends: new BackendRegistry(),
     gpu: new Registry<GpuProvider & { name: string }>('GPU provider'),

@@ -6,6 +6,7 @@
  * @module
  */
 import type { FastifyReply } from 'fastify';
+import { clientLeft } from '../http/client-left.js';
 import { toAppError } from '../http/error-handler.js';
 import { holdFirstTurn } from './first-turn.js';
 
@@ -38,6 +39,10 @@ export function startNdjson<T>(reply: FastifyReply, contentType = 'application/x
     },
     fail(err) {
       const e = toAppError(err);
+      if (clientLeft(res)) {
+        reply.log.info({ reason: e.message }, 'client went away mid-stream');
+        return;
+      }
       if (e.statusCode >= 500) reply.log.error({ err }, 'stream failed');
       if (!res.writableEnded && !closed) res.end(JSON.stringify({ error: e.message }) + '\n');
     },

@@ -9,6 +9,7 @@
  */
 import type { FastifyReply } from 'fastify';
 import type { AppError } from '../errors.js';
+import { clientLeft } from '../http/client-left.js';
 import { defaultErrorBody, toAppError } from '../http/error-handler.js';
 import { holdFirstTurn } from './first-turn.js';
 import type { StreamWriter } from './ndjson.js';
@@ -53,6 +54,10 @@ export function startSse<T>(reply: FastifyReply, options: SseOptions = {}): Stre
     },
     fail(err) {
       const e = toAppError(err);
+      if (clientLeft(res)) {
+        reply.log.info({ reason: e.message }, 'client went away mid-stream');
+        return;
+      }
       if (e.statusCode >= 500) reply.log.error({ err }, 'stream failed');
       frame(errorFrame(e));
       if (!res.writableEnded) res.end();

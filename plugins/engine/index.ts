@@ -8,7 +8,7 @@
  * @module
  */
 import { Type } from '@sinclair/typebox';
-import { definePlugin } from 'lia/plugin';
+import { definePlugin, type InferenceEvent } from 'lia/plugin';
 import { parseKeepAlive } from './keep-alive.js';
 import { memoryBudget } from './memory.js';
 import { chatRoute } from './routes/chat.js';
@@ -81,6 +81,16 @@ export default definePlugin({
     const o = ctx.options;
     const threads = inferenceThreads(o.threads);
     const batchThreads = inferenceBatchThreads(o.batchThreads, threads);
+    // Observers are read at each event, so a plugin set up after the engine is told too.
+    const observe = (event: InferenceEvent): void => {
+      for (const o of ctx.hooks.inferenceObservers.list()) {
+        try {
+          o.onEvent(event);
+        } catch {
+          // An observer only counts; its failure must not touch inference.
+        }
+      }
+    };
     const scheduler = new Scheduler({
       backends: ctx.hooks.backends,
       log: ctx.log,
@@ -92,8 +102,9 @@ export default definePlugin({
       contextLength: o.contextLength,
       threads,
       batchThreads,
+      observe,
     });
-    const service = new EngineService(() => ctx.hooks.models.get(), scheduler);
+    const service = new EngineService(() => ctx.hooks.models.get(), scheduler, observe);
     ctx.hooks.inference.provide(service, 'engine');
     ctx.hooks.services.implement('svc-inference', {
       description: 'LIA inference engine (model scheduler and runners)',

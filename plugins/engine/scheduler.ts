@@ -14,6 +14,7 @@ import { Errors, type BackendRegistry } from 'lia/plugin';
 import type { InferenceBackend, LoadedModel } from 'lia/plugin';
 import type { LoadedModelInfo } from 'lia/plugin';
 import type { ResolvedModel } from 'lia/plugin';
+import type { InferenceEvent, ModelActivity } from 'lia/plugin';
 
 export interface SchedulerOptions {
   backends: BackendRegistry;
@@ -35,6 +36,8 @@ export interface SchedulerOptions {
   /** CPU threads per model for large batches (the backend may use fewer while others are loaded). Defaults to `threads`. */
   batchThreads?: number;
   batchSize?: number;
+  /** Told of loads, unloads and runner crashes (`hooks.inferenceObservers`). Defaults to nobody. */
+  observe?: (event: InferenceEvent) => void;
 }
 
 /** A held slot of a loaded model; `release` exactly once when the request ends (extra calls are ignored). */
@@ -157,6 +160,20 @@ export class Scheduler {
     return { queued: this.#queued, active, loaded: this.ps().length };
   }
 
+  /** Every model held or being loaded, with its waiting and active requests. */
+  activity(): ModelActivity[] {
+    return [...this.#instances.values()]
+      .filter((i) => !i.gone)
+      .map((i) => ({
+        model: i.resolved.name,
+        queued: i.waiters.length,
+        active: i.active,
+        loaded: i.model !== null,
+        sizeBytes: i.model?.sizeBytes ?? 0,
+        vramBytes: i.model?.vramBytes ?? 0,
+      }));
+  }
+
   /** The resolved model behind a loaded name (for `/api/ps` details). */
   loadedModel(name: string): ResolvedModel | undefined {
     return this.#instances.get(name)?.resolved;
@@ -224,9 +241,12 @@ export class Scheduler {
       inst.estimateBytes = (await inst.backend.estimateMemory(inst.resolved, loadOptions)).totalBytes;
       await this.#makeRoom(inst);
       if (inst.gone) return;
+      const loadStarted = process.hrtime.bigint();
       const model = await inst.backend.load(inst.resolved, loadOptions);
+      this.#o.observe?.({ type: 'loaded', model: inst.resolved.name, seconds: Number(process.hrtime.bigint() - loadStarted) / 1e9 });
       if (inst.gone) {
         await model.unload();
+        this.#o.observe?.({ type: 'unloaded', model: inst.resolved.name });
         return;
       }
       inst.model = model;
@@ -340,7 +360,10 @@ export class Scheduler {
     this.#forget(inst);
     inst.unloading = (async () => {
       try {
-        await inst.model?.unload();
+        if (inst.model) {
+          await inst.model.unload();
+          this.#o.observe?.({ type: 'unloaded', model: inst.resolved.name });
+        }
         this.#o.log.info({ model: inst.resolved.name }, 'model unloaded');
       } catch (err) {
         this.#o.log.warn({ err, model: inst.resolved.name }, 'model unload failed');
@@ -352,6 +375,7 @@ export class Scheduler {
 
   #crashed(inst: Instance, err: Error): void {
     this.#o.log.error({ model: inst.resolved.name, err: err.message }, 'model runner died; it will be loaded again on the next request');
+    this.#o.observe?.({ type: 'crashed', model: inst.resolved.name });
     this.#forget(inst);
     // Requests waiting for this instance start over and load a fresh runner.
     for (const w of inst.waiters.splice(0)) w.grant(true);

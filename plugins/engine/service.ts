@@ -18,6 +18,7 @@ import type {
   KeepAlive,
   LoadedModelInfo,
 } from 'lia/plugin';
+import type { InferenceEvent, ModelActivity } from 'lia/plugin';
 import type { ModelStore, ResolvedModel } from 'lia/plugin';
 import { parseKeepAlive } from './keep-alive.js';
 import { mergeOptions } from './request-options.js';
@@ -28,15 +29,20 @@ export class EngineService implements InferenceService {
   running = true;
   readonly #store: () => ModelStore;
   readonly #scheduler: Scheduler;
+  readonly #observe: Observe;
 
-  constructor(store: () => ModelStore, scheduler: Scheduler) {
+  /** @param observe told of requests, tokens and token counts. Defaults to nobody. */
+  constructor(store: () => ModelStore, scheduler: Scheduler, observe: Observe = () => {}) {
     this.#store = store;
     this.#scheduler = scheduler;
+    this.#observe = observe;
   }
 
   async generate(req: InferenceGenerateRequest, signal: AbortSignal): Promise<GenerationStream> {
     if (req.raw && (req.template || req.system)) throw Errors.badRequest('raw mode does not support template, system, or context');
+    const started = process.hrtime.bigint();
     const model = await this.#resolve(req.model, 'generate');
+    this.#observe({ type: 'request', model: model.name, kind: 'generate' });
     const options = mergeOptions(model.parameters, req.options);
     const lease = await this.#acquire(model, req.keep_alive, options.num_ctx, signal);
     const system = req.system ?? model.system;
@@ -52,12 +58,14 @@ export class EngineService implements InferenceService {
       },
       signal,
     );
-    return { model: model.name, loadNs: lease.loadNs, events: leased(lease, events) };
+    return { model: model.name, loadNs: lease.loadNs, events: leased(lease, observed(model.name, started, this.#observe, events)) };
   }
 
   async chat(req: InferenceChatRequest, signal: AbortSignal): Promise<GenerationStream> {
     const tools = toolFields(req.tools, req.toolChoice);
+    const started = process.hrtime.bigint();
     const model = await this.#resolve(req.model, 'chat');
+    this.#observe({ type: 'request', model: model.name, kind: 'chat' });
     const options = mergeOptions(model.parameters, req.options);
     const lease = await this.#acquire(model, req.keep_alive, options.num_ctx, signal);
     const messages: ChatMessage[] = [];
@@ -70,12 +78,13 @@ export class EngineService implements InferenceService {
       { messages, options, ...tools, ...formatField(req.format) },
       signal,
     );
-    return { model: model.name, loadNs: lease.loadNs, events: leased(lease, events) };
+    return { model: model.name, loadNs: lease.loadNs, events: leased(lease, observed(model.name, started, this.#observe, events)) };
   }
 
   async embed(req: InferenceEmbedRequest, signal: AbortSignal): Promise<EmbedResponse> {
     const started = process.hrtime.bigint();
     const model = await this.#resolve(req.model, 'embed');
+    this.#observe({ type: 'request', model: model.name, kind: 'embed' });
     const options = mergeOptions(model.parameters, req.options);
     const lease = await this.#acquire(model, req.keep_alive, options.num_ctx, signal);
     try {
@@ -91,6 +100,7 @@ export class EngineService implements InferenceService {
               },
               signal,
             );
+      this.#observe({ type: 'finished', model: model.name, promptTokens: result.promptTokens, completionTokens: 0 });
       return {
         model: model.name,
         embeddings: result.embeddings,
@@ -121,6 +131,10 @@ export class EngineService implements InferenceService {
 
   ps(): LoadedModelInfo[] {
     return this.#scheduler.ps();
+  }
+
+  activity(): ModelActivity[] {
+    return this.#scheduler.activity();
   }
 
   /** Queue depth, busy slots and loaded models (for status pages and tests). */
@@ -176,6 +190,41 @@ export function toolFields(tools: ToolDefinition[] | undefined, choice: ToolChoi
 function formatField(format: OutputFormat | undefined | null | ''): { format?: OutputFormat } {
   if (format && typeof format === 'object') checkSchemaBounds(format, 'format');
   return format === undefined || format === null || format === '' ? {} : { format };
+}
+
+type Observe = (event: InferenceEvent) => void;
+
+/**
+ * Reports a generation's first token (time since `started`, queue and load included), the gaps
+ * between its tokens, and its token counts when it is done. Text never leaves this function.
+ */
+function observed(model: string, started: bigint, observe: Observe, source: AsyncIterable<GenerationEvent>): AsyncIterable<GenerationEvent> {
+  return {
+    [Symbol.asyncIterator]() {
+      const it = source[Symbol.asyncIterator]();
+      let last: bigint | null = null;
+      return {
+        async next() {
+          const r = await it.next();
+          if (r.done) return r;
+          const event = r.value;
+          if (event.type === 'token') {
+            const now = process.hrtime.bigint();
+            if (last === null) observe({ type: 'first-token', model, seconds: Number(now - started) / 1e9 });
+            else observe({ type: 'token-gap', model, seconds: Number(now - last) / 1e9 });
+            last = now;
+          } else if (event.type === 'done') {
+            observe({ type: 'finished', model, promptTokens: event.promptTokens, completionTokens: event.completionTokens });
+          }
+          return r;
+        },
+        async return(value?: unknown) {
+          await it.return?.();
+          return { done: true as const, value: value as GenerationEvent };
+        },
+      };
+    },
+  };
 }
 
 /**

@@ -49,6 +49,7 @@ export default definePlugin({
     hooks.gpu.register(amdProvider({ tool: o.amdTool, rocmSmi: o.rocmSmi, amdSmi: o.amdSmi, sysfsRoot: o.sysfsRoot, timeoutMs: o.timeoutMs }));
 
     const sampler = new GpuSampler(() => hooks.gpu.list(), { vendor: o.vendor, intervalMs: o.intervalMs, timeoutMs: o.timeoutMs });
+    hooks.gpuMonitor.provide({ latest: () => sampler.snapshot() }, ctx.name);
     hooks.services.implement('svc-gpu-monitor', {
       description: 'GPU monitor: samples GPU memory and temperature',
       required: false,

@@ -1,0 +1,63 @@
+/**
+ * What the appliance reports to observers (the `metrics` plugin, a vendor's telemetry): one record
+ * per answered HTTP request (`hooks.requestObservers`, called by core) and the inference engine's
+ * events (`hooks.inferenceObservers`, called by the engine). Labels stay bounded: a route is its
+ * pattern (`/api/tags/:name`, never the raw path), a model is a resolved model name, and no prompt
+ * or output text is ever part of an event. Observers are called synchronously on the hot path:
+ * they only count.
+ *
+ * @module
+ */
+import type { GpuDevice } from './host.js';
+
+/** One answered HTTP request. */
+export interface RequestRecord {
+  method: string;
+  /** The matched route's pattern, or `(unmatched)` for a path no route serves. */
+  route: string;
+  statusCode: number;
+  /** From the request's arrival to the last byte of the answer. */
+  seconds: number;
+}
+
+export interface RequestObserver {
+  readonly name: string;
+  onResponse(record: RequestRecord): void;
+}
+
+/** An event of the inference engine; `model` is the resolved model name. */
+export type InferenceEvent =
+  | { type: 'request'; model: string; kind: 'generate' | 'chat' | 'embed' }
+  /** Seconds from the request's arrival at the engine (queue and load included) to its first token. */
+  | { type: 'first-token'; model: string; seconds: number }
+  /** Seconds between two consecutive tokens of one generation. */
+  | { type: 'token-gap'; model: string; seconds: number }
+  /** A generation or embedding ended; its token counts. */
+  | { type: 'finished'; model: string; promptTokens: number; completionTokens: number }
+  | { type: 'loaded'; model: string; seconds: number }
+  | { type: 'unloaded'; model: string }
+  /** The model's runner process died. */
+  | { type: 'crashed'; model: string };
+
+export interface InferenceObserver {
+  readonly name: string;
+  onEvent(event: InferenceEvent): void;
+}
+
+/** A model the engine knows of right now: loaded, loading or waited for. */
+export interface ModelActivity {
+  model: string;
+  /** Requests waiting for a slot or for the load. */
+  queued: number;
+  /** Requests holding a slot. */
+  active: number;
+  loaded: boolean;
+  /** Bytes in memory (0 while loading) and of those on the GPU. */
+  sizeBytes: number;
+  vramBytes: number;
+}
+
+/** The GPU monitor's last reading, as `hooks.gpuMonitor` offers it (no probe is run to answer). */
+export interface GpuMonitor {
+  latest(): { vendor: string; devices: readonly GpuDevice[]; stale: boolean };
+}

@@ -1,0 +1,195 @@
+/**
+ * The Prometheus series of the appliance, in one prom-client registry per appliance. Counters and
+ * histograms are fed by the request and inference observers; gauges (queue, slots, loaded models,
+ * GPUs) are read from the engine and the GPU monitor when Prometheus scrapes. Every label is
+ * bounded: a route pattern, a method, a status, a model name, a GPU index and name. See
+ * docs/metrics.md for the list.
+ *
+ * @module
+ */
+import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+import type { GpuMonitor, InferenceEvent, InferenceService, RequestRecord } from 'lia/plugin';
+
+/** Buckets in seconds: HTTP answers run from a cached JSON (ms) to a long stream (minutes). */
+const HTTP_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120];
+/** Time to first token includes the queue and a cold load. */
+const TTFT_BUCKETS = [0.025, 0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60];
+/** Decode steps: from a small model on a GPU (ms) to a large one on a CPU (a second). */
+const TOKEN_GAP_BUCKETS = [0.002, 0.005, 0.01, 0.02, 0.04, 0.08, 0.16, 0.32, 0.64, 1.28];
+const LOAD_BUCKETS = [0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300];
+
+export interface Sources {
+  inference: () => InferenceService | undefined;
+  gpu: () => GpuMonitor | undefined;
+}
+
+export class Series {
+  readonly registry = new Registry();
+  readonly #httpRequests: Counter<'method' | 'route' | 'status'>;
+  readonly #httpDuration: Histogram<'method' | 'route'>;
+  readonly #requests: Counter<'model' | 'kind'>;
+  readonly #ttft: Histogram<'model'>;
+  readonly #tokenGap: Histogram<'model'>;
+  readonly #promptTokens: Counter<'model'>;
+  readonly #generatedTokens: Counter<'model'>;
+  readonly #loads: Counter<'model'>;
+  readonly #loadDuration: Histogram<'model'>;
+  readonly #unloads: Counter<'model'>;
+  readonly #crashes: Counter<'model'>;
+
+  constructor(sources: Sources) {
+    const registers = [this.registry];
+    collectDefaultMetrics({ register: this.registry });
+    this.#httpRequests = new Counter({
+      name: 'lia_http_requests_total',
+      help: 'HTTP requests answered, by method, route pattern and status code.',
+      labelNames: ['method', 'route', 'status'],
+      registers,
+    });
+    this.#httpDuration = new Histogram({
+      name: 'lia_http_request_duration_seconds',
+      help: 'Time from a request\'s arrival to the last byte of its answer, by method and route pattern.',
+      labelNames: ['method', 'route'],
+      buckets: HTTP_BUCKETS,
+      registers,
+    });
+    this.#requests = new Counter({
+      name: 'lia_model_requests_total',
+      help: 'Inference requests that reached a model, by model and kind (generate, chat, embed).',
+      labelNames: ['model', 'kind'],
+      registers,
+    });
+    this.#ttft = new Histogram({
+      name: 'lia_model_time_to_first_token_seconds',
+      help: 'Time from a request\'s arrival at the engine (queue and load included) to its first token.',
+      labelNames: ['model'],
+      buckets: TTFT_BUCKETS,
+      registers,
+    });
+    this.#tokenGap = new Histogram({
+      name: 'lia_model_inter_token_latency_seconds',
+      help: 'Time between two consecutive generated tokens of one request.',
+      labelNames: ['model'],
+      buckets: TOKEN_GAP_BUCKETS,
+      registers,
+    });
+    this.#promptTokens = new Counter({ name: 'lia_model_prompt_tokens_total', help: 'Prompt tokens evaluated.', labelNames: ['model'], registers });
+    this.#generatedTokens = new Counter({ name: 'lia_model_generated_tokens_total', help: 'Tokens generated.', labelNames: ['model'], registers });
+    this.#loads = new Counter({ name: 'lia_model_loads_total', help: 'Model loads completed.', labelNames: ['model'], registers });
+    this.#loadDuration = new Histogram({
+      name: 'lia_model_load_duration_seconds',
+      help: 'Time the backend took to load a model.',
+      labelNames: ['model'],
+      buckets: LOAD_BUCKETS,
+      registers,
+    });
+    this.#unloads = new Counter({ name: 'lia_model_unloads_total', help: 'Model unloads.', labelNames: ['model'], registers });
+    this.#crashes = new Counter({ name: 'lia_model_runner_crashes_total', help: 'Model runner processes that died.', labelNames: ['model'], registers });
+    this.#modelGauges(sources.inference, registers);
+    this.#gpuGauges(sources.gpu, registers);
+  }
+
+  onResponse(r: RequestRecord): void {
+    const status = String(r.statusCode);
+    this.#httpRequests.inc({ method: r.method, route: r.route, status });
+    this.#httpDuration.observe({ method: r.method, route: r.route }, r.seconds);
+  }
+
+  onEvent(e: InferenceEvent): void {
+    const model = { model: e.model };
+    switch (e.type) {
+      case 'request':
+        return this.#requests.inc({ model: e.model, kind: e.kind });
+      case 'first-token':
+        return this.#ttft.observe(model, e.seconds);
+      case 'token-gap':
+        return this.#tokenGap.observe(model, e.seconds);
+      case 'finished':
+        this.#promptTokens.inc(model, e.promptTokens);
+        return this.#generatedTokens.inc(model, e.completionTokens);
+      case 'loaded':
+        this.#loads.inc(model);
+        return this.#loadDuration.observe(model, e.seconds);
+      case 'unloaded':
+        return this.#unloads.inc(model);
+      case 'crashed':
+        return this.#crashes.inc(model);
+    }
+  }
+
+  /** Queue, slots, loaded models and their memory, read at each scrape (models that left disappear). */
+  #modelGauges(inference: Sources['inference'], registers: Registry[]): void {
+    const activity = () => inference()?.activity?.() ?? [];
+    new Gauge({
+      name: 'lia_model_queue_depth',
+      help: 'Requests waiting for a slot or for the model to load.',
+      labelNames: ['model'],
+      registers,
+      collect() {
+        this.reset();
+        for (const a of activity()) this.set({ model: a.model }, a.queued);
+      },
+    });
+    new Gauge({
+      name: 'lia_model_busy_slots',
+      help: 'Requests holding one of the model\'s parallel slots.',
+      labelNames: ['model'],
+      registers,
+      collect() {
+        this.reset();
+        for (const a of activity()) this.set({ model: a.model }, a.active);
+      },
+    });
+    new Gauge({
+      name: 'lia_model_loaded',
+      help: '1 for every loaded model.',
+      labelNames: ['model'],
+      registers,
+      collect() {
+        this.reset();
+        for (const a of activity()) if (a.loaded) this.set({ model: a.model }, 1);
+      },
+    });
+    new Gauge({
+      name: 'lia_model_memory_bytes',
+      help: 'Memory a loaded model uses, in total and on the GPU (location="total"|"vram").',
+      labelNames: ['model', 'location'],
+      registers,
+      collect() {
+        this.reset();
+        for (const a of activity()) {
+          if (!a.loaded) continue;
+          this.set({ model: a.model, location: 'total' }, a.sizeBytes);
+          this.set({ model: a.model, location: 'vram' }, a.vramBytes);
+        }
+      },
+    });
+  }
+
+  /** The GPU monitor's last reading (no probe runs for a scrape); nothing without a GPU. */
+  #gpuGauges(gpu: Sources['gpu'], registers: Registry[]): void {
+    const devices = () => {
+      const latest = gpu()?.latest();
+      return latest && !latest.stale ? latest.devices.map((d, i) => ({ d, labels: { gpu: String(d.index ?? i), name: d.name } })) : [];
+    };
+    const MB = 1024 * 1024;
+    const gauge = (name: string, help: string, value: (d: ReturnType<typeof devices>[number]['d']) => number | null | undefined) =>
+      new Gauge({
+        name,
+        help,
+        labelNames: ['gpu', 'name'],
+        registers,
+        collect() {
+          this.reset();
+          for (const { d, labels } of devices()) {
+            const v = value(d);
+            if (typeof v === 'number') this.set(labels, v);
+          }
+        },
+      });
+    gauge('lia_gpu_memory_used_bytes', 'GPU memory in use.', (d) => d.vram_used_mb * MB);
+    gauge('lia_gpu_memory_total_bytes', 'GPU memory in all.', (d) => d.vram_total_mb * MB);
+    gauge('lia_gpu_temperature_celsius', 'GPU temperature.', (d) => d.temp_c);
+    gauge('lia_gpu_utilization_ratio', 'Share of time the GPU was busy (0 to 1).', (d) => (d.utilization_percent == null ? null : d.utilization_percent / 100));
+  }
+}
