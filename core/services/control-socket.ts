@@ -31,14 +31,19 @@ export async function openControlSocket(dataDir: string, services: ServiceRegist
   await mkdir(path.dirname(file), { recursive: true, mode: 0o700 });
   await rm(file, { force: true });
   const watchers = new Set<{ socket: net.Socket; service: string }>();
+  /** Every open connection: closing ends them all, watching or not (a unit between its start and
+   * its `watch` request would otherwise keep `server.close()` waiting forever). */
+  const connections = new Set<net.Socket>();
   services.onChange((s) => {
     for (const w of watchers) if (w.service === s.name && !w.socket.destroyed) w.socket.write(JSON.stringify({ ok: true, state: view(s) }) + '\n');
   });
   const server = net.createServer((socket) => {
+    connections.add(socket);
     let buffer = '';
     socket.setEncoding('utf8');
     socket.on('error', () => socket.destroy());
     socket.on('close', () => {
+      connections.delete(socket);
       for (const w of watchers) if (w.socket === socket) watchers.delete(w);
     });
     socket.on('data', (chunk: string) => {
@@ -91,8 +96,9 @@ export async function openControlSocket(dataDir: string, services: ServiceRegist
   });
   await chmod(file, 0o600);
   return async () => {
-    for (const w of watchers) w.socket.destroy();
-    await new Promise<void>((resolve) => server.close(() => resolve()));
+    const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+    for (const socket of connections) socket.destroy();
+    await closed;
     await rm(file, { force: true });
   };
 }
