@@ -5,7 +5,8 @@
  * Mapping (OpenAI → native option): `max_completion_tokens` (or the deprecated `max_tokens`) →
  * `num_predict`; `temperature`, `top_p`, `seed`, `presence_penalty`, `frequency_penalty` as they
  * are; `stop` → `stop[]`; `response_format` `json_object` → `format: 'json'`, `json_schema` →
- * `format: <schema>` (enforced by a grammar in the engine); `tools` → `tools`; `tool_choice`
+ * `format: <schema>` (enforced by a grammar in the engine); the extension `num_ctx` → `num_ctx`;
+ * `tools` → `tools`; `tool_choice`
  * `none` drops the tools, `required` → `toolChoice: 'required'`, a named function keeps only that
  * tool and → `toolChoice: {name}` (both forced by a JSON-schema grammar in the engine). Unset
  * sampling fields are left to the model's defaults (its Modelfile parameters), as Ollama does.
@@ -41,6 +42,7 @@ export function samplingOptions(body: CommonBody, maxTokens: number | undefined)
   set('presence_penalty', body.presence_penalty);
   set('frequency_penalty', body.frequency_penalty);
   set('stop', stopSequences(body.stop));
+  set('num_ctx', body.num_ctx);
   return options;
 }
 

@@ -38,6 +38,11 @@ const Common = {
   seed: Opt(Type.Integer()),
   presence_penalty: Opt(Type.Number({ minimum: -2, maximum: 2 })),
   frequency_penalty: Opt(Type.Number({ minimum: -2, maximum: 2 })),
+  /**
+   * Extension (not OpenAI's): the context length per sequence, Ollama's `options.num_ctx`. Unset:
+   * the model's stored `num_ctx`, else the engine's `contextLength`.
+   */
+  num_ctx: Opt(Type.Integer({ minimum: 1 })),
   /** A string or a list of them. */
   stop: Type.Optional(Type.Union([Type.String(), Type.Array(Type.String()), Type.Null()])),
   /** Only 1 is served (see docs/openai.md). */
