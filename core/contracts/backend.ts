@@ -82,6 +82,11 @@ export interface GenerateParams {
   template?: string;
   format?: OutputFormat;
   options: SamplingOptions;
+  /**
+   * Token ids of an earlier exchange (a previous `done` event's `context`), evaluated before the
+   * prompt. Ignored with `raw` (the engine refuses the combination).
+   */
+  context?: number[];
 }
 
 export interface ChatParams {
@@ -111,6 +116,11 @@ export type GenerationEvent =
       /** Nanoseconds spent on the prompt and on decoding. */
       promptEvalNs: number;
       evalNs: number;
+      /**
+       * Generate only, where the backend can: the token ids of the whole exchange (the request's
+       * `context`, the prompt as evaluated without BOS, the answer), to send back as `context`.
+       */
+      context?: number[];
     };
 
 export interface EmbedParams {

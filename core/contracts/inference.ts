@@ -28,6 +28,8 @@ export interface InferenceGenerateRequest {
   format?: OutputFormat;
   options?: SamplingOptions;
   keep_alive?: KeepAlive;
+  /** Ollama's `context`: token ids of an earlier answer's exchange, evaluated before the prompt. */
+  context?: number[];
 }
 
 export interface InferenceChatRequest {

@@ -35,7 +35,7 @@ export class EngineService implements InferenceService {
   }
 
   async generate(req: InferenceGenerateRequest, signal: AbortSignal): Promise<GenerationStream> {
-    if (req.raw && (req.template || req.system)) throw Errors.badRequest('raw mode does not support template, system, or context');
+    if (req.raw && (req.template || req.system || req.context?.length)) throw Errors.badRequest('raw mode does not support template, system, or context');
     const model = await this.#resolve(req.model, 'generate');
     const options = mergeOptions(model.parameters, req.options);
     const lease = await this.#acquire(model, req.keep_alive, options.num_ctx, signal);
@@ -48,6 +48,7 @@ export class EngineService implements InferenceService {
         ...(system ? { system } : {}),
         ...(req.suffix ? { suffix: req.suffix } : {}),
         ...(req.template ? { template: req.template } : {}),
+        ...(req.context?.length ? { context: req.context } : {}),
         ...formatField(req.format),
       },
       signal,

@@ -38,6 +38,7 @@ export function generateRoute(app: FastifyInstance, service: () => InferenceServ
     const template = given(body.template);
     const raw = given(body.raw);
     const fmt = outputFormat(body.format);
+    const context = given(body.context);
     const gen = await service().generate(
       {
         model,
@@ -48,6 +49,7 @@ export function generateRoute(app: FastifyInstance, service: () => InferenceServ
         ...(template !== undefined ? { template } : {}),
         ...(raw !== undefined ? { raw } : {}),
         ...(fmt !== undefined ? { format: fmt } : {}),
+        ...(context?.length ? { context } : {}),
         ...(keep !== undefined ? { keep_alive: keep } : {}),
       },
       signal,
@@ -56,7 +58,10 @@ export function generateRoute(app: FastifyInstance, service: () => InferenceServ
       stream,
       started,
       model,
-      shape: { chunk: (text) => ({ response: text }), final: (text) => ({ response: text }) },
+      shape: {
+        chunk: (text) => ({ response: text }),
+        final: (text, _calls, done) => ({ response: text, ...(done.context ? { context: done.context } : {}) }),
+      },
     });
   });
 }

@@ -17,8 +17,8 @@ type DoneEvent = Extract<GenerationEvent, { type: 'done' }>;
 export interface Shape {
   /** A chunk carrying text (and tool calls, for chat). */
   chunk(text: string, toolCalls?: ToolCall[]): Record<string, unknown>;
-  /** The last object's content fields (empty text). */
-  final(text: string, toolCalls: ToolCall[] | undefined): Record<string, unknown>;
+  /** The last object's content fields (empty text when streamed). */
+  final(text: string, toolCalls: ToolCall[] | undefined, done: DoneEvent): Record<string, unknown>;
 }
 
 /** Ollama's timestamp: RFC 3339 in UTC. */
@@ -45,7 +45,7 @@ export async function respond(
   const head = (): Record<string, unknown> => ({ model: opts.model, created_at: createdAt() });
   const last = (done: DoneEvent, text: string, calls: ToolCall[] | undefined) => ({
     ...head(),
-    ...opts.shape.final(text, calls),
+    ...opts.shape.final(text, calls, done),
     done: true,
     done_reason: done.reason,
     ...metrics(done, Number(process.hrtime.bigint() - opts.started), gen.loadNs),

@@ -103,6 +103,8 @@ export const GenerateBody = Type.Object(
     options: Options,
     think: Think,
     images: Images,
+    /** Token ids from a previous answer's `context` (Ollama's deprecated way to continue). */
+    context: Type.Optional(Nullable(Type.Array(Type.Integer({ minimum: 0 })))),
   },
   open,
 );
