@@ -101,6 +101,11 @@ export interface ChatParams {
 /** One event of a generation stream. The last one is always `done`. */
 export type GenerationEvent =
   | { type: 'token'; text: string }
+  /**
+   * Reasoning text, apart from the answer. Backends emit only `token`; the engine splits a thinking
+   * model's output into `thinking` and `token` events when the request asked for it (`think`).
+   */
+  | { type: 'thinking'; text: string }
   | { type: 'tool_calls'; calls: ToolCall[] }
   | {
       type: 'done';

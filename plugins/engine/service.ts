@@ -17,10 +17,12 @@ import type {
   InferenceService,
   KeepAlive,
   LoadedModelInfo,
+  Think,
 } from 'lia/plugin';
 import type { ModelStore, ResolvedModel } from 'lia/plugin';
 import { parseKeepAlive } from './keep-alive.js';
 import { mergeOptions } from './request-options.js';
+import { splitThinking } from './thinking.js';
 import type { Lease, Scheduler } from './scheduler.js';
 
 export class EngineService implements InferenceService {
@@ -37,6 +39,7 @@ export class EngineService implements InferenceService {
   async generate(req: InferenceGenerateRequest, signal: AbortSignal): Promise<GenerationStream> {
     if (req.raw && (req.template || req.system || req.context?.length)) throw Errors.badRequest('raw mode does not support template, system, or context');
     const model = await this.#resolve(req.model, 'generate');
+    const think = thinks(model, req.think, req.model);
     const options = mergeOptions(model.parameters, req.options);
     const lease = await this.#acquire(model, req.keep_alive, options.num_ctx, signal);
     const system = req.system ?? model.system;
@@ -53,12 +56,13 @@ export class EngineService implements InferenceService {
       },
       signal,
     );
-    return { model: model.name, loadNs: lease.loadNs, events: leased(lease, events) };
+    return { model: model.name, loadNs: lease.loadNs, events: leased(lease, think ? splitThinking(events) : events) };
   }
 
   async chat(req: InferenceChatRequest, signal: AbortSignal): Promise<GenerationStream> {
     const tools = toolFields(req.tools, req.toolChoice);
     const model = await this.#resolve(req.model, 'chat');
+    const think = thinks(model, req.think, req.model);
     const options = mergeOptions(model.parameters, req.options);
     const lease = await this.#acquire(model, req.keep_alive, options.num_ctx, signal);
     const messages: ChatMessage[] = [];
@@ -71,7 +75,7 @@ export class EngineService implements InferenceService {
       { messages, options, ...tools, ...formatField(req.format) },
       signal,
     );
-    return { model: model.name, loadNs: lease.loadNs, events: leased(lease, events) };
+    return { model: model.name, loadNs: lease.loadNs, events: leased(lease, think ? splitThinking(events) : events) };
   }
 
   async embed(req: InferenceEmbedRequest, signal: AbortSignal): Promise<EmbedResponse> {
@@ -171,6 +175,18 @@ export function toolFields(tools: ToolDefinition[] | undefined, choice: ToolChoi
     return { tools, toolChoice: { name: choice.name } };
   }
   throw Errors.badRequest(`invalid tool choice: ${JSON.stringify(choice)}`, { param: 'tool_choice' });
+}
+
+/**
+ * Whether the output is split into thinking and answer (see thinking.ts): `think` true or a level
+ * on a model with the `thinking` capability (without it: Ollama's 400), or `'auto'` where it has it.
+ */
+function thinks(model: ResolvedModel, think: Think | undefined, asked: string): boolean {
+  if (think === undefined || think === false) return false;
+  const capable = model.capabilities.includes('thinking');
+  if (think === 'auto') return capable;
+  if (!capable) throw Errors.badRequest(`"${asked}" does not support thinking`, { param: 'think' });
+  return true;
 }
 
 /** The output format as the backend gets it; a schema is bounded here too, whichever surface sent it. */

@@ -107,7 +107,8 @@ export class MessageCollector {
   add(event: GenerationEvent): void {
     if (event.type === 'token') this.#text += event.text;
     else if (event.type === 'tool_calls') this.#calls.push(...event.calls.map((c) => toolUseBlock(c, this.#makeId)));
-    else this.#done = event;
+    // Reasoning comes only when a request asks for it (`think`), which this surface does not.
+    else if (event.type !== 'thinking') this.#done = event;
   }
 
   result(): Message {
@@ -188,7 +189,7 @@ export class StreamTranslator {
       }
       return out;
     }
-    this.#done = event;
+    if (event.type !== 'thinking') this.#done = event;
     return [];
   }
 

@@ -87,6 +87,8 @@ export class ResponseEmitter {
   next(event: GenerationEvent): ResponseStreamEvent[] {
     if (event.type === 'token') return event.text.length > 0 ? this.#text(event.text) : [];
     if (event.type === 'tool_calls') return [...this.#closeMessage(), ...event.calls.flatMap((c) => this.#call(c))];
+    // Reasoning comes only when a request asks for it (`think`), which this surface does not.
+    if (event.type === 'thinking') return [];
     this.#done = event;
     return [];
   }

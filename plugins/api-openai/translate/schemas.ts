@@ -96,6 +96,11 @@ export const ChatCompletionBody = Type.Object(
     max_completion_tokens: Opt(Type.Integer({ minimum: 1 })),
     /** Not supported when true. */
     logprobs: Opt(Type.Boolean()),
+    /**
+     * `none` keeps a thinking model's reasoning in `content`; any other value, like leaving it out,
+     * returns it apart in `reasoning_content` (the level does not reach the prompt).
+     */
+    reasoning_effort: OptOneOf(['none', 'minimal', 'low', 'medium', 'high', 'xhigh'] as const),
     response_format: Opt(
       Type.Object(
         {

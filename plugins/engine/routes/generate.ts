@@ -39,6 +39,7 @@ export function generateRoute(app: FastifyInstance, service: () => InferenceServ
     const raw = given(body.raw);
     const fmt = outputFormat(body.format);
     const context = given(body.context);
+    const think = given(body.think);
     const gen = await service().generate(
       {
         model,
@@ -50,6 +51,7 @@ export function generateRoute(app: FastifyInstance, service: () => InferenceServ
         ...(raw !== undefined ? { raw } : {}),
         ...(fmt !== undefined ? { format: fmt } : {}),
         ...(context?.length ? { context } : {}),
+        ...(think !== undefined ? { think } : {}),
         ...(keep !== undefined ? { keep_alive: keep } : {}),
       },
       signal,
@@ -59,8 +61,8 @@ export function generateRoute(app: FastifyInstance, service: () => InferenceServ
       started,
       model,
       shape: {
-        chunk: (text) => ({ response: text }),
-        final: (text, _calls, done) => ({ response: text, ...(done.context ? { context: done.context } : {}) }),
+        chunk: (text, _calls, thinking) => ({ response: text, ...(thinking ? { thinking } : {}) }),
+        final: (text, _calls, done, thinking) => ({ response: text, ...(thinking ? { thinking } : {}), ...(done.context ? { context: done.context } : {}) }),
       },
     });
   });

@@ -1,0 +1,94 @@
+/**
+ * Thinking: the engine's split of a model's output on `<think>…</think>` (unit cases, tags cut
+ * across tokens), then end to end through the fake backend of `lia/testing`, whose model echoes
+ * the prompt: a model created with a template that has a thinking section
+ * (test/fixtures/templates/chatml-thinking.gotmpl) gets the `thinking` capability, `think`
+ * returns the reasoning apart on `/api/chat` and `/api/generate` (streamed: thinking chunks, then
+ * content chunks) and in `reasoning_content` on `/v1/chat/completions`; a model without the
+ * capability answers Ollama's 400.
+ */
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import t from 'tap';
+import { createFakeModel, FAKE_BACKEND, startTestAppliance } from 'lia/testing';
+import { ThinkingSplitter } from '../../plugins/engine/thinking.js';
+import { ROOT } from '../helpers/fixtures.js';
+import { ndjson } from './helpers.js';
+
+const split = (chunks: string[]) => {
+  const s = new ThinkingSplitter();
+  const out = { thinking: '', content: '' };
+  for (const c of [...chunks.map((x) => s.push(x)), s.flush()]) {
+    out.thinking += c.thinking;
+    out.content += c.content;
+  }
+  return out;
+};
+
+t.test('the splitter', async (t) => {
+  t.same(split(['<think>', ' why', ' not', ' </think>', ' because']), { thinking: 'why not', content: 'because' });
+  t.same(split(['\n<th', 'ink>a</t', 'hink', '>\n\nb c']), { thinking: 'a', content: 'b c' }, 'tags cut across chunks');
+  t.same(split(['no ', 'tags <think>x</think>']), { thinking: '', content: 'no tags <think>x</think>' }, 'not opened first: all answer');
+  t.same(split(['<think> still going ']), { thinking: 'still going', content: '' }, 'never closed: all thinking');
+  t.same(split(['<thi']), { thinking: '', content: '<thi' }, 'a partial tag at the end is answer');
+  t.same(split(['<think>a < b</think>ok']), { thinking: 'a < b', content: 'ok' });
+});
+
+const app = await startTestAppliance({
+  plugins: { 'backend-llama-cpp': false, 'backend-transformers': false, 'host-gpu': false, 'host-services': false, webui: false, 'fake-backend': FAKE_BACKEND },
+});
+t.teardown(() => app.close());
+await createFakeModel(app, 'parrot', '<think>');
+const template = readFileSync(path.join(ROOT, 'test/fixtures/templates/chatml-thinking.gotmpl'), 'utf8');
+const created = await app.fetch('/api/create', { method: 'POST', body: JSON.stringify({ model: 'thinker', from: 'parrot', template, stream: false }) });
+t.equal(created.status, 200, 'a model with a thinking template is created');
+const post = async (path: string, body: unknown) => app.fetch(path, { method: 'POST', body: JSON.stringify(body) });
+const prompt = 'pondering deeply </think> the answer';
+
+t.test('the capability comes from the template', async (t) => {
+  const caps = async (model: string) => ((await (await post('/api/show', { model })).json()) as { capabilities: string[] }).capabilities;
+  t.ok((await caps('thinker')).includes('thinking'));
+  t.notOk((await caps('parrot')).includes('thinking'));
+});
+
+t.test('/api/chat and /api/generate with think', async (t) => {
+  const chat = await (await post('/api/chat', { model: 'thinker', think: true, stream: false, messages: [{ role: 'user', content: prompt }] })).json();
+  t.match(chat, { message: { role: 'assistant', thinking: 'pondering deeply', content: 'the answer' }, done: true });
+  const gen = await (await post('/api/generate', { model: 'thinker', think: 'high', stream: false, prompt })).json();
+  t.match(gen, { thinking: 'pondering deeply', response: 'the answer', done: true });
+
+  const lines = await ndjson(await post('/api/chat', { model: 'thinker', think: true, messages: [{ role: 'user', content: prompt }] }));
+  const kinds = lines.slice(0, -1).map((l) => ((l['message'] as { thinking?: string }).thinking ? 'thinking' : 'content'));
+  t.same(kinds, ['thinking', 'thinking', 'content', 'content'], 'streamed: thinking chunks, then content chunks');
+  t.equal(lines.map((l) => (l['message'] as { thinking?: string }).thinking ?? '').join(''), 'pondering deeply');
+  t.equal(lines.map((l) => (l['message'] as { content: string }).content).join(''), 'the answer');
+  const streamedGen = await ndjson(await post('/api/generate', { model: 'thinker', think: true, prompt }));
+  t.equal(streamedGen.map((l) => l['thinking'] ?? '').join(''), 'pondering deeply');
+
+  const whole = await (await post('/api/chat', { model: 'thinker', stream: false, messages: [{ role: 'user', content: prompt }] })).json();
+  t.match(whole, { message: { content: '<think> pondering deeply </think> the answer' } }, 'without think: the output as it is');
+  t.notOk('thinking' in whole.message);
+});
+
+t.test('a model without the capability: 400 for think, fine without', async (t) => {
+  for (const path of ['/api/chat', '/api/generate']) {
+    const res = await post(path, { model: 'parrot', think: true, prompt: 'x', messages: [{ role: 'user', content: 'x' }] });
+    t.equal(res.status, 400, path);
+    t.same(await res.json(), { error: '"parrot" does not support thinking' });
+    t.equal((await post(path, { model: 'parrot', think: false, stream: false, prompt: 'x', messages: [{ role: 'user', content: 'x' }] })).status, 200);
+  }
+});
+
+t.test('/v1/chat/completions: reasoning_content', async (t) => {
+  const messages = [{ role: 'user', content: prompt }];
+  const r = await (await post('/v1/chat/completions', { model: 'thinker', messages })).json();
+  t.match(r.choices[0].message, { content: 'the answer', reasoning_content: 'pondering deeply' });
+  const none = await (await post('/v1/chat/completions', { model: 'thinker', messages, reasoning_effort: 'none' })).json();
+  t.equal(none.choices[0].message.content, '<think> pondering deeply </think> the answer', 'reasoning_effort none: left in content');
+  const plain = await (await post('/v1/chat/completions', { model: 'parrot', messages: [{ role: 'user', content: 'x' }], reasoning_effort: 'high' })).json();
+  t.equal(plain.choices[0].message.content, '<think> x', 'a model without the capability is not refused');
+  const sse = await (await post('/v1/chat/completions', { model: 'thinker', messages, stream: true })).text();
+  const deltas = sse.split('\n').filter((l) => l.startsWith('data: {')).map((l) => JSON.parse(l.slice(6)).choices[0]?.delta ?? {});
+  t.equal(deltas.map((d) => d.reasoning_content ?? '').join(''), 'pondering deeply');
+  t.equal(deltas.map((d) => d.content ?? '').join(''), 'the answer');
+});
