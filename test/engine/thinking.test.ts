@@ -43,18 +43,20 @@ const template = readFileSync(path.join(ROOT, 'test/fixtures/templates/chatml-th
 const created = await app.fetch('/api/create', { method: 'POST', body: JSON.stringify({ model: 'thinker', from: 'parrot', template, stream: false }) });
 t.equal(created.status, 200, 'a model with a thinking template is created');
 const post = async (path: string, body: unknown) => app.fetch(path, { method: 'POST', body: JSON.stringify(body) });
+/** The JSON body of an answer, loosely typed: its fields are checked one by one. */
+const json = async (res: Promise<{ json(): Promise<unknown> }>): Promise<any> => (await res).json();
 const prompt = 'pondering deeply </think> the answer';
 
 t.test('the capability comes from the template', async (t) => {
-  const caps = async (model: string) => ((await (await post('/api/show', { model })).json()) as { capabilities: string[] }).capabilities;
+  const caps = async (model: string) => ((await json(post('/api/show', { model }))) as { capabilities: string[] }).capabilities;
   t.ok((await caps('thinker')).includes('thinking'));
   t.notOk((await caps('parrot')).includes('thinking'));
 });
 
 t.test('/api/chat and /api/generate with think', async (t) => {
-  const chat = await (await post('/api/chat', { model: 'thinker', think: true, stream: false, messages: [{ role: 'user', content: prompt }] })).json();
+  const chat = await json(post('/api/chat', { model: 'thinker', think: true, stream: false, messages: [{ role: 'user', content: prompt }] }));
   t.match(chat, { message: { role: 'assistant', thinking: 'pondering deeply', content: 'the answer' }, done: true });
-  const gen = await (await post('/api/generate', { model: 'thinker', think: 'high', stream: false, prompt })).json();
+  const gen = await json(post('/api/generate', { model: 'thinker', think: 'high', stream: false, prompt }));
   t.match(gen, { thinking: 'pondering deeply', response: 'the answer', done: true });
 
   const lines = await ndjson(await post('/api/chat', { model: 'thinker', think: true, messages: [{ role: 'user', content: prompt }] }));
@@ -65,7 +67,7 @@ t.test('/api/chat and /api/generate with think', async (t) => {
   const streamedGen = await ndjson(await post('/api/generate', { model: 'thinker', think: true, prompt }));
   t.equal(streamedGen.map((l) => l['thinking'] ?? '').join(''), 'pondering deeply');
 
-  const whole = await (await post('/api/chat', { model: 'thinker', stream: false, messages: [{ role: 'user', content: prompt }] })).json();
+  const whole = await json(post('/api/chat', { model: 'thinker', stream: false, messages: [{ role: 'user', content: prompt }] }));
   t.match(whole, { message: { content: '<think> pondering deeply </think> the answer' } }, 'without think: the output as it is');
   t.notOk('thinking' in whole.message);
 });
@@ -81,11 +83,11 @@ t.test('a model without the capability: 400 for think, fine without', async (t) 
 
 t.test('/v1/chat/completions: reasoning_content', async (t) => {
   const messages = [{ role: 'user', content: prompt }];
-  const r = await (await post('/v1/chat/completions', { model: 'thinker', messages })).json();
+  const r = await json(post('/v1/chat/completions', { model: 'thinker', messages }));
   t.match(r.choices[0].message, { content: 'the answer', reasoning_content: 'pondering deeply' });
-  const none = await (await post('/v1/chat/completions', { model: 'thinker', messages, reasoning_effort: 'none' })).json();
+  const none = await json(post('/v1/chat/completions', { model: 'thinker', messages, reasoning_effort: 'none' }));
   t.equal(none.choices[0].message.content, '<think> pondering deeply </think> the answer', 'reasoning_effort none: left in content');
-  const plain = await (await post('/v1/chat/completions', { model: 'parrot', messages: [{ role: 'user', content: 'x' }], reasoning_effort: 'high' })).json();
+  const plain = await json(post('/v1/chat/completions', { model: 'parrot', messages: [{ role: 'user', content: 'x' }], reasoning_effort: 'high' }));
   t.equal(plain.choices[0].message.content, '<think> x', 'a model without the capability is not refused');
   const sse = await (await post('/v1/chat/completions', { model: 'thinker', messages, stream: true })).text();
   const deltas = sse.split('\n').filter((l) => l.startsWith('data: {')).map((l) => JSON.parse(l.slice(6)).choices[0]?.delta ?? {});
