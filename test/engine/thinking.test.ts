@@ -4,8 +4,8 @@
  * the prompt: a model created with a template that has a thinking section
  * (test/fixtures/templates/chatml-thinking.gotmpl) gets the `thinking` capability, `think`
  * returns the reasoning apart on `/api/chat` and `/api/generate` (streamed: thinking chunks, then
- * content chunks) and in `reasoning_content` on `/v1/chat/completions`; a model without the
- * capability answers Ollama's 400.
+ * content chunks), in `reasoning_content` on `/v1/chat/completions` and as a `reasoning` item on
+ * `/v1/responses`; a model without the capability answers Ollama's 400.
  */
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
@@ -93,4 +93,25 @@ t.test('/v1/chat/completions: reasoning_content', async (t) => {
   const deltas = sse.split('\n').filter((l) => l.startsWith('data: {')).map((l) => JSON.parse(l.slice(6)).choices[0]?.delta ?? {});
   t.equal(deltas.map((d) => d.reasoning_content ?? '').join(''), 'pondering deeply');
   t.equal(deltas.map((d) => d.content ?? '').join(''), 'the answer');
+});
+
+t.test('/v1/responses: a reasoning item before the message', async (t) => {
+  const r = await json(post('/v1/responses', { model: 'thinker', input: prompt }));
+  t.match(r.output, [
+    { type: 'reasoning', id: /^rs_/, status: 'completed', summary: [], content: [{ type: 'reasoning_text', text: 'pondering deeply' }] },
+    { type: 'message', content: [{ type: 'output_text', text: 'the answer' }] },
+  ]);
+  t.equal(r.output.length, 2);
+  const none = await json(post('/v1/responses', { model: 'thinker', input: prompt, reasoning: { effort: 'none' } }));
+  t.match(none.output, [{ type: 'message', content: [{ text: '<think> pondering deeply </think> the answer' }] }], 'effort none: one message');
+
+  const sse = await (await post('/v1/responses', { model: 'thinker', input: prompt, stream: true })).text();
+  const events = sse.split('\n').filter((l) => l.startsWith('data: {')).map((l) => JSON.parse(l.slice(6)) as { type: string; delta?: string });
+  const types = events.map((e) => e.type);
+  t.same(types.slice(0, 3), ['response.created', 'response.in_progress', 'response.output_item.added']);
+  const done = types.indexOf('response.reasoning_text.done');
+  t.ok(done > 0 && done < types.indexOf('response.output_text.delta'), 'the reasoning is closed before the text starts');
+  t.equal(events.filter((e) => e.type === 'response.reasoning_text.delta').map((e) => e.delta).join(''), 'pondering deeply');
+  t.equal(events.filter((e) => e.type === 'response.output_text.delta').map((e) => e.delta).join(''), 'the answer');
+  t.equal(types.at(-1), 'response.completed');
 });
