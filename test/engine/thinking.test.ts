@@ -5,7 +5,8 @@
  * (test/fixtures/templates/chatml-thinking.gotmpl) gets the `thinking` capability, `think`
  * returns the reasoning apart on `/api/chat` and `/api/generate` (streamed: thinking chunks, then
  * content chunks), in `reasoning_content` on `/v1/chat/completions` and as a `reasoning` item on
- * `/v1/responses`; a model without the capability answers Ollama's 400.
+ * `/v1/responses`, as a thinking block on `/v1/messages`; a model without the capability answers
+ * Ollama's 400.
  */
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
@@ -114,4 +115,23 @@ t.test('/v1/responses: a reasoning item before the message', async (t) => {
   t.equal(events.filter((e) => e.type === 'response.reasoning_text.delta').map((e) => e.delta).join(''), 'pondering deeply');
   t.equal(events.filter((e) => e.type === 'response.output_text.delta').map((e) => e.delta).join(''), 'the answer');
   t.equal(types.at(-1), 'response.completed');
+});
+
+t.test('/v1/messages: a thinking block when thinking is enabled', async (t) => {
+  const body = { model: 'thinker', max_tokens: 50, messages: [{ role: 'user', content: prompt }] };
+  const m = await json(post('/v1/messages', { ...body, thinking: { type: 'enabled', budget_tokens: 1024 } }));
+  t.same(m.content, [
+    { type: 'thinking', thinking: 'pondering deeply', signature: '' },
+    { type: 'text', text: 'the answer' },
+  ]);
+  const off = await json(post('/v1/messages', body));
+  t.same(off.content, [{ type: 'text', text: '<think> pondering deeply </think> the answer' }], 'not enabled: the text as it is');
+
+  const sse = await (await post('/v1/messages', { ...body, stream: true, thinking: { type: 'enabled', budget_tokens: 1024 } })).text();
+  const events = sse.split('\n').filter((l) => l.startsWith('data: {')).map((l) => JSON.parse(l.slice(6)) as { type: string; index?: number; delta?: Record<string, string>; content_block?: { type: string } });
+  const starts = events.filter((e) => e.type === 'content_block_start').map((e) => [e.index, e.content_block?.type]);
+  t.same(starts, [[0, 'thinking'], [1, 'text']]);
+  t.equal(events.filter((e) => e.delta?.['type'] === 'thinking_delta').map((e) => e.delta?.['thinking']).join(''), 'pondering deeply');
+  t.ok(events.some((e) => e.delta?.['type'] === 'signature_delta' && e.index === 0), 'the thinking block is signed (empty) before it stops');
+  t.equal(events.filter((e) => e.delta?.['type'] === 'text_delta').map((e) => e.delta?.['text']).join(''), 'the answer');
 });
