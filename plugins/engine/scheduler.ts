@@ -50,7 +50,7 @@ export interface AcquireOptions {
   keepAliveMs?: number;
   /**
    * The request's `num_ctx` (its own or the model's stored parameter); undefined asks for the
-   * engine's `contextLength`. See `#otherContext` and `#tooSmall` for when a model is reloaded.
+   * engine's `contextLength`. See `#tooSmall` for when a model is reloaded.
    */
   contextLength?: number;
 }
@@ -103,7 +103,7 @@ export class Scheduler {
     for (;;) {
       if (signal.aborted) throw signal.reason;
       let inst = this.#instances.get(model.name);
-      if (inst && inst.active === 0 && inst.model && !inst.unloading && (inst.resolved.digest !== model.digest || this.#otherContext(inst, options.contextLength))) {
+      if (inst && inst.active === 0 && inst.model && !inst.unloading && (inst.resolved.digest !== model.digest || this.#tooSmall(inst, options.contextLength))) {
         await this.#reload(inst, model, options);
         continue;
       }
@@ -189,25 +189,13 @@ export class Scheduler {
   }
 
   /**
-   * Whether an idle model must be loaded again for a request. With `num_ctx`: when it differs from
-   * the loaded context, as Ollama does. Without: when the loaded context is smaller than the
-   * engine's default (another client's smaller `num_ctx` never limits it); a larger one serves it.
-   * The ask is compared with the load's ask too: a backend may load another length than asked (an
-   * ONNX model has its own), and a model clamped to its trained context is not reloaded for a
-   * larger ask.
-   */
-  #otherContext(inst: Instance, asked: number | undefined): boolean {
-    const loaded = inst.model?.contextLength;
-    if (asked === undefined) return this.#tooSmall(inst, undefined);
-    if (loaded === undefined || asked === loaded || asked === inst.contextAsked) return false;
-    const clamped = inst.contextAsked === 0 || loaded < inst.contextAsked;
-    return !(clamped && asked > loaded);
-  }
-
-  /**
    * Whether the loaded context is smaller than a request wants (its `num_ctx`, else the engine's
-   * default, 0 = the model's own) and could be larger. Such a request does not take a slot of the
-   * busy model: it waits until the model is idle and loads it again (requests after it wait too).
+   * default, 0 = the model's own) and could be larger: the one reason to load a model again with
+   * another context. An idle model is reloaded at once; a busy one takes no more requests until
+   * it is idle (the request waits, and those after it). A larger context serves a smaller ask as
+   * it is, so clients that differ on `num_ctx` do not reload the model on every turn. A model
+   * clamped to its trained context, or whose backend loads a length of its own (an ONNX model),
+   * is not reloaded for a larger ask.
    */
   #tooSmall(inst: Instance, asked: number | undefined): boolean {
     const loaded = inst.model?.contextLength;
