@@ -100,8 +100,9 @@ t.test('a conversation longer than the context loses its oldest turns; the syste
   );
   const last = { role: 'user', content: 'What happened next?' };
   // A 512-token context keeps every prompt here short: attention over the whole context is what
-  // these requests cost (the idle model is loaded again with it).
+  // these requests cost. A loaded model is reloaded only to grow, so unload it first.
   const options = { num_predict: 8, temperature: 0, num_ctx: 512 };
+  await ollama.chat({ model: 'chatml', messages: [], keep_alive: 0 });
   const chat = (messages: { role: string; content: string }[]) => ollama.chat({ model: 'chatml', messages, options });
   const newest = (k: number) => chat([system, ...turns.slice(-k), last]);
   const whole = await chat([system, ...turns, last]);
