@@ -122,7 +122,11 @@ t.test('two clients: a num_ctx of 512 streaming does not refuse a longer prompt 
   const small = await startStream('b', 400, { num_ctx: 512, seed: 7 });
   t.equal(small.status, 200);
   t.equal(engine.stats().active, 1, 'the 512-token client holds its slot');
-  const long = await ollama.generate({ model: 'b', prompt: 'Once upon a time there was a little girl. '.repeat(60), options: { num_predict: 2 } });
+  const pending = ollama.generate({ model: 'b', prompt: 'Once upon a time there was a little girl. '.repeat(60), options: { num_predict: 2 } });
+  while (engine.stats().queued < 1) await sleep(10);
+  const later = await ollama.generate({ model: 'b', prompt: 'Once', options: { num_predict: 1, num_ctx: 512 } });
+  t.ok(later.load_duration > 0, 'a request arriving meanwhile queued behind the reload (a free slot notwithstanding)');
+  const long = await pending;
   t.ok(long.prompt_eval_count > 512, `a prompt of ${long.prompt_eval_count} tokens was answered`);
   t.ok(long.load_duration > 0, 'after the model was loaded again, once the stream had ended');
   t.match(await small.rest, /"done":true/, 'the streaming client got its whole answer');
