@@ -82,6 +82,11 @@ export interface GenerateParams {
   template?: string;
   format?: OutputFormat;
   options: SamplingOptions;
+  /**
+   * Token ids of an earlier exchange (a previous `done` event's `context`), evaluated before the
+   * prompt. Ignored with `raw` (the engine refuses the combination).
+   */
+  context?: number[];
 }
 
 export interface ChatParams {
@@ -96,6 +101,11 @@ export interface ChatParams {
 /** One event of a generation stream. The last one is always `done`. */
 export type GenerationEvent =
   | { type: 'token'; text: string }
+  /**
+   * Reasoning text, apart from the answer. Backends emit only `token`; the engine splits a thinking
+   * model's output into `thinking` and `token` events when the request asked for it (`think`).
+   */
+  | { type: 'thinking'; text: string }
   | { type: 'tool_calls'; calls: ToolCall[] }
   | {
       type: 'done';
@@ -111,6 +121,11 @@ export type GenerationEvent =
       /** Nanoseconds spent on the prompt and on decoding. */
       promptEvalNs: number;
       evalNs: number;
+      /**
+       * Generate only, where the backend can: the token ids of the whole exchange (the request's
+       * `context`, the prompt as evaluated without BOS, the answer), to send back as `context`.
+       */
+      context?: number[];
     };
 
 export interface EmbedParams {

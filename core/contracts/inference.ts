@@ -19,6 +19,14 @@ import type { ModelActivity } from './observe.js';
 /** `keep_alive` as clients send it: seconds, a Go duration string (`5m`, `1h30m`) or negative. */
 export type KeepAlive = number | string;
 
+/**
+ * Ollama's `think`: `true` or a level asks a thinking model for its reasoning apart from the answer
+ * (a model without the `thinking` capability: 400); `false` or unset leaves the output whole.
+ * `'auto'` (the OpenAI translator's default) splits where the model has the capability and never
+ * refuses. Levels are accepted as `true`: the prompt does not carry them.
+ */
+export type Think = boolean | 'low' | 'medium' | 'high' | 'max' | 'auto';
+
 export interface InferenceGenerateRequest {
   model: string;
   prompt: string;
@@ -29,6 +37,9 @@ export interface InferenceGenerateRequest {
   format?: OutputFormat;
   options?: SamplingOptions;
   keep_alive?: KeepAlive;
+  /** Ollama's `context`: token ids of an earlier answer's exchange, evaluated before the prompt. */
+  context?: number[];
+  think?: Think;
 }
 
 export interface InferenceChatRequest {
@@ -43,6 +54,7 @@ export interface InferenceChatRequest {
   format?: OutputFormat;
   options?: SamplingOptions;
   keep_alive?: KeepAlive;
+  think?: Think;
 }
 
 export interface InferenceEmbedRequest {

@@ -11,7 +11,9 @@
  * model text "fake says:"  +  prompt "hello there"  →  "fake says: hello there"
  * ```
  *
- * `options.num_predict` cuts the answer after that many words (`done_reason: "length"`).
+ * `options.num_predict` cuts the answer after that many words (`done_reason: "length"`). A model
+ * created with a `template` that uses `.Thinking` has the `thinking` capability, so a prompt such
+ * as `"<think> why </think> because"` exercises the engine's split of thinking and answer.
  * Embeddings are deterministic 8-dimensional unit vectors derived from each input's SHA-256, so
  * equal inputs give equal vectors. Nothing is loaded into memory; the model's size is its file's.
  *
@@ -40,11 +42,11 @@ export const fakeFormat: FormatHandler = {
     if (!names.some((n) => n.endsWith('.fake'))) return null;
     return names.length === 1 ? {} : { problem: 'a fake model is exactly one .fake file' };
   },
-  async describe({ weights }) {
+  async describe({ weights, template }) {
     const text = await readFile(weights[0]!.path, 'utf8');
     return {
       details: { family: 'fake', families: ['fake'], parameter_size: String(words(text).length), quantization_level: 'none' },
-      capabilities: ['completion', 'embedding'],
+      capabilities: ['completion', 'embedding', ...(template?.includes('.Thinking') ? (['thinking'] as const) : [])],
       modelInfo: { 'fake.prefix': text.trim() },
     };
   },

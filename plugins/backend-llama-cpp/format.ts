@@ -3,7 +3,8 @@
  * (one `application/vnd.ollama.image.model` layer, no file name), loaded from its blob. Its
  * capabilities follow Ollama: `embedding` when the GGUF declares a pooling type, else
  * `completion`; `tools` when the template layer uses `.Tools` or the GGUF chat template mentions
- * `tools`; `insert` for `.Suffix`; `vision` with a projector layer.
+ * `tools`; `insert` for `.Suffix`; `thinking` for `.Thinking` (the engine then splits the output
+ * on `<think>…</think>` when asked); `vision` with a projector layer.
  *
  * @module
  */
@@ -42,6 +43,7 @@ export function ggufFormat(): FormatHandler {
       const goTemplate = template ?? '';
       if (goTemplate.includes('.Tools') || /\btools\b/.test(gguf.chatTemplate ?? '')) capabilities.push('tools');
       if (goTemplate.includes('.Suffix')) capabilities.push('insert');
+      if (goTemplate.includes('.Thinking')) capabilities.push('thinking');
       if (layers.some((l) => l.mediaType === PROJECTOR_MEDIA_TYPE)) capabilities.push('vision');
       return { details: gguf.details, capabilities, modelInfo: gguf.modelInfo };
     },

@@ -52,13 +52,14 @@ export interface AcquireOptions {
   /** The request's keep_alive in ms; undefined keeps the model's current one. */
   keepAliveMs?: number;
   /**
-   * The request's `num_ctx` (its own or the model's stored parameter): the context the model is
-   * loaded with, and a reason to reload an idle model loaded with another (see `#otherContext`).
+   * The request's `num_ctx` (its own or the model's stored parameter); undefined asks for the
+   * engine's `contextLength`. See `#tooSmall` for when a model is reloaded.
    */
   contextLength?: number;
 }
 
-type Waiter = { grant: (retry: boolean) => void; reject: (err: unknown) => void };
+/** A request waiting for a slot; `ask` is its `contextLength`. */
+type Waiter = { grant: (retry: boolean) => void; reject: (err: unknown) => void; ask: number | undefined };
 
 /** Far-future expiry shown for "forever", like Ollama's now + MaxInt64 ns. */
 const FOREVER_MS = 292 * 365.25 * 24 * 3600 * 1000;
@@ -105,11 +106,12 @@ export class Scheduler {
     for (;;) {
       if (signal.aborted) throw signal.reason;
       let inst = this.#instances.get(model.name);
-      if (inst && inst.idle && inst.model && (inst.resolved.digest !== model.digest || this.#otherContext(inst, options.contextLength))) {
-        await this.#unload(inst);
+      if (inst && inst.active === 0 && inst.model && !inst.unloading && (inst.resolved.digest !== model.digest || this.#tooSmall(inst, options.contextLength))) {
+        await this.#reload(inst, model, options);
         continue;
       }
-      const free = inst?.model && inst.active < this.#o.parallel && inst.waiters.length === 0;
+      const free =
+        inst?.model && inst.active < this.#o.parallel && inst.waiters.length === 0 && !this.#tooSmall(inst, options.contextLength);
       if (!free && this.#queued >= this.#o.maxQueue) {
         throw Errors.unavailable('server busy, please try again.  maximum pending requests exceeded', {
           headers: { 'Retry-After': '1' },
@@ -127,7 +129,7 @@ export class Scheduler {
       }
       if (!inst.model) loaded = false;
       // A granted waiter's slot is already counted (see #pump).
-      const retry = await this.#wait(inst, signal);
+      const retry = await this.#wait(inst, options.contextLength, signal);
       if (!retry) return this.#lease(inst, started, loaded);
     }
   }
@@ -204,18 +206,30 @@ export class Scheduler {
   }
 
   /**
-   * Whether a request's `num_ctx` asks for another context than the loaded one, so that an idle
-   * model is loaded again with it, as Ollama does. A request without `num_ctx` takes the model as
-   * loaded (Ollama reloads it to the default, and clients that differ on num_ctx make it reload on
-   * every turn). The ask is compared with the load's ask too: a backend may load another length
-   * than asked (an ONNX model has its own), and a model clamped to its trained context is not
-   * reloaded for a larger ask.
+   * Whether the loaded context is smaller than a request wants (its `num_ctx`, else the engine's
+   * default, 0 = the model's own) and could be larger: the one reason to load a model again with
+   * another context. An idle model is reloaded at once; a busy one takes no more requests until
+   * it is idle (the request waits, and those after it). A larger context serves a smaller ask as
+   * it is, so clients that differ on `num_ctx` do not reload the model on every turn. A model
+   * clamped to its trained context, or whose backend loads a length of its own (an ONNX model),
+   * is not reloaded for a larger ask.
    */
-  #otherContext(inst: Instance, asked: number | undefined): boolean {
+  #tooSmall(inst: Instance, asked: number | undefined): boolean {
     const loaded = inst.model?.contextLength;
-    if (asked === undefined || loaded === undefined || asked === loaded || asked === inst.contextAsked) return false;
-    const clamped = inst.contextAsked === 0 || loaded < inst.contextAsked;
-    return !(clamped && asked > loaded);
+    if (loaded === undefined || inst.contextAsked === 0 || loaded < inst.contextAsked) return false;
+    const want = asked ?? this.#o.contextLength;
+    return want === 0 || want > loaded;
+  }
+
+  /**
+   * Unloads an instance with no request in flight and queues the load of its successor with the
+   * request's context; requests that waited for the old one start over and wait for the new one.
+   */
+  async #reload(inst: Instance, model: ResolvedModel, options: AcquireOptions): Promise<void> {
+    const waiting = inst.waiters.splice(0);
+    await this.#unload(inst);
+    if (!this.#instances.has(model.name)) this.#create(model, options);
+    for (const w of waiting) w.grant(true);
   }
 
   #create(model: ResolvedModel, options: AcquireOptions): Instance {
@@ -302,17 +316,20 @@ export class Scheduler {
   }
 
   /** Waits for a slot; resolves true when the instance died and the caller must start over. */
-  #wait(inst: Instance, signal: AbortSignal): Promise<boolean> {
+  #wait(inst: Instance, ask: number | undefined, signal: AbortSignal): Promise<boolean> {
     this.#queued++;
     return new Promise<boolean>((resolve, reject) => {
       const waiter: Waiter = {
         grant: (retry) => (done(), resolve(retry)),
         reject: (err) => (done(), reject(err)),
+        ask,
       };
       const onAbort = () => {
         const i = inst.waiters.indexOf(waiter);
         if (i >= 0) inst.waiters.splice(i, 1);
         waiter.reject(signal.reason);
+        // A waiter that held the queue for a reload may have left: the next ones may go now.
+        this.#pump(inst);
         if (inst.idle && inst.model && !inst.gone) this.#scheduleExpiry(inst);
       };
       const done = () => {
@@ -324,9 +341,18 @@ export class Scheduler {
     });
   }
 
-  /** Grants free slots to waiters, in arrival order. */
+  /**
+   * Grants free slots to waiters, in arrival order. A waiter that wants a larger context than the
+   * loaded one holds the queue until the model is idle, then starts over to load it again.
+   */
   #pump(inst: Instance): void {
-    while (inst.model && !inst.gone && inst.active < this.#o.parallel && inst.waiters.length > 0) {
+    while (inst.model && !inst.gone && inst.waiters.length > 0) {
+      const head = inst.waiters[0] as Waiter;
+      if (this.#tooSmall(inst, head.ask)) {
+        if (inst.active === 0) (inst.waiters.shift() as Waiter).grant(true);
+        return;
+      }
+      if (inst.active >= this.#o.parallel) return;
       const w = inst.waiters.shift() as Waiter;
       // Count the slot before the waiter's continuation runs, so a new arrival cannot take it.
       inst.active++;

@@ -17,11 +17,13 @@ import type {
   InferenceService,
   KeepAlive,
   LoadedModelInfo,
+  Think,
 } from 'lia/plugin';
 import type { InferenceEvent, ModelActivity } from 'lia/plugin';
 import type { ModelStore, ResolvedModel } from 'lia/plugin';
 import { parseKeepAlive } from './keep-alive.js';
 import { mergeOptions } from './request-options.js';
+import { splitThinking } from './thinking.js';
 import type { Lease, Scheduler } from './scheduler.js';
 
 export class EngineService implements InferenceService {
@@ -39,10 +41,11 @@ export class EngineService implements InferenceService {
   }
 
   async generate(req: InferenceGenerateRequest, signal: AbortSignal): Promise<GenerationStream> {
-    if (req.raw && (req.template || req.system)) throw Errors.badRequest('raw mode does not support template, system, or context');
+    if (req.raw && (req.template || req.system || req.context?.length)) throw Errors.badRequest('raw mode does not support template, system, or context');
     const started = process.hrtime.bigint();
     const model = await this.#resolve(req.model, 'generate');
     this.#observe({ type: 'request', model: model.name, kind: 'generate' });
+    const think = thinks(model, req.think, req.model);
     const options = mergeOptions(model.parameters, req.options);
     const lease = await this.#acquire(model, req.keep_alive, options.num_ctx, signal);
     const system = req.system ?? model.system;
@@ -54,11 +57,12 @@ export class EngineService implements InferenceService {
         ...(system ? { system } : {}),
         ...(req.suffix ? { suffix: req.suffix } : {}),
         ...(req.template ? { template: req.template } : {}),
+        ...(req.context?.length ? { context: req.context } : {}),
         ...formatField(req.format),
       },
       signal,
     );
-    return { model: model.name, loadNs: lease.loadNs, events: leased(lease, observed(model.name, started, this.#observe, events)) };
+    return { model: model.name, loadNs: lease.loadNs, events: leased(lease, observed(model.name, started, this.#observe, think ? splitThinking(events) : events)) };
   }
 
   async chat(req: InferenceChatRequest, signal: AbortSignal): Promise<GenerationStream> {
@@ -66,6 +70,7 @@ export class EngineService implements InferenceService {
     const started = process.hrtime.bigint();
     const model = await this.#resolve(req.model, 'chat');
     this.#observe({ type: 'request', model: model.name, kind: 'chat' });
+    const think = thinks(model, req.think, req.model);
     const options = mergeOptions(model.parameters, req.options);
     const lease = await this.#acquire(model, req.keep_alive, options.num_ctx, signal);
     const messages: ChatMessage[] = [];
@@ -78,7 +83,7 @@ export class EngineService implements InferenceService {
       { messages, options, ...tools, ...formatField(req.format) },
       signal,
     );
-    return { model: model.name, loadNs: lease.loadNs, events: leased(lease, observed(model.name, started, this.#observe, events)) };
+    return { model: model.name, loadNs: lease.loadNs, events: leased(lease, observed(model.name, started, this.#observe, think ? splitThinking(events) : events)) };
   }
 
   async embed(req: InferenceEmbedRequest, signal: AbortSignal): Promise<EmbedResponse> {
@@ -184,6 +189,18 @@ export function toolFields(tools: ToolDefinition[] | undefined, choice: ToolChoi
     return { tools, toolChoice: { name: choice.name } };
   }
   throw Errors.badRequest(`invalid tool choice: ${JSON.stringify(choice)}`, { param: 'tool_choice' });
+}
+
+/**
+ * Whether the output is split into thinking and answer (see thinking.ts): `think` true or a level
+ * on a model with the `thinking` capability (without it: Ollama's 400), or `'auto'` where it has it.
+ */
+function thinks(model: ResolvedModel, think: Think | undefined, asked: string): boolean {
+  if (think === undefined || think === false) return false;
+  const capable = model.capabilities.includes('thinking');
+  if (think === 'auto') return capable;
+  if (!capable) throw Errors.badRequest(`"${asked}" does not support thinking`, { param: 'think' });
+  return true;
 }
 
 /** The output format as the backend gets it; a schema is bounded here too, whichever surface sent it. */

@@ -80,11 +80,11 @@ t.test('translates what clients send', async (t) => {
       name: 'sampling options, max_completion_tokens wins over max_tokens, stop string',
       body: {
         model: 'm', messages: [user], max_tokens: 5, max_completion_tokens: 7, temperature: 0.2, top_p: 0.9,
-        seed: 42, presence_penalty: 0.5, frequency_penalty: -0.5, stop: 'END', user: 'u1',
+        seed: 42, presence_penalty: 0.5, frequency_penalty: -0.5, stop: 'END', user: 'u1', num_ctx: 8192,
       },
       expect: {
         native: {
-          options: { num_predict: 7, temperature: 0.2, top_p: 0.9, seed: 42, presence_penalty: 0.5, frequency_penalty: -0.5, stop: ['END'] },
+          options: { num_predict: 7, temperature: 0.2, top_p: 0.9, seed: 42, presence_penalty: 0.5, frequency_penalty: -0.5, stop: ['END'], num_ctx: 8192 },
         },
       },
     },
@@ -193,6 +193,7 @@ t.test('rejects bad input with a 400 naming the param', async (t) => {
     { body: { model: 'm', messages: [user], max_tokens: 0 }, param: 'max_tokens' },
     { body: { model: 'm', messages: [user], max_completion_tokens: 1.5 }, param: 'max_completion_tokens' },
     { body: { model: 'm', messages: [user], seed: 'x' }, param: 'seed' },
+    { body: { model: 'm', messages: [user], num_ctx: 0 }, param: 'num_ctx' },
     { body: { model: 'm', messages: [user], stop: 5 }, param: 'stop' },
     { body: { model: 'm', messages: [user], stop: ['a', 1] }, param: 'stop[1]' },
     { body: { model: 'm', messages: [user], stream: 'yes' }, param: 'stream' },

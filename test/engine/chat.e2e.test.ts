@@ -2,9 +2,13 @@
  * `/api/chat` end to end with the official `ollama` client: the chat template stored in the GGUF
  * (stories260K-chatml), the store's template and system layers, the ChatML fallback, tools
  * (declared to the model; calls returned, never run; tool results accepted in the history),
- * structured output, history truncation to the context and the load/unload forms.
+ * structured output, history truncation to the context, the thinking capability from a store
+ * template (and Ollama's 400 without it) and the load/unload forms.
  */
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
 import t from 'tap';
+import { ROOT } from '../helpers/fixtures.js';
 import { createModel } from '../helpers/models.js';
 import { ndjson, ollamaClient, startEngineAppliance } from './helpers.js';
 
@@ -96,8 +100,9 @@ t.test('a conversation longer than the context loses its oldest turns; the syste
   );
   const last = { role: 'user', content: 'What happened next?' };
   // A 512-token context keeps every prompt here short: attention over the whole context is what
-  // these requests cost (the idle model is loaded again with it).
+  // these requests cost. A loaded model is reloaded only to grow, so unload it first.
   const options = { num_predict: 8, temperature: 0, num_ctx: 512 };
+  await ollama.chat({ model: 'chatml', messages: [], keep_alive: 0 });
   const chat = (messages: { role: string; content: string }[]) => ollama.chat({ model: 'chatml', messages, options });
   const newest = (k: number) => chat([system, ...turns.slice(-k), last]);
   const whole = await chat([system, ...turns, last]);
@@ -143,6 +148,19 @@ t.test('empty messages load; with keep_alive 0 they unload', async (t) => {
   t.ok((await ollama.ps()).models.some((m) => m.name === 'chatml:latest'));
   t.match(await ollama.chat({ model: 'chatml', messages: [], keep_alive: 0 }), { done_reason: 'unload' });
   t.notOk((await ollama.ps()).models.some((m) => m.name === 'chatml:latest'));
+});
+
+t.test('a GGUF model whose template has a thinking section has the thinking capability', async (t) => {
+  const template = readFileSync(path.join(ROOT, 'test/fixtures/templates/chatml-thinking.gotmpl'), 'utf8');
+  await createModel(app, 'thinker', 'gguf/stories260K-chatml.gguf', { template });
+  const show = (await (await app.fetch('/api/show', { method: 'POST', body: JSON.stringify({ model: 'thinker' }) })).json()) as { capabilities: string[] };
+  t.ok(show.capabilities.includes('thinking'));
+  // The tiny model writes no <think> section, so its whole output is the answer.
+  const r = await ollama.chat({ model: 'thinker', messages: hi, think: true, options: { num_predict: 6 } });
+  t.match(r, { done: true, message: { role: 'assistant', content: String } });
+  const refused = await app.fetch('/api/chat', { method: 'POST', body: JSON.stringify({ model: 'chatml', messages: hi, think: 'low' }) });
+  t.equal(refused.status, 400, 'a model without it: 400');
+  t.same(await refused.json(), { error: '"chatml" does not support thinking' });
 });
 
 t.test('bad chat requests are 4xx', async (t) => {

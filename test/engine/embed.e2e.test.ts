@@ -4,6 +4,8 @@
  * vectors, and the loaded-model listing with its sizes, expiry and context length.
  */
 import t from 'tap';
+import { VERSION } from '../../core/version.js';
+import { OLLAMA_COMPAT_VERSION } from '../../plugins/engine/routes/ps.js';
 import { createModel } from '../helpers/models.js';
 import { ollamaClient, startEngineAppliance } from './helpers.js';
 
@@ -96,7 +98,8 @@ t.test('ps lists the loaded model; keep_alive sets its expiry; version answers',
   t.ok(new Date(forever.expires_at).getFullYear() > 2200, 'negative keep_alive: forever');
 
   const v = await ollama.version();
-  t.match(v.version, /^\d+\.\d+\.\d+/);
+  t.equal(v.version, OLLAMA_COMPAT_VERSION, 'the Ollama API level served');
+  t.equal((v as { lia_version?: string }).lia_version, VERSION, "and LIA's own version");
   const head = await app.fetch('/api/version', { method: 'HEAD' });
   t.equal(head.status, 200);
 });

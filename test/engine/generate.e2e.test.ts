@@ -80,6 +80,29 @@ t.test('raw, system and a request template shape the prompt', async (t) => {
   t.same(await res.json(), { error: 'raw mode does not support template, system, or context' });
 });
 
+t.test('context: the exchange as token ids, sent back with the next prompt to continue it', async (t) => {
+  const first = await ollama.generate({ model: 'stories', prompt: 'Once upon a time', options: { num_predict: 8, temperature: 0 } });
+  const context = first.context;
+  t.ok(Array.isArray(context) && context.every((id) => Number.isInteger(id) && id >= 0), 'token ids');
+  t.ok(context.length >= first.prompt_eval_count - 1 + 4, `the prompt (without BOS) and the answer: ${context.length} ids`);
+  const next = await ollama.generate({ model: 'stories', prompt: 'Then', context, options: { num_predict: 4, temperature: 0 } });
+  t.ok(next.prompt_eval_count > context.length, `the context was evaluated before the prompt: ${next.prompt_eval_count} tokens`);
+  t.same(next.context.slice(0, context.length), context, 'and the new context continues the old one');
+
+  const streamed = await ndjson(await app.fetch('/api/generate', { method: 'POST', body: JSON.stringify({ model: 'stories', prompt: 'Hi', context, options: { num_predict: 2 } }) }));
+  t.ok(Array.isArray(streamed.at(-1)?.['context']), 'the last streamed object carries it too');
+  t.notOk(streamed.slice(0, -1).some((l) => 'context' in l), 'no chunk before it');
+
+  const post = (body: unknown) => app.fetch('/api/generate', { method: 'POST', body: JSON.stringify(body) });
+  const unknown = await post({ model: 'stories', prompt: 'x', context: [1, 99999] });
+  t.equal(unknown.status, 400);
+  t.same(await unknown.json(), { error: 'context holds 99999, which is not a token of this model' });
+  const raw = await post({ model: 'stories', prompt: 'x', raw: true, context });
+  t.equal(raw.status, 400);
+  t.same(await raw.json(), { error: 'raw mode does not support template, system, or context' });
+  t.equal((await post({ model: 'stories', prompt: 'x', context: [-1] })).status, 400);
+});
+
 t.test('format: "json" and a JSON schema constrain the output', async (t) => {
   const schema = { type: 'object', properties: { happy: { type: 'boolean' } }, required: ['happy'] };
   const r = await ollama.generate({ model: 'stories', prompt: 'Is Lily happy?', format: schema, stream: false, options: { num_predict: 60 } });

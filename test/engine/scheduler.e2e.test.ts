@@ -2,7 +2,8 @@
  * The scheduler as a user meets it, with 2 slots per model, a queue of 2 and 1 loaded model:
  * concurrent requests share a model, the queue overflows into 503 + Retry-After, a client that
  * leaves frees its slot at once, keep_alive expires models, a new model evicts an idle one but
- * waits for a busy one, a different num_ctx loads an idle model again, deleting a loaded model
+ * waits for a busy one, a larger num_ctx loads a model again (and a request without one is never
+ * held to another client's smaller num_ctx), deleting a loaded model
  * unloads it, and stopping svc-inference answers 503.
  */
 import t from 'tap';
@@ -23,12 +24,12 @@ const engine = app.hooks.inference.get() as EngineService;
 const names = async () => (await ollama.ps()).models.map((m) => m.name);
 
 /** Starts a streaming generation and resolves once its first chunk has arrived. */
-async function startStream(model: string, numPredict: number) {
+async function startStream(model: string, numPredict: number, options: Record<string, unknown> = {}) {
   const ctl = new AbortController();
   const res = await app.fetch('/api/generate', {
     method: 'POST',
     signal: ctl.signal,
-    body: JSON.stringify({ model, prompt: 'Once upon a time', options: { num_predict: numPredict, temperature: 1 } }),
+    body: JSON.stringify({ model, prompt: 'Once upon a time', options: { num_predict: numPredict, temperature: 1, ...options } }),
   });
   const reader = (res.body as ReadableStream<Uint8Array>).getReader();
   await reader.read();
@@ -92,26 +93,45 @@ t.test('a new model evicts an idle one, but waits for one in use', async (t) => 
   t.same(await names(), ['a:latest']);
 });
 
-t.test('num_ctx: an idle model is loaded again with the context asked for; a busy one answers as loaded', async (t) => {
+t.test('num_ctx: a model is loaded again only to grow its context; a smaller ask is served as loaded', async (t) => {
   const context = async () => ((await ollama.ps()).models.find((m) => m.name === 'b:latest') as { context_length?: number } | undefined)?.context_length;
   const ask = (numCtx?: number) => ollama.generate({ model: 'b', prompt: 'Once', options: { num_predict: 1, ...(numCtx ? { num_ctx: numCtx } : {}) } });
   await ask();
   t.equal(await context(), 2048, "the engine's 4096 clamped to the model's trained 2048");
   t.notOk((await ask(4096)).load_duration, 'a larger num_ctx than the model has: no reload (no load_duration)');
+  t.notOk((await ask(256)).load_duration, 'a smaller num_ctx: served by the larger context');
   t.equal(await context(), 2048);
-  t.ok((await ask(256)).load_duration > 0, 'a smaller num_ctx: the model is loaded again');
-  t.equal(await context(), 256);
-  t.notOk((await ask()).load_duration, 'no num_ctx: the model as loaded');
-  t.equal(await context(), 256);
 
-  const busy = await startStream('b', 40);
-  const during = await ask(512);
-  t.equal(during.done, true, 'a request with another num_ctx while the model is busy is answered');
-  t.notOk(during.load_duration, 'by the loaded model');
+  await ollama.generate({ model: 'b', prompt: '', keep_alive: 0 });
+  t.ok((await ask(256)).load_duration > 0, 'loaded with the num_ctx of the request that loads it');
   t.equal(await context(), 256);
-  t.match(await busy.rest, /"done":true/);
-  t.ok((await ask(512)).load_duration > 0, 'once idle, the next such request reloads it');
+  t.ok((await ask(512)).load_duration > 0, 'a larger num_ctx: loaded again');
   t.equal(await context(), 512);
+  t.ok((await ask()).load_duration > 0, 'no num_ctx on a model loaded smaller than the default: loaded again');
+  t.equal(await context(), 2048);
+
+  const busy = await startStream('b', 200, { seed: 7 });
+  const during = await ask(512);
+  t.equal(during.done, true, 'a request with a smaller num_ctx while the model is busy is answered');
+  t.notOk(during.load_duration, 'by the loaded model');
+  t.match(await busy.rest, /"done":true/);
+});
+
+t.test('two clients: a num_ctx of 512 streaming does not refuse a longer prompt without num_ctx', async (t) => {
+  await ollama.generate({ model: 'b', prompt: '', keep_alive: 0 });
+  const small = await startStream('b', 400, { num_ctx: 512, seed: 7 });
+  t.equal(small.status, 200);
+  t.equal(engine.stats().active, 1, 'the 512-token client holds its slot');
+  const pending = ollama.generate({ model: 'b', prompt: 'Once upon a time there was a little girl. '.repeat(60), options: { num_predict: 2 } });
+  while (engine.stats().queued < 1) await sleep(10);
+  const later = await ollama.generate({ model: 'b', prompt: 'Once', options: { num_predict: 1, num_ctx: 512 } });
+  t.ok(later.load_duration > 0, 'a request arriving meanwhile queued behind the reload (a free slot notwithstanding)');
+  const long = await pending;
+  t.ok(long.prompt_eval_count > 512, `a prompt of ${long.prompt_eval_count} tokens was answered`);
+  t.ok(long.load_duration > 0, 'after the model was loaded again, once the stream had ended');
+  t.match(await small.rest, /"done":true/, 'the streaming client got its whole answer');
+  t.notMatch(await small.rest, /"error"/);
+  t.equal(((await ollama.ps()).models[0] as { context_length?: number }).context_length, 2048);
 });
 
 t.test('deleting a loaded model unloads it first', async (t) => {

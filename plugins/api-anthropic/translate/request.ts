@@ -6,8 +6,9 @@
  * `input_schema`) → function tools with `input_schema` as their parameters; `tool_choice`
  * `auto` (or unset) keeps the tools, `any` → `toolChoice: 'required'`, `{type: 'tool', name}`
  * keeps only that tool and → `toolChoice: {name}` (both forced by a grammar in the engine),
- * `none` drops the tools. Unset sampling fields are left to the model's defaults. `metadata`,
- * `thinking`, `service_tier` and `cache_control` are ignored.
+ * `none` drops the tools; `thinking` `enabled`/`adaptive` → `think: 'auto'` (a thinking model's
+ * reasoning comes back as a thinking block). Unset sampling fields are left to the model's
+ * defaults. `metadata`, `service_tier` and `cache_control` are ignored.
  *
  * @module
  */
@@ -75,6 +76,9 @@ function conversation(body: CountTokensBody): InferenceChatRequest {
 export function translateMessagesRequest(body: MessagesBody): MessagesTranslation {
   const native = conversation(body);
   native.options = samplingOptions(body);
+  // `thinking` enabled (or adaptive): a thinking model's reasoning comes back as a thinking block.
+  const thinking = body.thinking?.type;
+  if (thinking === 'enabled' || thinking === 'adaptive') native.think = 'auto';
   return { native, stream: body.stream ?? false };
 }
 

@@ -3,6 +3,8 @@
  * stream, shaped as Anthropic's SDKs accumulate them:
  *
  * - `message_start` (the message with empty `content`, `stop_reason: null`), then `ping`;
+ * - a thinking model's reasoning (asked for with `thinking`) as a `thinking` block first:
+ *   `thinking_delta`s, then an empty `signature_delta` before its stop;
  * - text as a `text` block: `content_block_start` at the first token, `text_delta`s, and
  *   `content_block_stop` when a tool call follows or the turn ends;
  * - each tool call as a `tool_use` block (`toolu_…` id): start with `input: {}`, one
@@ -29,7 +31,9 @@ export interface Usage {
 
 export type TextBlock = { type: 'text'; text: string };
 export type ToolUseBlock = { type: 'tool_use'; id: string; name: string; input: Record<string, unknown> };
-export type ContentBlock = TextBlock | ToolUseBlock;
+/** A thinking model's reasoning; `signature` is empty (there is no signed thinking to verify here). */
+export type ThinkingBlock = { type: 'thinking'; thinking: string; signature: string };
+export type ContentBlock = ThinkingBlock | TextBlock | ToolUseBlock;
 
 /** An Anthropic `message` object. */
 export interface Message {
@@ -51,7 +55,11 @@ export type StreamEvent =
   | {
       type: 'content_block_delta';
       index: number;
-      delta: { type: 'text_delta'; text: string } | { type: 'input_json_delta'; partial_json: string };
+      delta:
+        | { type: 'text_delta'; text: string }
+        | { type: 'thinking_delta'; thinking: string }
+        | { type: 'signature_delta'; signature: string }
+        | { type: 'input_json_delta'; partial_json: string };
     }
   | { type: 'content_block_stop'; index: number }
   | { type: 'message_delta'; delta: { stop_reason: StopReason; stop_sequence: string | null }; usage: Usage }
@@ -96,6 +104,7 @@ export class MessageCollector {
   readonly #meta: ResponseMeta;
   readonly #makeId: () => string;
   #text = '';
+  #thinking = '';
   #calls: ToolUseBlock[] = [];
   #done: Done | undefined;
 
@@ -106,12 +115,14 @@ export class MessageCollector {
 
   add(event: GenerationEvent): void {
     if (event.type === 'token') this.#text += event.text;
+    else if (event.type === 'thinking') this.#thinking += event.text;
     else if (event.type === 'tool_calls') this.#calls.push(...event.calls.map((c) => toolUseBlock(c, this.#makeId)));
     else this.#done = event;
   }
 
   result(): Message {
-    const content: ContentBlock[] = this.#text.length > 0 ? [{ type: 'text', text: this.#text }] : [];
+    const content: ContentBlock[] = this.#thinking.length > 0 ? [{ type: 'thinking', thinking: this.#thinking, signature: '' }] : [];
+    if (this.#text.length > 0) content.push({ type: 'text', text: this.#text });
     content.push(...this.#calls);
     return {
       id: this.#meta.id,
@@ -131,8 +142,8 @@ export class StreamTranslator {
   readonly #makeId: () => string;
   /** Index of the next content block. */
   #index = 0;
-  /** Whether a text block is open (its index is `#index`). */
-  #textOpen = false;
+  /** The kind of block open at `#index`, if any. */
+  #open: 'text' | 'thinking' | null = null;
   #sawToolUse = false;
   #done: Done | undefined;
 
@@ -156,22 +167,38 @@ export class StreamTranslator {
     return [{ type: 'message_start', message }, { type: 'ping' }];
   }
 
+  /** Closes the open block (a thinking block gets its empty signature first). */
   #closeText(): StreamEvent[] {
-    if (!this.#textOpen) return [];
-    this.#textOpen = false;
-    return [{ type: 'content_block_stop', index: this.#index++ }];
+    if (!this.#open) return [];
+    const out: StreamEvent[] = [];
+    if (this.#open === 'thinking') out.push({ type: 'content_block_delta', index: this.#index, delta: { type: 'signature_delta', signature: '' } });
+    this.#open = null;
+    out.push({ type: 'content_block_stop', index: this.#index++ });
+    return out;
+  }
+
+  /** Opens a block of `kind` unless one is open already (closing another kind first). */
+  #openBlock(kind: 'text' | 'thinking'): StreamEvent[] {
+    if (this.#open === kind) return [];
+    const out = this.#closeText();
+    this.#open = kind;
+    const content_block: ContentBlock = kind === 'text' ? { type: 'text', text: '' } : { type: 'thinking', thinking: '', signature: '' };
+    out.push({ type: 'content_block_start', index: this.#index, content_block });
+    return out;
   }
 
   /** The stream events for one native event (none for `done` or empty text). */
   next(event: GenerationEvent): StreamEvent[] {
     if (event.type === 'token') {
       if (event.text.length === 0) return [];
-      const out: StreamEvent[] = [];
-      if (!this.#textOpen) {
-        this.#textOpen = true;
-        out.push({ type: 'content_block_start', index: this.#index, content_block: { type: 'text', text: '' } });
-      }
+      const out = this.#openBlock('text');
       out.push({ type: 'content_block_delta', index: this.#index, delta: { type: 'text_delta', text: event.text } });
+      return out;
+    }
+    if (event.type === 'thinking') {
+      if (event.text.length === 0) return [];
+      const out = this.#openBlock('thinking');
+      out.push({ type: 'content_block_delta', index: this.#index, delta: { type: 'thinking_delta', thinking: event.text } });
       return out;
     }
     if (event.type === 'tool_calls') {

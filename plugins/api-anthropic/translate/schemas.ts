@@ -2,7 +2,7 @@
  * Route schemas of `/v1/messages` and `/v1/messages/count_tokens`: the request bodies as
  * Anthropic documents them. Fastify validates a body before the handler runs; a wrong type,
  * range or a missing required field (`max_tokens`) is a 400 `invalid_request_error` naming the
- * field. Unknown fields (`metadata`, `service_tier`, `cache_control` on blocks, `thinking`) are
+ * field. Unknown fields (`metadata`, `service_tier`, `cache_control` on blocks) are
  * accepted and ignored, so clients newer than this server keep working.
  *
  * The content-block rules (which block types each role may carry, images refused) stay in
@@ -66,6 +66,8 @@ export const MessagesBody = Type.Object(
     top_p: Type.Optional(Type.Number({ minimum: 0, maximum: 1 })),
     top_k: Type.Optional(Type.Integer({ minimum: 0 })),
     stream: Type.Optional(Type.Boolean()),
+    /** `enabled` or `adaptive`: a thinking model's reasoning as a thinking block (`budget_tokens` is not applied). */
+    thinking: Type.Optional(Type.Object({ type: Type.String() }, { additionalProperties: true })),
   },
   open,
 );

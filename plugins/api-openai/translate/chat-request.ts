@@ -5,7 +5,9 @@
  * Mapping (OpenAI → native option): `max_completion_tokens` (or the deprecated `max_tokens`) →
  * `num_predict`; `temperature`, `top_p`, `seed`, `presence_penalty`, `frequency_penalty` as they
  * are; `stop` → `stop[]`; `response_format` `json_object` → `format: 'json'`, `json_schema` →
- * `format: <schema>` (enforced by a grammar in the engine); `tools` → `tools`; `tool_choice`
+ * `format: <schema>` (enforced by a grammar in the engine); the extension `num_ctx` → `num_ctx`;
+ * `reasoning_effort` → `think` (`'auto'`: a thinking model's reasoning is split off into
+ * `reasoning_content`; `none` → `false`); `tools` → `tools`; `tool_choice`
  * `none` drops the tools, `required` → `toolChoice: 'required'`, a named function keeps only that
  * tool and → `toolChoice: {name}` (both forced by a JSON-schema grammar in the engine). Unset
  * sampling fields are left to the model's defaults (its Modelfile parameters), as Ollama does.
@@ -41,6 +43,7 @@ export function samplingOptions(body: CommonBody, maxTokens: number | undefined)
   set('presence_penalty', body.presence_penalty);
   set('frequency_penalty', body.frequency_penalty);
   set('stop', stopSequences(body.stop));
+  set('num_ctx', body.num_ctx);
   return options;
 }
 
@@ -107,7 +110,13 @@ export function translateChatRequest(body: ChatCompletionBody): ChatTranslation 
   singleChoice(body.n);
   if (body.logprobs) invalid('logprobs', "'logprobs' is not supported by this server");
   const maxTokens = body.max_completion_tokens ?? body.max_tokens ?? undefined;
-  const native: InferenceChatRequest = { model: body.model, messages, options: samplingOptions(body, maxTokens) };
+  const native: InferenceChatRequest = {
+    model: body.model,
+    messages,
+    options: samplingOptions(body, maxTokens),
+    // A thinking model's reasoning goes apart (reasoning_content) unless the client says `none`.
+    think: body.reasoning_effort === 'none' ? false : 'auto',
+  };
   const format = outputFormat(body.response_format);
   if (format !== undefined) native.format = format;
   const choice = body.tool_choice;

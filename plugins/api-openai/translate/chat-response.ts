@@ -7,6 +7,8 @@
  *   with `delta: {}` and the reason;
  * - a tool call is one delta carrying `index`, `id` (`call_…`), `type`, `function.name` and the
  *   whole `arguments` as a JSON string; `finish_reason` is `tool_calls` whenever one was emitted;
+ * - a thinking model's reasoning (split off by the engine) goes in `reasoning_content`, as
+ *   llama-server sends it, apart from `content`;
  * - usage goes only in a trailing `choices: []` chunk, and only when the client asked for it.
  *
  * The classes are pure (no I/O): the route feeds them events and writes what they return.
@@ -42,7 +44,8 @@ export interface ChatCompletion {
   system_fingerprint: string;
   choices: {
     index: number;
-    message: { role: 'assistant'; content: string | null; refusal: null; tool_calls?: OpenAIToolCall[] };
+    /** `reasoning_content` (llama-server's and DeepSeek's name): a thinking model's reasoning, when it has some. */
+    message: { role: 'assistant'; content: string | null; reasoning_content?: string; refusal: null; tool_calls?: OpenAIToolCall[] };
     logprobs: null;
     finish_reason: ChatFinishReason;
   }[];
@@ -53,6 +56,7 @@ export interface ChatCompletion {
 export interface ChatDelta {
   role?: 'assistant';
   content?: string;
+  reasoning_content?: string;
   tool_calls?: (OpenAIToolCall & { index: number })[];
 }
 
@@ -99,6 +103,7 @@ export class ChatCollector {
   readonly #meta: ResponseMeta;
   readonly #makeId: () => string;
   #text = '';
+  #reasoning = '';
   #calls: OpenAIToolCall[] = [];
   #done: Done | undefined;
 
@@ -109,6 +114,7 @@ export class ChatCollector {
 
   add(event: GenerationEvent): void {
     if (event.type === 'token') this.#text += event.text;
+    else if (event.type === 'thinking') this.#reasoning += event.text;
     else if (event.type === 'tool_calls') this.#calls.push(...event.calls.map((c) => toOpenAIToolCall(c, this.#makeId)));
     else this.#done = event;
   }
@@ -118,6 +124,7 @@ export class ChatCollector {
     const message: ChatCompletion['choices'][number]['message'] = {
       role: 'assistant',
       content: hasCalls && this.#text.length === 0 ? null : this.#text,
+      ...(this.#reasoning ? { reasoning_content: this.#reasoning } : {}),
       refusal: null,
     };
     if (hasCalls) message.tool_calls = this.#calls;
@@ -156,6 +163,7 @@ export class ChatChunker {
   /** The chunk for one event, or null when the event has nothing to send (`done`, empty text). */
   next(event: GenerationEvent): ChatCompletionChunk | null {
     if (event.type === 'token') return event.text.length > 0 ? this.#chunk({ content: event.text }) : null;
+    if (event.type === 'thinking') return event.text.length > 0 ? this.#chunk({ reasoning_content: event.text }) : null;
     if (event.type === 'tool_calls') {
       if (event.calls.length === 0) return null;
       const tool_calls = event.calls.map((c) => ({ index: this.#toolIndex++, ...toOpenAIToolCall(c, this.#makeId) }));

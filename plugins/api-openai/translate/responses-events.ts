@@ -15,8 +15,12 @@
  * 4. `response.completed`, or `response.incomplete` (`incomplete_details.reason:
  *    "max_output_tokens"`) when the generation was cut by the token limit or the context.
  *
+ * A thinking model's reasoning (split off by the engine) comes first, as a `reasoning` item with
+ * one `reasoning_text` part: `response.output_item.added`, `response.reasoning_text.delta` per
+ * chunk, `response.reasoning_text.done`, `response.output_item.done`.
+ *
  * A generation with neither text nor calls still answers one (empty) message, so clients that
- * read `output[0]` find one. The class is pure (no I/O).
+ * read the message find one. The class is pure (no I/O).
  *
  * @module
  */
@@ -31,6 +35,7 @@ import {
   type MessageItem,
   type OutputItem,
   type OutputText,
+  type ReasoningItem,
   type ResponseEcho,
   type ResponseObject,
   type ResponseState,
@@ -46,6 +51,8 @@ export interface ItemIds {
   message(): string;
   functionCall(): string;
   call(): string;
+  /** Defaults to `rs_…` ids. */
+  reasoning?(): string;
 }
 
 const defaultIds: ItemIds = { message: () => newId('msg_'), functionCall: () => newId('fc_'), call: () => newId('call_') };
@@ -60,6 +67,8 @@ export class ResponseEmitter {
   #seq = 0;
   /** The message being written, and its index in `output`. */
   #message: { item: MessageItem; index: number } | undefined;
+  /** The reasoning being written, and its index in `output`. */
+  #reasoning: { item: ReasoningItem; index: number } | undefined;
   #done: Done | undefined;
 
   constructor(meta: ResponseMeta, echo: ResponseEcho, ids: ItemIds = defaultIds) {
@@ -85,16 +94,17 @@ export class ResponseEmitter {
 
   /** The events for one native event (none for `done`, whose usage waits for {@link finish}). */
   next(event: GenerationEvent): ResponseStreamEvent[] {
-    if (event.type === 'token') return event.text.length > 0 ? this.#text(event.text) : [];
-    if (event.type === 'tool_calls') return [...this.#closeMessage(), ...event.calls.flatMap((c) => this.#call(c))];
+    if (event.type === 'token') return event.text.length > 0 ? [...this.#closeReasoning(), ...this.#text(event.text)] : [];
+    if (event.type === 'tool_calls') return [...this.#closeReasoning(), ...this.#closeMessage(), ...event.calls.flatMap((c) => this.#call(c))];
+    if (event.type === 'thinking') return event.text.length > 0 ? this.#think(event.text) : [];
     this.#done = event;
     return [];
   }
 
   /** The closing events: the open message's, then `response.completed` or `response.incomplete`. */
   finish(): ResponseStreamEvent[] {
-    const out: ResponseStreamEvent[] = [];
-    if (this.#state.output.length === 0) out.push(...this.#openMessage());
+    const out: ResponseStreamEvent[] = this.#closeReasoning();
+    if (this.#state.output.every((i) => i.type === 'reasoning')) out.push(...this.#openMessage());
     out.push(...this.#closeMessage());
     const incomplete = this.#done?.reason === 'length';
     this.#state.status = incomplete ? 'incomplete' : 'completed';
@@ -138,6 +148,33 @@ export class ResponseEmitter {
     return [
       this.#event('response.output_text.done', { ...where, text: part.text, logprobs: [] }),
       this.#event('response.content_part.done', { ...where, part }),
+      this.#event('response.output_item.done', { output_index: index, item }),
+    ];
+  }
+
+  /** Reasoning text: a `reasoning` item (opened on the first) and a `response.reasoning_text.delta`. */
+  #think(delta: string): ResponseStreamEvent[] {
+    const out: ResponseStreamEvent[] = [];
+    if (!this.#reasoning) {
+      const item: ReasoningItem = { type: 'reasoning', id: this.#ids.reasoning?.() ?? newId('rs_'), status: 'in_progress', summary: [], content: [] };
+      const index = this.#state.output.push(item) - 1;
+      this.#reasoning = { item, index };
+      out.push(this.#event('response.output_item.added', { output_index: index, item }));
+      item.content.push({ type: 'reasoning_text', text: '' });
+    }
+    const { item, index } = this.#reasoning;
+    item.content[0]!.text += delta;
+    out.push(this.#event('response.reasoning_text.delta', { item_id: item.id, output_index: index, content_index: 0, delta }));
+    return out;
+  }
+
+  #closeReasoning(): ResponseStreamEvent[] {
+    if (!this.#reasoning) return [];
+    const { item, index } = this.#reasoning;
+    this.#reasoning = undefined;
+    item.status = 'completed';
+    return [
+      this.#event('response.reasoning_text.done', { item_id: item.id, output_index: index, content_index: 0, text: item.content[0]!.text }),
       this.#event('response.output_item.done', { output_index: index, item }),
     ];
   }

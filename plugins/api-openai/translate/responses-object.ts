@@ -72,7 +72,16 @@ export interface FunctionCallItem {
   status: ItemStatus;
 }
 
-export type OutputItem = MessageItem | FunctionCallItem;
+/** A thinking model's reasoning (the text the engine split off), as open-weight models report it. */
+export interface ReasoningItem {
+  type: 'reasoning';
+  id: string;
+  status: ItemStatus;
+  summary: never[];
+  content: { type: 'reasoning_text'; text: string }[];
+}
+
+export type OutputItem = MessageItem | FunctionCallItem | ReasoningItem;
 
 /** `usage` of a response (no cached or reasoning tokens here: both are 0). */
 export interface ResponseUsage {

@@ -81,7 +81,8 @@ export function translateResponseRequest(body: ResponseBody): ResponseTranslatio
   if (body.max_output_tokens != null) options.num_predict = body.max_output_tokens;
   if (body.temperature != null) options.temperature = body.temperature;
   if (body.top_p != null) options.top_p = body.top_p;
-  const native: InferenceChatRequest = { model: body.model, messages, options };
+  // A thinking model's reasoning becomes a `reasoning` output item unless the client says `none`.
+  const native: InferenceChatRequest = { model: body.model, messages, options, think: body.reasoning?.effort === 'none' ? false : 'auto' };
 
   const tools = functionTools(body.tools);
   const choice = toolChoice(body.tool_choice);

@@ -70,6 +70,8 @@ export const ResponseBody = Type.Object(
       Type.Union([OneOf(['none', 'auto', 'required'] as const), Type.Object({ type: Type.String(), name: Type.Optional(Type.String()) }, open), Type.Null()]),
     ),
     text: Opt(Type.Object({ format: Opt(TextFormat), verbosity: Opt(OneOf(['low', 'medium', 'high'] as const)) }, open)),
+    /** `effort: "none"` keeps a thinking model's reasoning in the message; otherwise it is a `reasoning` item. */
+    reasoning: Opt(Type.Object({ effort: Opt(Type.String()) }, open)),
     /** Defaults to false. */
     stream: Opt(Type.Boolean()),
     /** Accepted; nothing is ever stored (the server is stateless). */

@@ -38,6 +38,11 @@ const Common = {
   seed: Opt(Type.Integer()),
   presence_penalty: Opt(Type.Number({ minimum: -2, maximum: 2 })),
   frequency_penalty: Opt(Type.Number({ minimum: -2, maximum: 2 })),
+  /**
+   * Extension (not OpenAI's): the context length per sequence, Ollama's `options.num_ctx`. Unset:
+   * the model's stored `num_ctx`, else the engine's `contextLength`.
+   */
+  num_ctx: Opt(Type.Integer({ minimum: 1 })),
   /** A string or a list of them. */
   stop: Type.Optional(Type.Union([Type.String(), Type.Array(Type.String()), Type.Null()])),
   /** Only 1 is served (see docs/openai.md). */
@@ -91,6 +96,11 @@ export const ChatCompletionBody = Type.Object(
     max_completion_tokens: Opt(Type.Integer({ minimum: 1 })),
     /** Not supported when true. */
     logprobs: Opt(Type.Boolean()),
+    /**
+     * `none` keeps a thinking model's reasoning in `content`; any other value, like leaving it out,
+     * returns it apart in `reasoning_content` (the level does not reach the prompt).
+     */
+    reasoning_effort: OptOneOf(['none', 'minimal', 'low', 'medium', 'high', 'xhigh'] as const),
     response_format: Opt(
       Type.Object(
         {

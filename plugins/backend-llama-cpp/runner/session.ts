@@ -116,15 +116,39 @@ export class ModelSession {
     const grammar = await this.#grammars.forFormat(params.format);
     const sampling = toLlamaSampling(params.options, this.info.contextLength);
     if (params.suffix) return this.#infill(params, sampling, grammar, signal, emit);
-    const { tokens, stops } = this.#prompts.forGenerate(params);
+    const rendered = this.#prompts.forGenerate(params);
+    const stops = rendered.stops;
+    const tokens = params.context?.length && !params.raw ? [...this.#knownTokens(params.context), ...rendered.tokens] : rendered.tokens;
     const promptTokens = this.#prompts.checkLength(tokens);
+    let answer = '';
+    const collect: Emit = (e) => {
+      if (e.type === 'token') answer += e.text;
+      emit(e);
+    };
     await this.#slots.with(this.#prompts.withBos(tokens), async (slot) => {
       const started = now();
       await prefill(slot.seq, this.#prompts.withBos(tokens), signal);
       const maxTokens = maxTokensFor(params.options, this.info.contextLength, promptTokens);
-      const { done } = await this.#complete(slot, { tokens, stops, promptTokens }, { sampling, maxTokens, grammar, signal, emit, started });
+      const { done } = await this.#complete(slot, { tokens, stops, promptTokens }, { sampling, maxTokens, grammar, signal, emit: collect, started });
+      // Ollama's `context`: the exchange as token ids, for a client to send back with its next
+      // prompt. The answer is tokenized from the text sent (stop sequences cut), as Ollama does.
+      if (done.type === 'done' && !params.raw) done.context = [...tokens, ...this.#model.tokenize(answer, false, 'trimLeadingSpace')];
       emit(done);
     });
+  }
+
+  /** A request's token ids, checked against the vocabulary (llama.cpp aborts on an unknown id). */
+  #knownTokens(ids: number[]): Token[] {
+    const size = this.#vocabularySize;
+    const bad = ids.find((id) => !Number.isInteger(id) || id < 0 || size === 0 || id >= size);
+    if (bad !== undefined) throw new RequestError(`context holds ${bad}, which is not a token of this model`);
+    return ids as Token[];
+  }
+
+  /** Tokens in the model's vocabulary, from the GGUF header (0 when the header does not list them). */
+  get #vocabularySize(): number {
+    const list = (this.#model.fileInfo.metadata as { tokenizer?: { ggml?: { tokens?: unknown } } }).tokenizer?.ggml?.tokens;
+    return Array.isArray(list) ? list.length : 0;
   }
 
   /**

@@ -68,16 +68,11 @@ export function toolDefinitions(list: ChatBodyTool[] | null | undefined): ToolDe
 }
 
 /**
- * Features the llama.cpp backend cannot serve, refused up front as Ollama refuses them for a model
- * without the capability: `images` (no multimodal support in node-llama-cpp 3.22) and `think`.
+ * Images, which no backend serves, refused up front as Ollama refuses them for a model without
+ * the capability (node-llama-cpp 3.22 has no multimodal support). `think` is checked by the engine
+ * against the model's capabilities.
  */
-export function refuseUnsupported(
-  body: { think?: unknown; images?: unknown[] | null; messages?: { images?: unknown[] | null }[] | null },
-  model: string,
-): void {
-  if (body.think !== undefined && body.think !== null && body.think !== false) {
-    throw Errors.badRequest(`"${model}" does not support thinking`, { param: 'think' });
-  }
+export function refuseUnsupported(body: { images?: unknown[] | null; messages?: { images?: unknown[] | null }[] | null }, model: string): void {
   const hasImages = (v: unknown[] | null | undefined) => Array.isArray(v) && v.length > 0;
   if (hasImages(body.images) || (body.messages ?? []).some((m) => hasImages(m.images))) {
     throw Errors.badRequest(`"${model}" does not support images`, { param: 'images' });

@@ -15,8 +15,8 @@ import { chatMessages, given, outputFormat, refuseUnsupported, toolDefinitions }
 import { ChatBody } from './schemas.js';
 import { createdAt, respond } from './respond.js';
 
-const message = (content: string, calls?: ToolCall[]) => ({
-  message: { role: 'assistant', content, ...(calls && calls.length > 0 ? { tool_calls: calls } : {}) },
+const message = (content: string, calls?: ToolCall[], thinking?: string) => ({
+  message: { role: 'assistant', content, ...(thinking ? { thinking } : {}), ...(calls && calls.length > 0 ? { tool_calls: calls } : {}) },
 });
 
 export function chatRoute(app: FastifyInstance, service: () => InferenceService): void {
@@ -31,6 +31,7 @@ export function chatRoute(app: FastifyInstance, service: () => InferenceService)
     const stream = body.stream ?? true;
     const toolList = toolDefinitions(body.tools);
     const fmt = outputFormat(body.format);
+    const think = given(body.think);
 
     if (msgs.length === 0) {
       const unload = parseKeepAlive(keep) === 0;
@@ -48,9 +49,15 @@ export function chatRoute(app: FastifyInstance, service: () => InferenceService)
         ...(toolList ? { tools: toolList } : {}),
         ...(fmt !== undefined ? { format: fmt } : {}),
         ...(keep !== undefined ? { keep_alive: keep } : {}),
+        ...(think !== undefined ? { think } : {}),
       },
       signal,
     );
-    return respond(reply, gen, { stream, started, model, shape: { chunk: message, final: message } });
+    return respond(reply, gen, {
+      stream,
+      started,
+      model,
+      shape: { chunk: message, final: (text, calls, _done, thinking) => message(text, calls, thinking) },
+    });
   });
 }

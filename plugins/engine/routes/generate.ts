@@ -38,6 +38,8 @@ export function generateRoute(app: FastifyInstance, service: () => InferenceServ
     const template = given(body.template);
     const raw = given(body.raw);
     const fmt = outputFormat(body.format);
+    const context = given(body.context);
+    const think = given(body.think);
     const gen = await service().generate(
       {
         model,
@@ -48,6 +50,8 @@ export function generateRoute(app: FastifyInstance, service: () => InferenceServ
         ...(template !== undefined ? { template } : {}),
         ...(raw !== undefined ? { raw } : {}),
         ...(fmt !== undefined ? { format: fmt } : {}),
+        ...(context?.length ? { context } : {}),
+        ...(think !== undefined ? { think } : {}),
         ...(keep !== undefined ? { keep_alive: keep } : {}),
       },
       signal,
@@ -56,7 +60,10 @@ export function generateRoute(app: FastifyInstance, service: () => InferenceServ
       stream,
       started,
       model,
-      shape: { chunk: (text) => ({ response: text }), final: (text) => ({ response: text }) },
+      shape: {
+        chunk: (text, _calls, thinking) => ({ response: text, ...(thinking ? { thinking } : {}) }),
+        final: (text, _calls, done, thinking) => ({ response: text, ...(thinking ? { thinking } : {}), ...(done.context ? { context: done.context } : {}) }),
+      },
     });
   });
 }

@@ -11,9 +11,11 @@ import { PsResponse, VersionResponse } from './schemas.js';
 
 /**
  * The Ollama version `/api/version` reports. Integrations gate features on it, so it names the
- * Ollama release whose API this engine follows; LIA's own version is in `lia_version`.
+ * newest Ollama release whose API this engine serves in full (`think` levels, `/api/ps`
+ * `context_length`), not a later one whose features it lacks; LIA's own version is in
+ * `lia_version`. docs/compatibility.md explains the choice.
  */
-export const OLLAMA_COMPAT_VERSION = '0.33.0';
+export const OLLAMA_COMPAT_VERSION = '0.11.0';
 
 export function psRoutes(
   app: FastifyInstance,

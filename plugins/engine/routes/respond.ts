@@ -15,10 +15,10 @@ type DoneEvent = Extract<GenerationEvent, { type: 'done' }>;
 
 /** How one surface (generate or chat) shapes its objects. */
 export interface Shape {
-  /** A chunk carrying text (and tool calls, for chat). */
-  chunk(text: string, toolCalls?: ToolCall[]): Record<string, unknown>;
-  /** The last object's content fields (empty text). */
-  final(text: string, toolCalls: ToolCall[] | undefined): Record<string, unknown>;
+  /** A chunk carrying text (and tool calls, for chat; or thinking, with empty text). */
+  chunk(text: string, toolCalls?: ToolCall[], thinking?: string): Record<string, unknown>;
+  /** The last object's content fields (empty text and thinking when streamed). */
+  final(text: string, toolCalls: ToolCall[] | undefined, done: DoneEvent, thinking?: string): Record<string, unknown>;
 }
 
 /** Ollama's timestamp: RFC 3339 in UTC. */
@@ -43,9 +43,9 @@ export async function respond(
   opts: { stream: boolean; started: bigint; model: string; shape: Shape },
 ): Promise<unknown> {
   const head = (): Record<string, unknown> => ({ model: opts.model, created_at: createdAt() });
-  const last = (done: DoneEvent, text: string, calls: ToolCall[] | undefined) => ({
+  const last = (done: DoneEvent, text: string, calls: ToolCall[] | undefined, thinking?: string) => ({
     ...head(),
-    ...opts.shape.final(text, calls),
+    ...opts.shape.final(text, calls, done, thinking),
     done: true,
     done_reason: done.reason,
     ...metrics(done, Number(process.hrtime.bigint() - opts.started), gen.loadNs),
@@ -55,11 +55,13 @@ export async function respond(
 
   if (!opts.stream) {
     let text = '';
+    let thinking = '';
     const calls: ToolCall[] = [];
     for await (const e of events) {
       if (e.type === 'token') text += e.text;
+      else if (e.type === 'thinking') thinking += e.text;
       else if (e.type === 'tool_calls') calls.push(...e.calls);
-      else return reply.type('application/json; charset=utf-8').send(last(e, text, calls.length ? calls : undefined));
+      else return reply.type('application/json; charset=utf-8').send(last(e, text, calls.length ? calls : undefined, thinking));
     }
     throw new Error('the generation ended without a done event');
   }
@@ -69,6 +71,7 @@ export async function respond(
     for await (const e of events) {
       if (out.closed) break;
       if (e.type === 'token') out.write({ ...head(), ...opts.shape.chunk(e.text), done: false });
+      else if (e.type === 'thinking') out.write({ ...head(), ...opts.shape.chunk('', undefined, e.text), done: false });
       else if (e.type === 'tool_calls') out.write({ ...head(), ...opts.shape.chunk('', e.calls), done: false });
       else {
         out.write(last(e, '', undefined));

@@ -7,8 +7,8 @@
  *
  * What a schema cannot say stays in the handler: a role's spelling (Ollama lower-cases it), tool
  * call arguments sent as a JSON string, a `keep_alive` duration's syntax, the keys of `options`
- * (shared with a model's stored parameters, see request-options.ts), and features the backend
- * refuses (`think`, `images`).
+ * (shared with a model's stored parameters, see request-options.ts), `images` (which no backend
+ * serves) and `think` (checked against the model's capabilities by the engine).
  *
  * @module
  */
@@ -43,7 +43,7 @@ const Format = Type.Optional(
 );
 
 const Think = Type.Optional(
-  Type.Union([Type.Boolean(), Type.Union(['low', 'medium', 'high', 'max'].map((l) => Type.Literal(l))), Type.Null()], {
+  Type.Union([Type.Boolean(), Type.Literal('low'), Type.Literal('medium'), Type.Literal('high'), Type.Literal('max'), Type.Null()], {
     errorMessage: 'invalid think value: expected true, false, "low", "medium", "high" or "max"',
   }),
 );
@@ -103,6 +103,8 @@ export const GenerateBody = Type.Object(
     options: Options,
     think: Think,
     images: Images,
+    /** Token ids from a previous answer's `context` (Ollama's deprecated way to continue). */
+    context: Type.Optional(Nullable(Type.Array(Type.Integer({ minimum: 0 })))),
   },
   open,
 );
