@@ -8,28 +8,17 @@
  */
 import type { FastifyInstance } from 'fastify';
 import { ChatCompletionBody } from '../translate/schemas.js';
-import { clientGone, primed, startSse, type Hooks } from 'lia/plugin';
+import { startSse, type Hooks } from 'lia/plugin';
 import { openaiErrorBody } from '../errors.js';
 import { ChatChunker, ChatCollector, type ChatCompletionChunk } from '../translate/chat-response.js';
 import { translateChatRequest } from '../translate/chat-request.js';
-import { newId, unixSeconds, type ResponseMeta } from '../translate/ids.js';
-import { requestIdHeader, resolveAlias, withModelParam, type RouteOptions } from './common.js';
+import { startChat, type RouteOptions } from './common.js';
 
 /** Registers the route. */
 export function chatRoute(app: FastifyInstance, hooks: Hooks, options: RouteOptions): void {
   app.post<{ Body: ChatCompletionBody }>('/v1/chat/completions', { schema: { body: ChatCompletionBody }, config: { scope: 'inference' } }, async (request, reply) => {
     const { native, stream, includeUsage } = translateChatRequest(request.body);
-    const requested = native.model;
-    native.model = resolveAlias(requested, options);
-    const inference = hooks.inference.get();
-    const signal = clientGone(reply);
-    const generation = await inference.chat(native, signal).catch((err) => withModelParam(err, requested));
-    // Priming sends the request to the engine at once; what does not depend on the first event is
-    // set up while the engine works on it, off the time to first token (0.1 ms here, traced).
-    const first = primed(generation.events);
-    const meta: ResponseMeta = { id: newId('chatcmpl-'), created: unixSeconds(), model: generation.model };
-    requestIdHeader(reply, meta.id);
-    const events = await first;
+    const { meta, events, signal } = await startChat(hooks, native, options, reply, 'chatcmpl-');
 
     if (!stream) {
       const collector = new ChatCollector(meta);

@@ -1,11 +1,12 @@
 /**
- * What the three inference routes share: the model-name aliasing, the `param` of a 404 for an
- * unknown model, and the response headers (awaiting the first event is core's `primed`).
+ * What the inference routes share: the model-name aliasing, the `param` of a 404 for an unknown
+ * model, the response headers, and the opening of a native chat (`startChat`).
  *
  * @module
  */
 import type { FastifyReply } from 'fastify';
-import { Errors, isAppError } from 'lia/plugin';
+import { clientGone, Errors, isAppError, primed, type GenerationEvent, type Hooks, type InferenceChatRequest } from 'lia/plugin';
+import { newId, unixSeconds, type ResponseMeta } from '../translate/ids.js';
 
 /** Options every route reads. */
 export interface RouteOptions {
@@ -32,4 +33,31 @@ export function withModelParam(err: unknown, model: string): never {
 /** Sets `x-request-id` (the completion id) on the raw response, so SSE replies carry it too. */
 export function requestIdHeader(reply: FastifyReply, id: string): void {
   reply.raw.setHeader('x-request-id', id);
+}
+
+/** An opened native chat: its answer's meta (id, time, model) and its first-event-primed events. */
+export interface OpenedChat {
+  meta: ResponseMeta;
+  events: AsyncIterable<GenerationEvent>;
+  /** Aborts when the client goes away. */
+  signal: AbortSignal;
+}
+
+/**
+ * Opens a native chat for a `/v1` route: resolves the model alias, calls the engine (an unknown
+ * model is a 404 naming `model`), and waits for the first event, so that a failure before any
+ * output keeps its status. Priming sends the request to the engine at once; the id and the
+ * `x-request-id` header are set up while the engine works on it, off the time to first token.
+ */
+export async function startChat(hooks: Hooks, native: InferenceChatRequest, options: RouteOptions, reply: FastifyReply, idPrefix: string): Promise<OpenedChat> {
+  const requested = native.model;
+  const signal = clientGone(reply);
+  const generation = await hooks.inference
+    .get()
+    .chat({ ...native, model: resolveAlias(requested, options) }, signal)
+    .catch((err) => withModelParam(err, requested));
+  const first = primed(generation.events);
+  const meta: ResponseMeta = { id: newId(idPrefix), created: unixSeconds(), model: generation.model };
+  requestIdHeader(reply, meta.id);
+  return { meta, events: await first, signal };
 }

@@ -8,12 +8,11 @@
  * @module
  */
 import type { FastifyInstance } from 'fastify';
-import { clientGone, primed, startSse, type Hooks } from 'lia/plugin';
-import { newId, unixSeconds, type ResponseMeta } from '../translate/ids.js';
+import { startSse, type Hooks } from 'lia/plugin';
 import { ResponseEmitter, type ResponseStreamEvent } from '../translate/responses-events.js';
 import { translateResponseRequest } from '../translate/responses-request.js';
 import { ResponseBody } from '../translate/responses-schema.js';
-import { requestIdHeader, resolveAlias, withModelParam, type RouteOptions } from './common.js';
+import { startChat, type RouteOptions } from './common.js';
 
 /** The SSE `event:` name of a frame: its `type`. */
 const eventName = (body: unknown): string | undefined => (body as { type?: string }).type;
@@ -22,15 +21,7 @@ const eventName = (body: unknown): string | undefined => (body as { type?: strin
 export function responsesRoute(app: FastifyInstance, hooks: Hooks, options: RouteOptions): void {
   app.post<{ Body: ResponseBody }>('/v1/responses', { schema: { body: ResponseBody }, config: { scope: 'inference' } }, async (request, reply) => {
     const { native, stream, echo } = translateResponseRequest(request.body);
-    const requested = native.model;
-    native.model = resolveAlias(requested, options);
-    const inference = hooks.inference.get();
-    const signal = clientGone(reply);
-    const generation = await inference.chat(native, signal).catch((err) => withModelParam(err, requested));
-    const first = primed(generation.events);
-    const meta: ResponseMeta = { id: newId('resp_'), created: unixSeconds(), model: generation.model };
-    requestIdHeader(reply, meta.id);
-    const events = await first;
+    const { meta, events, signal } = await startChat(hooks, native, options, reply, 'resp_');
     const emitter = new ResponseEmitter(meta, echo);
 
     if (!stream) {
