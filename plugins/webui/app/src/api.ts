@@ -39,7 +39,7 @@ function messageOf(body: unknown, status: number): string {
   return `the appliance answered HTTP ${status}`;
 }
 
-async function toError(res: Response): Promise<ApiError> {
+async function toError(res: Response, notify: boolean): Promise<ApiError> {
   const text = await res.text().catch(() => '');
   let body: unknown = null;
   try {
@@ -50,7 +50,7 @@ async function toError(res: Response): Promise<ApiError> {
   const message = body === null && res.status === 404 ? 'not found' : messageOf(body, res.status);
   const scope = res.status === 403 ? (/scope "([^"]+)"/.exec(message)?.[1] ?? null) : null;
   const err = new ApiError(res.status, message, scope);
-  if (res.status === 401) for (const l of unauthorizedListeners) l(message);
+  if (res.status === 401 && notify) for (const l of unauthorizedListeners) l(message);
   return err;
 }
 
@@ -82,7 +82,8 @@ export async function request(path: string, options: RequestOptions = {}): Promi
     if ((err as Error).name === 'AbortError') throw err;
     throw new ApiError(0, 'the appliance cannot be reached: check that it is running and on the network');
   }
-  if (!res.ok) throw await toError(res);
+  // A key being tried at sign-in is not a session that ended: no sign-out on its 401.
+  if (!res.ok) throw await toError(res, options.key === undefined);
   return res;
 }
 
