@@ -9,7 +9,8 @@ export interface Series {
   values: (number | null)[];
 }
 
-export function Chart({ title, times, series, max }: { title: string; times: number[]; series: Series[]; max?: number }) {
+/** `span`: seconds of history the time axis always shows, so a few samples do not fill it. */
+export function Chart({ title, times, series, max, span }: { title: string; times: number[]; series: Series[]; max?: number; span: number }) {
   const box = useRef<HTMLDivElement>(null);
   const plot = useRef<uPlot | null>(null);
   const key = series.map((s) => s.label).join('|');
@@ -23,7 +24,7 @@ export function Chart({ title, times, series, max }: { title: string; times: num
         width,
         height: 160,
         legend: { show: true },
-        scales: { y: max !== undefined ? { range: [0, max] } : {} },
+        scales: { x: { time: true, range: (_u, _min, end) => [end - span, end] }, y: max !== undefined ? { range: [0, max] } : {} },
         axes: [{ stroke: 'currentColor', grid: { stroke: 'rgba(128,128,128,0.2)' } }, { stroke: 'currentColor', grid: { stroke: 'rgba(128,128,128,0.2)' } }],
         series: [{}, ...series.map((s) => ({ label: s.label, stroke: s.color, width: 2 }))],
       },

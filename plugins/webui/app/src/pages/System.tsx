@@ -107,9 +107,9 @@ function Dashboard() {
       )}
       {status && (
         <div class="grid2">
-          <Chart title="CPU and memory (%)" max={100} times={hist.t} series={[{ label: 'CPU', color: COLORS[0]!, values: hist.cpu }, { label: 'Memory', color: COLORS[1]!, values: hist.mem }]} />
+          <Chart title="CPU and memory (%)" max={100} span={SAMPLES * SAMPLE_SECONDS} times={hist.t} series={[{ label: 'CPU', color: COLORS[0]!, values: hist.cpu }, { label: 'Memory', color: COLORS[1]!, values: hist.mem }]} />
           {hist.vram.length > 0 && (
-            <Chart title="GPU memory (%) and temperature (°C)" times={hist.t} series={[...hist.vram.map((v, i) => ({ label: `VRAM ${i}`, color: COLORS[i % 4]!, values: v })), ...hist.temp.map((v, i) => ({ label: `Temp ${i}`, color: COLORS[(i + 2) % 4]!, values: v }))]} />
+            <Chart title="GPU memory (%) and temperature (°C)" span={SAMPLES * SAMPLE_SECONDS} times={hist.t} series={[...hist.vram.map((v, i) => ({ label: `VRAM ${i}`, color: COLORS[i % 4]!, values: v })), ...hist.temp.map((v, i) => ({ label: `Temp ${i}`, color: COLORS[(i + 2) % 4]!, values: v }))]} />
           )}
         </div>
       )}
