@@ -1,13 +1,9 @@
 /** The console's entry: theme, sign-in gate, navigation by URL hash. */
-import { render } from 'preact';
+import { render, type ComponentType } from 'preact';
 import { useEffect, useState } from 'preact/hooks';
 import { onUnauthorized } from './api';
 import { forgetKey, getKey } from './auth';
-import { Chat } from './pages/Chat';
-import { Keys } from './pages/Keys';
-import { Models } from './pages/Models';
 import { CaPanel, SignIn } from './pages/SignIn';
-import { System } from './pages/System';
 import { applyTheme, currentTheme, type Theme } from './theme';
 import './styles.css';
 
@@ -20,6 +16,32 @@ const PAGES = [
   { path: 'keys', label: 'Keys' },
   { path: 'trust', label: 'Certificate' },
 ] as const;
+
+/**
+ * Pages load on first visit, each as its own chunk: sign-in needs neither the Markdown renderer
+ * nor the chart library, and the chat page does not wait for the system page's code.
+ */
+const LOADERS: Record<string, () => Promise<ComponentType>> = {
+  chat: () => import('./pages/Chat').then((m) => m.Chat),
+  models: () => import('./pages/Models').then((m) => m.Models),
+  system: () => import('./pages/System').then((m) => m.System),
+  keys: () => import('./pages/Keys').then((m) => m.Keys),
+};
+
+function Lazy({ name }: { name: string }) {
+  const [Page, setPage] = useState<{ c: ComponentType } | null>(null);
+  const [failed, setFailed] = useState(false);
+  useEffect(() => {
+    let live = true;
+    setPage(null);
+    (LOADERS[name] ?? LOADERS.chat!)().then((c) => live && setPage({ c }), () => live && setFailed(true));
+    return () => {
+      live = false;
+    };
+  }, [name]);
+  if (failed) return <div class="error" role="alert">This page could not be loaded from the appliance. Reload to try again.</div>;
+  return Page ? <Page.c /> : <p class="muted" role="status">Loading…</p>;
+}
 
 function useHash(): string {
   const read = () => location.hash.replace(/^#\/?/, '') || 'chat';
@@ -71,7 +93,13 @@ function App() {
           <button type="button" class="small" onClick={() => { forgetKey(); setNotice('Signed out.'); setSignedIn(false); }}>Sign out</button>
         </span>
       </header>
-      {page === 'models' ? <Models /> : page === 'system' ? <System /> : page === 'keys' ? <Keys /> : page === 'trust' ? <main id="main" class="page"><h1>Certificate</h1><CaPanel /></main> : <main id="main" class="page chat-page"><h1 class="sr-only">Chat</h1><Chat /></main>}
+      {page === 'trust' ? (
+        <main id="main" class="page"><h1>Certificate</h1><CaPanel /></main>
+      ) : page in LOADERS && page !== 'chat' ? (
+        <Lazy name={page} />
+      ) : (
+        <main id="main" class="page chat-page"><h1 class="sr-only">Chat</h1><Lazy name="chat" /></main>
+      )}
     </>
   );
 }
