@@ -44,12 +44,15 @@ t.test('chat: a real model streams an answer with its figures; reload keeps the 
   const offered = await page.locator('#model option').allTextContents();
   t.same(offered.sort(), ['echo:latest', 'stories:latest'], 'the chat models are offered');
   await model.selectOption('stories:latest');
+  await page.getByRole('button', { name: 'Settings' }).click();
+  await page.getByLabel('Max tokens').fill('40');
   await page.getByLabel('Message').fill('Once upon a time');
   await page.getByLabel('Message').press('Enter');
   const stats = page.getByTestId('answer-stats');
   await stats.waitFor({ timeout: 60_000 });
   t.match(await stats.textContent(), /\d+ tokens · [\d.]+ tokens\/s/, 'tokens and tokens/s from the API');
   t.match(await stats.textContent(), /first token \(API\) \d+ ms/, 'first token from the API\'s fields');
+  t.ok(Number(/(\d+) tokens/.exec((await stats.textContent()) ?? '')?.[1]) <= 40, 'max tokens reaches the API (num_predict)');
   t.ok(((await page.locator('.msg.assistant .md').textContent()) ?? '').trim().length > 0, 'the answer is on screen');
   await c.shot('chat');
   t.same(await axe(page), [], 'axe: no violations on chat');
