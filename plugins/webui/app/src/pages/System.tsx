@@ -48,8 +48,7 @@ function useSamples() {
     let stopped = false;
     const tick = async () => {
       try {
-        const s = await json<Status>('/system/status');
-        const g = await json<Gpu>('/system/gpu').catch(() => null);
+        const [s, g] = await Promise.all([json<Status>('/system/status'), json<Gpu>('/system/gpu').catch(() => null)]);
         if (stopped) return;
         const h = hist.current;
         h.t.push(Date.now() / 1000);
