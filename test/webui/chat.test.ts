@@ -109,6 +109,7 @@ t.test('390 px: no horizontal scroll on any page; dark mode follows the system a
     t.notOk(await overflowsX(page), `${route}: no horizontal scroll at 390 px`);
   }
   await page.goto(`${c.app.url}/ui/#/chat`);
+  await page.locator('#model option').first().waitFor({ state: 'attached' });
   await c.shot('chat-390');
   await page.setViewportSize({ width: 1200, height: 800 });
   const bg = () => page.evaluate(() => getComputedStyle(document.body).backgroundColor);

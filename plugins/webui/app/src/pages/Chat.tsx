@@ -25,16 +25,17 @@ interface ChatChunk {
 function Stats({ s }: { s: AnswerStats }) {
   const rate = s.eval_count && s.eval_duration ? (s.eval_count / (s.eval_duration / 1e9)).toFixed(1) : null;
   const apiFirst = s.load_duration !== undefined || s.prompt_eval_duration !== undefined ? (s.load_duration ?? 0) + (s.prompt_eval_duration ?? 0) : undefined;
+  const parts = [
+    s.stopped ? 'stopped' : null,
+    s.eval_count !== undefined ? `${s.eval_count} tokens` : null,
+    rate ? `${rate} tokens/s` : null,
+    s.prompt_eval_count !== undefined ? `prompt ${s.prompt_eval_count} tokens in ${ms(s.prompt_eval_duration)}` : null,
+    apiFirst !== undefined ? `first token (API) ${ms(apiFirst)}` : null,
+    s.first_token_ms !== undefined ? `first token on screen ${s.first_token_ms.toFixed(0)} ms` : null,
+    s.load_duration !== undefined && s.load_duration > 1e8 ? `model load ${ms(s.load_duration)}` : null,
+  ].filter((p): p is string => p !== null);
   return (
-    <p class="stats" data-testid="answer-stats">
-      {s.stopped && <span>stopped · </span>}
-      {s.eval_count !== undefined && <span>{s.eval_count} tokens</span>}
-      {rate && <span> · {rate} tokens/s</span>}
-      {s.prompt_eval_count !== undefined && <span> · prompt {s.prompt_eval_count} tokens in {ms(s.prompt_eval_duration)}</span>}
-      {apiFirst !== undefined && <span> · first token (API) {ms(apiFirst)}</span>}
-      {s.first_token_ms !== undefined && <span> · first token on screen {s.first_token_ms.toFixed(0)} ms</span>}
-      {s.load_duration !== undefined && s.load_duration > 1e8 && <span> · model load {ms(s.load_duration)}</span>}
-    </p>
+    <p class="stats" data-testid="answer-stats">{parts.join(' · ')}</p>
   );
 }
 
