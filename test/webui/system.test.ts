@@ -1,12 +1,13 @@
 /**
  * The console's management pages in real headless Chromium against a real appliance: delete a
- * model with confirmation, import a GGUF by upload, stop and start svc-webui (the page then says it is stopped), read a
+ * model with confirmation, import a GGUF by upload, pull from a real registry, stop and start svc-webui (the page then says it is stopped), read a
  * service's logs, rotate the master key (shown once, the console keeps working, the old key is
  * refused), and a key refused later leads back to sign-in with a message.
  */
 import t from 'tap';
 import { createFakeModel, FAKE_BACKEND } from 'lia/testing';
 import { fixture } from '../helpers/fixtures.js';
+import { startTestRegistry } from '../helpers/registry.js';
 import { startConsole } from './browser.js';
 
 const c = await startConsole({ plugins: { 'fake-backend': FAKE_BACKEND } });
@@ -38,6 +39,25 @@ t.test('models: a GGUF file from disk is uploaded and created', async (t) => {
   t.match(await page.getByRole('status').filter({ hasText: 'created' }).textContent(), /created uploaded/);
   const show = await c.app.fetch('/api/show', { method: 'POST', body: JSON.stringify({ model: 'uploaded' }) });
   t.equal(show.status, 200, 'the appliance has the model');
+});
+
+t.test('models: pull from a registry with progress', async (t) => {
+  const reg = await startTestRegistry();
+  t.teardown(reg.close);
+  const remote = `${reg.host}/library/pulled:latest`;
+  const copy = await c.app.fetch('/api/copy', { method: 'POST', body: JSON.stringify({ source: 'keepme', destination: remote }) });
+  t.equal(copy.status, 200);
+  const push = await c.app.fetch('/api/push', { method: 'POST', body: JSON.stringify({ model: remote, insecure: true, stream: false }) });
+  t.equal(push.status, 200, await push.text());
+  await c.app.fetch('/api/delete', { method: 'DELETE', body: JSON.stringify({ model: remote }) });
+  await page.reload();
+  await page.getByLabel(/^Name \(from the configured registry/).fill(remote);
+  await page.getByLabel('the registry serves plain HTTP (insecure)').check();
+  await page.getByRole('button', { name: 'Pull', exact: true }).click();
+  await page.getByTestId('pull-status').filter({ hasText: 'success' }).waitFor();
+  t.ok((await page.locator('form progress').count()) >= 1, 'a progress bar per layer');
+  await page.locator(`tr[data-model="${remote}"]`).waitFor();
+  t.pass('the pulled model is listed');
 });
 
 t.test('system: stop and start svc-webui; logs', async (t) => {

@@ -37,6 +37,7 @@ function Progress({ label, value, max }: { label: string; value: number; max: nu
 
 function Pull({ onDone }: { onDone: () => void }) {
   const [name, setName] = useState('');
+  const [insecure, setInsecure] = useState(false);
   const [status, setStatus] = useState('');
   const [layers, setLayers] = useState<Record<string, { total: number; completed: number }>>({});
   const [error, setError] = useState<unknown>(null);
@@ -52,7 +53,7 @@ function Pull({ onDone }: { onDone: () => void }) {
     setLayers({});
     setStatus('starting');
     try {
-      await ndjson<PullLine>('/api/pull', { model: name.trim(), stream: true }, (line) => {
+      await ndjson<PullLine>('/api/pull', { model: name.trim(), stream: true, ...(insecure ? { insecure: true } : {}) }, (line) => {
         setStatus(line.status);
         if (line.digest && line.total) {
           const d = line.digest;
@@ -77,6 +78,7 @@ function Pull({ onDone }: { onDone: () => void }) {
         <input id="pull-name" value={name} onInput={(e) => setName(e.currentTarget.value)} spellcheck={false} />
         {busy ? <button type="button" class="danger" onClick={() => abort.current?.abort()}>Cancel</button> : <button type="submit" class="primary" disabled={!name.trim()}>Pull</button>}
       </div>
+      <label class="inline"><input type="checkbox" checked={insecure} onChange={(e) => setInsecure(e.currentTarget.checked)} /> the registry serves plain HTTP (insecure)</label>
       {status && <p role="status" data-testid="pull-status">{status}</p>}
       {Object.entries(layers).map(([d, l]) => <Progress key={d} label={d.slice(7, 19)} value={l.completed} max={l.total} />)}
       <ErrorPanel error={error} />
