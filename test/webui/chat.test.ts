@@ -1,6 +1,6 @@
 /**
  * The web console in real headless Chromium against a real appliance: sign-in, the CA panel,
- * chat streaming with a real model, Stop, a second Send refused while busy, reload keeps the
+ * chat streaming with a real model, edit and resend, regenerate, rename, Stop, a second Send refused while busy, reload keeps the
  * conversation, a model's HTML never runs, 390 px without horizontal scroll, dark mode, and
  * axe-core on every page.
  */
@@ -74,6 +74,24 @@ t.test('a model\'s <script> and <img onerror> never run', async (t) => {
   t.equal(await page.evaluate(() => (window as unknown as { __xss?: number }).__xss), undefined, 'nothing ran');
   t.equal(await page.locator('.msg.assistant script, .msg.assistant [onerror]').count(), 0, 'no script or handler in the DOM');
   t.equal(await page.locator('.msg.assistant strong').textContent(), 'bold', 'Markdown is rendered');
+});
+
+t.test('edit and resend, regenerate, rename', async (t) => {
+  const answer = page.locator('.msg.assistant .md');
+  await page.getByRole('button', { name: 'Edit', exact: true }).click();
+  await page.getByLabel('Edit your message').fill('edited words');
+  await page.getByRole('button', { name: 'Save and resend' }).click();
+  await answer.filter({ hasText: 'echo: edited words' }).waitFor();
+  t.equal(await page.locator('.msg').count(), 2, 'the edit replaced the exchange');
+  await page.getByRole('button', { name: 'Regenerate' }).click();
+  await page.getByRole('button', { name: 'Regenerate' }).waitFor(); // back once the answer is done
+  t.equal((await answer.textContent())?.trim(), 'echo: edited words', 'regenerated in place');
+  t.equal(await page.locator('.msg').count(), 2);
+  await page.locator('.conv-list li[class="active"]').getByRole('button', { name: /^Rename/ }).click();
+  await page.getByLabel('New name').fill('renamed chat');
+  await page.getByLabel('New name').press('Enter');
+  await page.getByRole('button', { name: 'renamed chat', exact: true }).waitFor();
+  t.pass('renamed');
 });
 
 t.test('Stop ends a stream; a second Send is refused while one runs', async (t) => {
