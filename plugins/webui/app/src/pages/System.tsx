@@ -5,7 +5,7 @@
  */
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { ApiError, json, request } from '../api';
-import { replaceKey } from '../auth';
+import { getKey, replaceKey } from '../auth';
 import { Confirm, CopyButton, ErrorPanel, useLoad } from '../common';
 import { duration } from '../format';
 import { Chart } from './Chart';
@@ -272,8 +272,12 @@ function RotateKey() {
     setAsking(false);
     setError(null);
     try {
+      const before = getKey() ?? '';
       const r = await json<{ key: string }>('/system/api-keys/rotate', { body: {} });
-      replaceKey(r.key);
+      // Signed in with the master key, the console switches to the new one; a named key that
+      // holds keys:admin still works and stays.
+      const stillValid = await request('/api/version', { key: before }).then(() => true, (e: unknown) => !(e instanceof ApiError && e.status === 401));
+      if (!stillValid) replaceKey(r.key);
       setKey(r.key);
     } catch (err) {
       setError(err instanceof ApiError ? err : new ApiError(500, String(err)));
@@ -288,7 +292,7 @@ function RotateKey() {
         <div class="newkey" role="status">
           <p><strong>The new master key, shown once:</strong></p>
           <code data-testid="new-key">{key}</code> <CopyButton text={key} />
-          <p class="muted">This console now uses it. <code>lia key show</code> on the appliance prints it again.</p>
+          <p class="muted">If you signed in with the master key, this console now uses the new one. <code>lia key show</code> on the appliance prints it again.</p>
         </div>
       )}
       <ErrorPanel error={error} />
