@@ -16,6 +16,7 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { Principal } from '../contracts/auth.js';
 import { Errors } from '../errors.js';
 import type { Hooks } from '../plugin/hooks.js';
+import { isConsoleOffRequest } from './console-off.js';
 import { grants, requiredScope } from './scopes.js';
 import './route-config.js';
 
@@ -44,6 +45,8 @@ export function installAuthGate(app: FastifyInstance, hooks: Hooks): void {
   app.decorateRequest('principal', null);
   app.addHook('onRequest', async (request) => {
     if (request.routeOptions.config?.public === true && request.is404 !== true) return;
+    // The "console switched off" page (webui disabled) is as public as the console itself.
+    if (isConsoleOffRequest(request)) return;
     request.principal = await authenticate(request, hooks);
     if (request.is404 === true) return;
     const needed = requiredScope(request.routeOptions.config?.scope);

@@ -8,6 +8,7 @@
 import FindMyWay from 'find-my-way';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { Errors } from '../errors.js';
+import { CONSOLE_OFF_PAGE, isConsoleOffRequest } from './console-off.js';
 
 export interface RouteInfo {
   method: string;
@@ -56,7 +57,8 @@ export function installRouting(app: FastifyInstance, table: RouteTable): void {
     const scope = config?.scope ?? null;
     for (const method of methods) table.add({ method: String(method), url: route.url, public: isPublic, scope });
   });
-  app.setNotFoundHandler(async (request: FastifyRequest, _reply: FastifyReply) => {
+  app.setNotFoundHandler(async (request: FastifyRequest, reply: FastifyReply) => {
+    if (isConsoleOffRequest(request)) return reply.code(404).type('text/html; charset=utf-8').header('Cache-Control', 'no-cache').send(CONSOLE_OFF_PAGE);
     const path = request.url.split('?', 1)[0] ?? '/';
     const allowed = table.methodsFor(path);
     if (allowed.length > 0) {

@@ -68,6 +68,11 @@ t.test('disabling a plugin removes its routes and nothing else', async (t) => {
   const app = await startTestAppliance({ plugins: { ...RUNTIME_ONLY, 'model-store': true, engine: true, webui: false } });
   t.teardown(app.close);
   t.equal((await app.fetch('/ui/')).status, 404, 'its route is gone');
+  const off = await app.fetch('/ui/', { auth: false });
+  t.equal(off.status, 404, 'without a key too');
+  t.match(off.headers.get('content-type'), /text\/html/);
+  t.match(await off.text(), /web console is switched off/, 'a browser gets a page saying the console is off, not "missing API key"');
+  t.equal((await app.fetch('/ui/x', { method: 'POST', auth: false })).status, 401, 'anything but GET/HEAD still meets the gate');
   t.equal((await app.fetch('/health', { auth: false })).status, 200);
   t.equal((await app.fetch('/system/ca-cert', { auth: false })).status, 200);
   const root = await app.fetch('/', { auth: false, headers: { accept: 'text/html' } });
