@@ -40,6 +40,8 @@ export interface InferenceGenerateRequest {
   /** Ollama's `context`: token ids of an earlier answer's exchange, evaluated before the prompt. */
   context?: number[];
   think?: Think;
+  /** Log probabilities with this many alternatives per token (0 to 20); unset: none (see `GenerateParams.logprobs`). */
+  logprobs?: number;
 }
 
 export interface InferenceChatRequest {
@@ -55,6 +57,8 @@ export interface InferenceChatRequest {
   options?: SamplingOptions;
   keep_alive?: KeepAlive;
   think?: Think;
+  /** Log probabilities with this many alternatives per token (0 to 20); unset: none (see `GenerateParams.logprobs`). */
+  logprobs?: number;
 }
 
 export interface InferenceEmbedRequest {
