@@ -203,6 +203,13 @@ export interface LoadedModel {
   generate(params: GenerateParams, signal: AbortSignal): AsyncIterable<GenerationEvent>;
   chat(params: ChatParams, signal: AbortSignal): AsyncIterable<GenerationEvent>;
   embed(params: EmbedParams, signal: AbortSignal): Promise<EmbedResult>;
+  /**
+   * The length in tokens (BOS included) of the prompt `chat` would evaluate for `params`: the
+   * messages and tools in the model's chat template, counted by its tokenizer, nothing generated
+   * and nothing cut to fit the context. Optional: a backend without it has its prompt measured by
+   * a one-token chat.
+   */
+  countChatTokens?(params: ChatParams, signal: AbortSignal): Promise<number>;
   /** Frees everything; safe to call twice. */
   unload(): Promise<void>;
 }

@@ -109,6 +109,13 @@ export interface InferenceService {
   generate(request: InferenceGenerateRequest, signal: AbortSignal): Promise<GenerationStream>;
   chat(request: InferenceChatRequest, signal: AbortSignal): Promise<GenerationStream>;
   embed(request: InferenceEmbedRequest, signal: AbortSignal): Promise<EmbedResponse>;
+  /**
+   * The prompt length in tokens of a chat request, as the model's template and tokenizer make it
+   * (stored system prompt and messages included, nothing cut to fit the context, nothing
+   * generated); loads the model if needed. Anthropic's `count_tokens` uses it. Optional for
+   * other implementations of this service.
+   */
+  countChatTokens?(request: InferenceChatRequest, signal: AbortSignal): Promise<{ model: string; promptTokens: number }>;
   /** Loads a model without generating (empty prompt); resolves when it is ready. */
   load(model: string, keepAlive?: KeepAlive): Promise<{ model: string; loadNs: number }>;
   /** Unloads a model now (keep_alive 0, `lia stop`); a no-op when it is not loaded. */

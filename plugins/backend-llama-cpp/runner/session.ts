@@ -302,6 +302,15 @@ export class ModelSession {
     });
   }
 
+  /**
+   * The length of the prompt {@link chat} would evaluate (BOS included): the messages and tools in
+   * the chat format, whole (no message dropped to fit the context).
+   */
+  countChatTokens(params: ChatParams): number {
+    const tools = params.tools ?? [];
+    return this.#prompts.count(toChatHistory(params.messages), tools.length > 0 ? toFunctions(tools) : undefined);
+  }
+
   /** Embeddings (see embedding.ts). */
   embed(params: EmbedParams, signal: AbortSignal): Promise<EmbedResult> {
     return this.#embedder.embed(params, signal);
