@@ -101,6 +101,18 @@ t.test('Ollama: logprobs on /api/chat (streamed) and /api/generate', async (t) =
   t.notOk('top_logprobs' in one.logprobs[0]!, 'no alternatives unless top_logprobs asks');
   t.ok(one.logprobs.every((e) => e.logprob <= 0));
 
+  // The grammar of `format` holds on this path too, and limits the alternatives to what it allows.
+  const schema = { type: 'object', properties: { mood: { type: 'string', enum: ['happy', 'sad'] } }, required: ['mood'], additionalProperties: false };
+  const json = await app.fetch('/api/chat', {
+    method: 'POST',
+    body: JSON.stringify({ model: MODEL, messages: ask, stream: false, format: schema, logprobs: true, top_logprobs: 2, options: { num_predict: 40, temperature: 0 } }),
+  });
+  const structured = (await json.json()) as { message: { content: string }; logprobs: Entry[]; eval_count: number; done_reason: string };
+  t.equal(structured.done_reason, 'stop', 'the grammar ended the answer');
+  t.match(JSON.parse(structured.message.content), { mood: /^(happy|sad)$/ });
+  t.equal(structured.logprobs.length, structured.eval_count);
+  t.equal(structured.logprobs.map((e) => e.token).join(''), structured.message.content, 'the tokens spell the answer');
+
   const bad = await app.fetch('/api/chat', { method: 'POST', body: JSON.stringify({ model: MODEL, messages: ask, logprobs: true, top_logprobs: 21 }) });
   t.equal(bad.status, 400);
   t.match(await bad.json(), { error: 'top_logprobs must be between 0 and 20' });

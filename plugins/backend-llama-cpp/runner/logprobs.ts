@@ -52,8 +52,10 @@ export async function generateWithLogprobs(run: LogprobsRun): Promise<{ done: Ex
   let pendingTokens: Token[] = [];
   let text = '';
   const ctl = { stopped: false };
+  // A JSON-schema grammar ends with a run of newlines the library treats as a stop (LlamaCompletion does the same).
+  const grammarStops = (run.grammar?.stopGenerationTriggers ?? []).map((t) => LlamaText(t).toString()).filter((t) => t.length > 0);
   const detector = new StopDetector(
-    [...run.requestStops, ...run.stops.texts],
+    [...run.requestStops, ...run.stops.texts, ...grammarStops],
     (chunk) => {
       text += chunk;
       run.emit({ type: 'token', text: chunk, logprobs: pending.splice(0) });
@@ -95,7 +97,9 @@ export async function generateWithLogprobs(run: LogprobsRun): Promise<{ done: Ex
         const token = step.token;
         generated.push(token);
         if (tokenStops.some((stop) => endsWith(generated, stop))) break;
-        pending.push(entry(model, token, step.probabilities, run.top));
+        // Each token's text as it reads after the ones before it (a SentencePiece word's leading space included).
+        const before = [...run.tokens, ...generated.slice(0, -1)].slice(-8);
+        pending.push(entry(model, token, step.probabilities, run.top, before));
         // Detokenize the tokens since the last whole character, in the context of the ones before.
         pendingTokens.push(token);
         const piece = model.detokenize(pendingTokens, false, [...run.tokens, ...generated.slice(0, -pendingTokens.length)].slice(-8));
@@ -122,7 +126,8 @@ export async function generateWithLogprobs(run: LogprobsRun): Promise<{ done: Ex
     type: 'done',
     reason,
     promptTokens: run.promptTokens,
-    completionTokens: generated.length,
+    // The tokens of a grammar's stop run are not counted, as LlamaCompletion does not count them.
+    completionTokens: generated.length - (detector.matched !== undefined && grammarStops.includes(detector.matched) ? pending.length : 0),
     promptEvalNs: Number(firstAt - run.started),
     evalNs: Number(end - firstAt),
   };
@@ -132,17 +137,17 @@ export async function generateWithLogprobs(run: LogprobsRun): Promise<{ done: Ex
 }
 
 /** The logprob entry of a sampled token: its own and the `top` most likely, most likely first. */
-function entry(model: LlamaModel, token: Token, probabilities: Map<Token, number>, top: number): GeneratedLogprob {
+function entry(model: LlamaModel, token: Token, probabilities: Map<Token, number>, top: number, before: Token[]): GeneratedLogprob {
   const alternatives: TokenLogprob[] = [];
   for (const [t, p] of probabilities) {
     if (alternatives.length >= top) break;
-    alternatives.push(piece(model, t, p));
+    alternatives.push(piece(model, t, p, before));
   }
-  return { ...piece(model, token, probabilities.get(token) ?? 0), top_logprobs: alternatives };
+  return { ...piece(model, token, probabilities.get(token) ?? 0, before), top_logprobs: alternatives };
 }
 
-function piece(model: LlamaModel, token: Token, probability: number): TokenLogprob {
-  const text = model.detokenize([token], true);
+function piece(model: LlamaModel, token: Token, probability: number, before: Token[]): TokenLogprob {
+  const text = model.detokenize([token], true, before);
   // A probability of 0 (a token the filters removed, which the sampler never picks) would be -Infinity, which JSON cannot carry.
   const logprob = probability > 0 ? Math.log(probability) : -9999;
   return { token: text, logprob: Math.min(0, logprob), bytes: [...Buffer.from(text, 'utf8')] };
