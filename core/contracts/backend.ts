@@ -65,6 +65,21 @@ export interface ChatMessage {
  */
 export type ToolChoice = 'auto' | 'none' | 'required' | { name: string };
 
+/** A token and its log probability: the natural log of the probability the sampler gave it. */
+export interface TokenLogprob {
+  /** The token's text (a piece of a multi-byte character reads as U+FFFD; `bytes` are exact where the text is whole). */
+  token: string;
+  /** At most 0. */
+  logprob: number;
+  /** The UTF-8 bytes of `token`. */
+  bytes: number[];
+}
+
+/** A generated token's log probability and the most likely tokens at its position, most likely first. */
+export interface GeneratedLogprob extends TokenLogprob {
+  top_logprobs: TokenLogprob[];
+}
+
 /** Structured-output constraint: `'json'` (any JSON) or a JSON schema object. */
 export type OutputFormat = 'json' | Record<string, unknown>;
 
@@ -87,6 +102,12 @@ export interface GenerateParams {
    * prompt. Ignored with `raw` (the engine refuses the combination).
    */
   context?: number[];
+  /**
+   * Asks for log probabilities: each `token` (and `thinking`) event then carries `logprobs`, one
+   * entry per generated token whose text it completes, each with this many alternatives (0 to 20).
+   * Unset (the default): none. Not available with `suffix` or with tools (a 400).
+   */
+  logprobs?: number;
 }
 
 export interface ChatParams {
@@ -96,16 +117,23 @@ export interface ChatParams {
   toolChoice?: ToolChoice;
   format?: OutputFormat;
   options: SamplingOptions;
+  /**
+   * Asks for log probabilities: each `token` (and `thinking`) event then carries `logprobs`, one
+   * entry per generated token whose text it completes, each with this many alternatives (0 to 20).
+   * Unset (the default): none. Not available with `suffix` or with tools (a 400).
+   */
+  logprobs?: number;
 }
 
 /** One event of a generation stream. The last one is always `done`. */
 export type GenerationEvent =
-  | { type: 'token'; text: string }
+  /** Answer text; `logprobs` when the request asked for them (see {@link GenerateParams.logprobs}). */
+  | { type: 'token'; text: string; logprobs?: GeneratedLogprob[] }
   /**
    * Reasoning text, apart from the answer. Backends emit only `token`; the engine splits a thinking
    * model's output into `thinking` and `token` events when the request asked for it (`think`).
    */
-  | { type: 'thinking'; text: string }
+  | { type: 'thinking'; text: string; logprobs?: GeneratedLogprob[] }
   | { type: 'tool_calls'; calls: ToolCall[] }
   | {
       type: 'done';
@@ -175,6 +203,13 @@ export interface LoadedModel {
   generate(params: GenerateParams, signal: AbortSignal): AsyncIterable<GenerationEvent>;
   chat(params: ChatParams, signal: AbortSignal): AsyncIterable<GenerationEvent>;
   embed(params: EmbedParams, signal: AbortSignal): Promise<EmbedResult>;
+  /**
+   * The length in tokens (BOS included) of the prompt `chat` would evaluate for `params`: the
+   * messages and tools in the model's chat template, counted by its tokenizer, nothing generated
+   * and nothing cut to fit the context. Optional: a backend without it has its prompt measured by
+   * a one-token chat.
+   */
+  countChatTokens?(params: ChatParams, signal: AbortSignal): Promise<number>;
   /** Frees everything; safe to call twice. */
   unload(): Promise<void>;
 }

@@ -40,6 +40,8 @@ export interface InferenceGenerateRequest {
   /** Ollama's `context`: token ids of an earlier answer's exchange, evaluated before the prompt. */
   context?: number[];
   think?: Think;
+  /** Log probabilities with this many alternatives per token (0 to 20); unset: none (see `GenerateParams.logprobs`). */
+  logprobs?: number;
 }
 
 export interface InferenceChatRequest {
@@ -55,6 +57,8 @@ export interface InferenceChatRequest {
   options?: SamplingOptions;
   keep_alive?: KeepAlive;
   think?: Think;
+  /** Log probabilities with this many alternatives per token (0 to 20); unset: none (see `GenerateParams.logprobs`). */
+  logprobs?: number;
 }
 
 export interface InferenceEmbedRequest {
@@ -105,6 +109,13 @@ export interface InferenceService {
   generate(request: InferenceGenerateRequest, signal: AbortSignal): Promise<GenerationStream>;
   chat(request: InferenceChatRequest, signal: AbortSignal): Promise<GenerationStream>;
   embed(request: InferenceEmbedRequest, signal: AbortSignal): Promise<EmbedResponse>;
+  /**
+   * The prompt length in tokens of a chat request, as the model's template and tokenizer make it
+   * (stored system prompt and messages included, nothing cut to fit the context, nothing
+   * generated); loads the model if needed. Anthropic's `count_tokens` uses it. Optional for
+   * other implementations of this service.
+   */
+  countChatTokens?(request: InferenceChatRequest, signal: AbortSignal): Promise<{ model: string; promptTokens: number }>;
   /** Loads a model without generating (empty prompt); resolves when it is ready. */
   load(model: string, keepAlive?: KeepAlive): Promise<{ model: string; loadNs: number }>;
   /** Unloads a model now (keep_alive 0, `lia stop`); a no-op when it is not loaded. */

@@ -49,6 +49,8 @@ export type ParentMessage =
   | { t: 'generate'; id: number; params: GenerateParams }
   | { t: 'chat'; id: number; params: ChatParams }
   | { t: 'embed'; id: number; params: EmbedParams }
+  /** The prompt length of a chat (answered by a `result` whose value is the token count). */
+  | { t: 'count'; id: number; params: ChatParams }
   | { t: 'abort'; id: number }
   /** The thread count of large batches from now on (runner/batch-threads.ts). */
   | { t: 'threads'; batch: number }
@@ -61,7 +63,7 @@ export type RunnerMessage =
   | { t: 'ready'; info: RunnerInfo }
   | { t: 'load_error'; message: string }
   | { t: 'event'; id: number; event: GenerationEvent }
-  | { t: 'result'; id: number; result: EmbedResult }
+  | { t: 'result'; id: number; result: EmbedResult | number }
   | { t: 'error'; id: number; kind: RunnerErrorKind; message: string }
   | { t: 'log'; level: 'debug' | 'info' | 'warn' | 'error'; message: string }
   /** Several messages sent together (the tokens of one decode step, for every stream of it). */

@@ -34,7 +34,7 @@ const EXIT_GRACE_MS = 5_000;
 
 interface Pending {
   event(e: GenerationEvent): void;
-  result(r: EmbedResult): void;
+  result(r: EmbedResult | number): void;
   error(err: Error): void;
 }
 
@@ -196,9 +196,18 @@ export class RunnerModel implements LoadedModel {
   }
 
   embed(params: EmbedParams, signal: AbortSignal): Promise<EmbedResult> {
+    return this.#call<EmbedResult>({ t: 'embed', params }, signal);
+  }
+
+  countChatTokens(params: ChatParams, signal: AbortSignal): Promise<number> {
+    return this.#call<number>({ t: 'count', params }, signal);
+  }
+
+  /** One request answered by one `result` message. */
+  #call<R extends EmbedResult | number>(message: { t: 'embed'; params: EmbedParams } | { t: 'count'; params: ChatParams }, signal: AbortSignal): Promise<R> {
     if (this.#dead) return Promise.reject(this.#dead);
     const id = this.#nextId++;
-    return new Promise<EmbedResult>((resolve, reject) => {
+    return new Promise<R>((resolve, reject) => {
       const onAbort = () => {
         this.#pending.delete(id);
         this.#send({ t: 'abort', id });
@@ -212,10 +221,10 @@ export class RunnerModel implements LoadedModel {
       };
       this.#pending.set(id, {
         event: () => undefined,
-        result: (r) => (settle(), resolve(r)),
+        result: (r) => (settle(), resolve(r as R)),
         error: (e) => (settle(), reject(e)),
       });
-      this.#send({ t: 'embed', id, params });
+      this.#send({ ...message, id } as ParentMessage);
     });
   }
 

@@ -58,6 +58,7 @@ export class EngineService implements InferenceService {
         ...(req.suffix ? { suffix: req.suffix } : {}),
         ...(req.template ? { template: req.template } : {}),
         ...(req.context?.length ? { context: req.context } : {}),
+        ...(req.logprobs !== undefined ? { logprobs: req.logprobs } : {}),
         ...formatField(req.format),
       },
       signal,
@@ -73,17 +74,30 @@ export class EngineService implements InferenceService {
     const think = thinks(model, req.think, req.model);
     const options = mergeOptions(model.parameters, req.options);
     const lease = await this.#acquire(model, req.keep_alive, options.num_ctx, signal);
-    const messages: ChatMessage[] = [];
-    if (model.system && req.messages[0]?.role !== 'system') messages.push({ role: 'system', content: model.system });
-    for (const m of model.messages) {
-      if (m.role === 'system' || m.role === 'user' || m.role === 'assistant') messages.push({ role: m.role, content: m.content });
-    }
-    messages.push(...req.messages);
+    const messages = withStored(model, req.messages);
     const events = lease.model.chat(
-      { messages, options, ...tools, ...formatField(req.format) },
+      { messages, options, ...tools, ...formatField(req.format), ...(req.logprobs !== undefined ? { logprobs: req.logprobs } : {}) },
       signal,
     );
     return { model: model.name, loadNs: lease.loadNs, events: leased(lease, observed(model.name, started, this.#observe, think ? splitThinking(events) : events)) };
+  }
+
+  async countChatTokens(req: InferenceChatRequest, signal: AbortSignal): Promise<{ model: string; promptTokens: number }> {
+    const tools = toolFields(req.tools, req.toolChoice);
+    const model = await this.#resolve(req.model, 'chat');
+    const options = mergeOptions(model.parameters, req.options);
+    const lease = await this.#acquire(model, req.keep_alive, options.num_ctx, signal);
+    const params: ChatParams = { messages: withStored(model, req.messages), options, ...tools };
+    try {
+      if (lease.model.countChatTokens) return { model: model.name, promptTokens: await lease.model.countChatTokens(params, signal) };
+      // A backend without a count: one greedy token, whose `done` event reports the prompt's length.
+      let promptTokens = 0;
+      const events = lease.model.chat({ ...params, toolChoice: 'auto', options: { ...options, num_predict: 1, temperature: 0 } }, signal);
+      for await (const e of events) if (e.type === 'done') promptTokens = e.promptTokens;
+      return { model: model.name, promptTokens };
+    } finally {
+      lease.release();
+    }
   }
 
   async embed(req: InferenceEmbedRequest, signal: AbortSignal): Promise<EmbedResponse> {
@@ -189,6 +203,17 @@ export function toolFields(tools: ToolDefinition[] | undefined, choice: ToolChoi
     return { tools, toolChoice: { name: choice.name } };
   }
   throw Errors.badRequest(`invalid tool choice: ${JSON.stringify(choice)}`, { param: 'tool_choice' });
+}
+
+/** A chat's messages under the model's stored system prompt (unless the request brings one) and stored messages. */
+function withStored(model: ResolvedModel, requested: ChatMessage[]): ChatMessage[] {
+  const messages: ChatMessage[] = [];
+  if (model.system && requested[0]?.role !== 'system') messages.push({ role: 'system', content: model.system });
+  for (const m of model.messages) {
+    if (m.role === 'system' || m.role === 'user' || m.role === 'assistant') messages.push({ role: m.role, content: m.content });
+  }
+  messages.push(...requested);
+  return messages;
 }
 
 /**

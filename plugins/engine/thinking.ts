@@ -9,7 +9,7 @@
  *
  * @module
  */
-import type { GenerationEvent } from 'lia/plugin';
+import type { GeneratedLogprob, GenerationEvent } from 'lia/plugin';
 
 const OPEN = '<think>';
 const CLOSE = '</think>';
@@ -90,16 +90,30 @@ export class ThinkingSplitter {
   #seenThinking = false;
 }
 
-/** `source` with its text split into `thinking` and `token` events. */
+/**
+ * `source` with its text split into `thinking` and `token` events. Logprobs go with the first event
+ * that follows their token's text (held-back text keeps them until it is sent).
+ */
 export async function* splitThinking(source: AsyncIterable<GenerationEvent>): AsyncIterable<GenerationEvent> {
   const splitter = new ThinkingSplitter();
-  const events = (s: Split): GenerationEvent[] => [
-    ...(s.thinking ? [{ type: 'thinking' as const, text: s.thinking }] : []),
-    ...(s.content ? [{ type: 'token' as const, text: s.content }] : []),
-  ];
+  let logprobs: GeneratedLogprob[] | undefined;
+  const events = (s: Split): GenerationEvent[] => {
+    const out: GenerationEvent[] = [
+      ...(s.thinking ? [{ type: 'thinking' as const, text: s.thinking }] : []),
+      ...(s.content ? [{ type: 'token' as const, text: s.content }] : []),
+    ];
+    const first = out[0];
+    if (logprobs && first && (first.type === 'token' || first.type === 'thinking')) {
+      first.logprobs = logprobs;
+      logprobs = undefined;
+    }
+    return out;
+  };
   for await (const e of source) {
-    if (e.type === 'token') yield* events(splitter.push(e.text));
-    else if (e.type === 'done') {
+    if (e.type === 'token') {
+      if (e.logprobs) logprobs = [...(logprobs ?? []), ...e.logprobs];
+      yield* events(splitter.push(e.text));
+    } else if (e.type === 'done') {
       yield* events(splitter.flush());
       yield e;
     } else yield e;

@@ -138,6 +138,10 @@ t.test('countTokens counts the prompt as messages.create does', async (t) => {
   t.equal(counted.input_tokens, res.usage.input_tokens);
   const longer = await client.messages.countTokens({ model: MODEL, messages: [...ask, { role: 'assistant', content: 'Once upon a time' }, { role: 'user', content: 'Go on.' }] });
   t.ok(longer.input_tokens > counted.input_tokens - 6, 'a longer conversation counts more than its first turn without the system prompt');
+  // Counted whole by the tokenizer, not cut to the context (512 tokens here) as a chat would be.
+  const long = 'The cat sat on the mat and looked at the dog. '.repeat(80);
+  const whole = await client.messages.countTokens({ model: MODEL, messages: [{ role: 'user', content: long }] });
+  t.ok(whole.input_tokens > 512, `${whole.input_tokens} tokens, more than the context holds`);
 });
 
 t.test("errors come in Anthropic's shape and SDK classes", async (t) => {

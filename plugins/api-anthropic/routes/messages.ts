@@ -61,7 +61,11 @@ export function messagesRoutes(app: FastifyInstance, hooks: Hooks): void {
     '/v1/messages/count_tokens',
     { schema: { body: CountTokensBody }, config: { scope: 'inference' } },
     async (request, reply) => {
-      const generation = await hooks.inference.get().chat(translateCountRequest(request.body), clientGone(reply));
+      const inference = hooks.inference.get();
+      const native = translateCountRequest(request.body);
+      if (inference.countChatTokens) return { input_tokens: (await inference.countChatTokens(native, clientGone(reply))).promptTokens };
+      // An inference service without a count: a one-token chat reports the prompt's length.
+      const generation = await inference.chat({ ...native, options: { num_predict: 1, temperature: 0 } }, clientGone(reply));
       let inputTokens = 0;
       for await (const event of generation.events) if (event.type === 'done') inputTokens = event.promptTokens;
       return { input_tokens: inputTokens };

@@ -83,14 +83,12 @@ export function translateMessagesRequest(body: MessagesBody): MessagesTranslatio
 }
 
 /**
- * A count_tokens body → a chat request that reads the prompt and generates one token: the
- * engine's `done` event reports the prompt's length in the model's own chat template and
- * tokenizer (the native service has no separate tokenize call). A forced tool choice is left
- * out (it does not change the prompt, only the sampling grammar).
+ * A count_tokens body → the chat request whose prompt the engine counts (`countChatTokens`: the
+ * model's own chat template and tokenizer, nothing generated). A forced tool choice is left out
+ * (it does not change the prompt, only the sampling grammar).
  */
 export function translateCountRequest(body: CountTokensBody): InferenceChatRequest {
   const native = conversation(body);
   delete native.toolChoice;
-  native.options = { num_predict: 1, temperature: 0 };
   return native;
 }

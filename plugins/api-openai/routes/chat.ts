@@ -21,13 +21,13 @@ export function chatRoute(app: FastifyInstance, hooks: Hooks, options: RouteOpti
     const { meta, events, signal } = await startChat(hooks, native, options, reply, 'chatcmpl-');
 
     if (!stream) {
-      const collector = new ChatCollector(meta);
+      const collector = new ChatCollector(meta, undefined, native.logprobs !== undefined);
       for await (const event of events) collector.add(event);
       return reply.type('application/json; charset=utf-8').send(collector.result());
     }
 
     const sse = startSse<ChatCompletionChunk>(reply, { errorFrame: openaiErrorBody });
-    const chunker = new ChatChunker(meta);
+    const chunker = new ChatChunker(meta, undefined, native.logprobs !== undefined);
     try {
       sse.write(chunker.first());
       for await (const event of events) {

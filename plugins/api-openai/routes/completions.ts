@@ -12,9 +12,11 @@ import { clientGone, primed, startSse, type GenerationStream, type Hooks } from 
 import { openaiErrorBody } from '../errors.js';
 import {
   CompletionCollector,
+  legacyLogprobs,
   sumUsage,
   textCompletion,
   translateCompletionRequest,
+  type CompletionLogprobs,
   type TextCompletion,
 } from '../translate/completion.js';
 import type { Usage } from '../translate/chat-response.js';
@@ -40,22 +42,28 @@ export function completionsRoute(app: FastifyInstance, hooks: Hooks, options: Ro
     const meta: ResponseMeta = { id: newId('cmpl-'), created: unixSeconds(), model: called.model };
     requestIdHeader(reply, meta.id);
     let generation = await first;
+    const withLogprobs = tr.natives[0]!.logprobs !== undefined;
 
     if (!tr.stream) {
       const collected: CompletionCollector[] = [];
       for (let i = 0; i < tr.natives.length; i++) {
         if (i > 0) generation = await start(i);
-        const c = new CompletionCollector(tr.echo ? tr.prompts[i] : '');
+        const c = new CompletionCollector(tr.echo ? tr.prompts[i] : '', withLogprobs);
         for await (const event of generation.events) c.add(event);
         collected.push(c);
       }
-      const choices = collected.map((c, index) => ({ text: c.text, index, logprobs: null, finish_reason: c.reason }));
+      const choices = collected.map((c, index) => ({
+        text: c.text,
+        index,
+        logprobs: c.logprobs ? legacyLogprobs(c.logprobs, 0) : null,
+        finish_reason: c.reason,
+      }));
       return reply.type('application/json; charset=utf-8').send(textCompletion(meta, choices, sumUsage(collected.map((c) => c.usage))));
     }
 
     const sse = startSse<TextCompletion>(reply, { errorFrame: openaiErrorBody });
-    const chunk = (index: number, text: string, finish: 'stop' | 'length' | null = null): TextCompletion =>
-      textCompletion(meta, [{ text, index, logprobs: null, finish_reason: finish }]);
+    const chunk = (index: number, text: string, finish: 'stop' | 'length' | null = null, logprobs: CompletionLogprobs | null = null): TextCompletion =>
+      textCompletion(meta, [{ text, index, logprobs, finish_reason: finish }]);
     try {
       const usages: Usage[] = [];
       for (let i = 0; i < tr.natives.length; i++) {
@@ -64,7 +72,9 @@ export function completionsRoute(app: FastifyInstance, hooks: Hooks, options: Ro
         const c = new CompletionCollector();
         for await (const event of generation.events) {
           if (sse.closed) return sse.end();
-          if (event.type === 'token' && event.text.length > 0) sse.write(chunk(i, event.text));
+          if (event.type === 'token' && event.text.length > 0) {
+            sse.write(chunk(i, event.text, null, withLogprobs ? legacyLogprobs(event.logprobs ?? [], c.text.length) : null));
+          }
           c.add(event);
         }
         sse.write(chunk(i, '', c.reason));

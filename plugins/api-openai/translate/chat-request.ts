@@ -108,7 +108,7 @@ export function chooseTools(
 export function translateChatRequest(body: ChatCompletionBody): ChatTranslation {
   const messages = toChatMessages(body.messages);
   singleChoice(body.n);
-  if (body.logprobs) invalid('logprobs', "'logprobs' is not supported by this server");
+  if (body.top_logprobs != null && !body.logprobs) invalid('top_logprobs', "'top_logprobs' requires 'logprobs' to be true");
   const maxTokens = body.max_completion_tokens ?? body.max_tokens ?? undefined;
   const native: InferenceChatRequest = {
     model: body.model,
@@ -117,6 +117,7 @@ export function translateChatRequest(body: ChatCompletionBody): ChatTranslation 
     // A thinking model's reasoning goes apart (reasoning_content) unless the client says `none`.
     think: body.reasoning_effort === 'none' ? false : 'auto',
   };
+  if (body.logprobs) native.logprobs = body.top_logprobs ?? 0;
   const format = outputFormat(body.response_format);
   if (format !== undefined) native.format = format;
   const choice = body.tool_choice;

@@ -9,13 +9,16 @@
  *   whole `arguments` as a JSON string; `finish_reason` is `tool_calls` whenever one was emitted;
  * - a thinking model's reasoning (split off by the engine) goes in `reasoning_content`, as
  *   llama-server sends it, apart from `content`;
- * - usage goes only in a trailing `choices: []` chunk, and only when the client asked for it.
+ * - usage goes only in a trailing `choices: []` chunk, and only when the client asked for it;
+ * - with `logprobs` asked for, `logprobs` is `{content, refusal: null}`: every answer token's entry
+ *   (collected), or the entries of the tokens a content chunk carries (streamed; other chunks
+ *   keep `null`). Reasoning tokens have none, as OpenAI reports none for them.
  *
  * The classes are pure (no I/O): the route feeds them events and writes what they return.
  *
  * @module
  */
-import type { GenerationEvent, ToolCall } from 'lia/plugin';
+import type { GeneratedLogprob, GenerationEvent, ToolCall } from 'lia/plugin';
 import { newId, envelope, type ResponseMeta } from './ids.js';
 
 /** OpenAI's `finish_reason` for chat. */
@@ -46,10 +49,16 @@ export interface ChatCompletion {
     index: number;
     /** `reasoning_content` (llama-server's and DeepSeek's name): a thinking model's reasoning, when it has some. */
     message: { role: 'assistant'; content: string | null; reasoning_content?: string; refusal: null; tool_calls?: OpenAIToolCall[] };
-    logprobs: null;
+    logprobs: ChatLogprobs | null;
     finish_reason: ChatFinishReason;
   }[];
   usage: Usage;
+}
+
+/** `choices[].logprobs` of chat: one entry per token, with its most likely alternatives. */
+export interface ChatLogprobs {
+  content: GeneratedLogprob[];
+  refusal: null;
 }
 
 /** The `delta` of a chunk. */
@@ -67,7 +76,7 @@ export interface ChatCompletionChunk {
   created: number;
   model: string;
   system_fingerprint: string;
-  choices: { index: number; delta: ChatDelta; logprobs: null; finish_reason: ChatFinishReason | null }[];
+  choices: { index: number; delta: ChatDelta; logprobs: ChatLogprobs | null; finish_reason: ChatFinishReason | null }[];
   usage?: Usage;
 }
 
@@ -106,14 +115,20 @@ export class ChatCollector {
   #reasoning = '';
   #calls: OpenAIToolCall[] = [];
   #done: Done | undefined;
+  readonly #logprobs: GeneratedLogprob[] | null;
 
-  constructor(meta: ResponseMeta, makeId: () => string = () => newId('call_')) {
+  /** `logprobs`: the request asked for them. Defaults to false. */
+  constructor(meta: ResponseMeta, makeId: () => string = () => newId('call_'), logprobs = false) {
     this.#meta = meta;
     this.#makeId = makeId;
+    this.#logprobs = logprobs ? [] : null;
   }
 
   add(event: GenerationEvent): void {
-    if (event.type === 'token') this.#text += event.text;
+    if (event.type === 'token') {
+      this.#text += event.text;
+      if (event.logprobs) this.#logprobs?.push(...event.logprobs);
+    }
     else if (event.type === 'thinking') this.#reasoning += event.text;
     else if (event.type === 'tool_calls') this.#calls.push(...event.calls.map((c) => toOpenAIToolCall(c, this.#makeId)));
     else this.#done = event;
@@ -130,7 +145,14 @@ export class ChatCollector {
     if (hasCalls) message.tool_calls = this.#calls;
     return {
       ...envelope(this.#meta, 'chat.completion'),
-      choices: [{ index: 0, message, logprobs: null, finish_reason: finishReason(this.#done, hasCalls) }],
+      choices: [
+        {
+          index: 0,
+          message,
+          logprobs: this.#logprobs ? { content: this.#logprobs, refusal: null } : null,
+          finish_reason: finishReason(this.#done, hasCalls),
+        },
+      ],
       usage: this.#done ? usageOf(this.#done) : ZERO_USAGE,
     };
   }
@@ -142,16 +164,19 @@ export class ChatChunker {
   readonly #makeId: () => string;
   #toolIndex = 0;
   #done: Done | undefined;
+  readonly #logprobs: boolean;
 
-  constructor(meta: ResponseMeta, makeId: () => string = () => newId('call_')) {
+  /** `logprobs`: the request asked for them. Defaults to false. */
+  constructor(meta: ResponseMeta, makeId: () => string = () => newId('call_'), logprobs = false) {
     this.#meta = meta;
     this.#makeId = makeId;
+    this.#logprobs = logprobs;
   }
 
-  #chunk(delta: ChatDelta, finish: ChatFinishReason | null = null): ChatCompletionChunk {
+  #chunk(delta: ChatDelta, finish: ChatFinishReason | null = null, logprobs: GeneratedLogprob[] | null = null): ChatCompletionChunk {
     return {
       ...envelope(this.#meta, 'chat.completion.chunk'),
-      choices: [{ index: 0, delta, logprobs: null, finish_reason: finish }],
+      choices: [{ index: 0, delta, logprobs: logprobs ? { content: logprobs, refusal: null } : null, finish_reason: finish }],
     };
   }
 
@@ -162,7 +187,9 @@ export class ChatChunker {
 
   /** The chunk for one event, or null when the event has nothing to send (`done`, empty text). */
   next(event: GenerationEvent): ChatCompletionChunk | null {
-    if (event.type === 'token') return event.text.length > 0 ? this.#chunk({ content: event.text }) : null;
+    if (event.type === 'token') {
+      return event.text.length > 0 ? this.#chunk({ content: event.text }, null, this.#logprobs ? (event.logprobs ?? []) : null) : null;
+    }
     if (event.type === 'thinking') return event.text.length > 0 ? this.#chunk({ reasoning_content: event.text }) : null;
     if (event.type === 'tool_calls') {
       if (event.calls.length === 0) return null;

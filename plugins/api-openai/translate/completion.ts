@@ -6,11 +6,13 @@
  * `suffix` the request is a fill-in-the-middle insert, which the engine renders with the model's
  * template (`raw: false`), as Ollama does. `max_tokens` defaults to 16, the OpenAI default.
  * `echo` prepends the prompt to the text. An array of prompts gives one choice per prompt
- * (`index` = position). Token-array prompts, `logprobs`, `best_of` > 1 and `n` > 1 are a 400.
+ * (`index` = position). `logprobs: N` returns the legacy logprobs object (each token, its logprob,
+ * its N most likely alternatives and its offset in the choice's text). Token-array prompts, `echo`
+ * with `logprobs` (the prompt's own logprobs are not computed), `best_of` > 1 and `n` > 1 are a 400.
  *
  * @module
  */
-import type { GenerationEvent, InferenceGenerateRequest } from 'lia/plugin';
+import type { GeneratedLogprob, GenerationEvent, InferenceGenerateRequest } from 'lia/plugin';
 import { samplingOptions, streamFlags } from './chat-request.js';
 import { usageOf, type Usage } from './chat-response.js';
 import { invalid, singleChoice } from './fields.js';
@@ -47,12 +49,13 @@ export function translateCompletionRequest(body: CompletionBody): CompletionTran
   const list = prompts(body.prompt);
   singleChoice(body.n);
   if (body.best_of != null && body.best_of > 1) invalid('best_of', "'best_of' > 1 is not supported");
-  if (body.logprobs != null && body.logprobs > 0) invalid('logprobs', "'logprobs' is not supported by this server");
+  if (body.logprobs != null && body.echo) invalid('echo', "'echo' cannot be combined with 'logprobs'");
   const suffix = body.suffix ?? undefined;
   const options = samplingOptions(body, body.max_tokens ?? DEFAULT_COMPLETION_TOKENS);
   const natives = list.map((prompt): InferenceGenerateRequest => {
     const native: InferenceGenerateRequest = { model: body.model, prompt, raw: !suffix, options: { ...options } };
     if (suffix) native.suffix = suffix;
+    if (body.logprobs != null) native.logprobs = body.logprobs;
     return native;
   });
   return { natives, prompts: list, echo: body.echo ?? false, ...streamFlags(body) };
@@ -68,8 +71,32 @@ export interface TextCompletion {
   created: number;
   model: string;
   system_fingerprint: string;
-  choices: { text: string; index: number; logprobs: null; finish_reason: CompletionFinishReason | null }[];
+  choices: { text: string; index: number; logprobs: CompletionLogprobs | null; finish_reason: CompletionFinishReason | null }[];
   usage?: Usage;
+}
+
+/** The legacy logprobs object: parallel lists, one item per token. */
+export interface CompletionLogprobs {
+  tokens: string[];
+  token_logprobs: number[];
+  /** Each token's alternatives as `{token: logprob}`, most likely first. */
+  top_logprobs: Record<string, number>[];
+  /** Where each token starts in the choice's text (characters). */
+  text_offset: number[];
+}
+
+/** Native logprob entries → the legacy object; `offset` is where the first token starts in the choice's text. */
+export function legacyLogprobs(entries: readonly GeneratedLogprob[], offset: number): CompletionLogprobs {
+  const out: CompletionLogprobs = { tokens: [], token_logprobs: [], top_logprobs: [], text_offset: [] };
+  let at = offset;
+  for (const e of entries) {
+    out.tokens.push(e.token);
+    out.token_logprobs.push(e.logprob);
+    out.top_logprobs.push(Object.fromEntries(e.top_logprobs.map((t) => [t.token, t.logprob])));
+    out.text_offset.push(at);
+    at += e.token.length;
+  }
+  return out;
 }
 
 /** Builds a `text_completion` object. */
@@ -98,13 +125,19 @@ export class CompletionCollector {
   text: string;
   reason: CompletionFinishReason = 'stop';
   usage: Usage = { prompt_tokens: 0, completion_tokens: 0, total_tokens: 0 };
+  /** Every token's logprob entry, when the request asked for them (else null). */
+  readonly logprobs: GeneratedLogprob[] | null;
 
-  constructor(echoPrefix = '') {
+  constructor(echoPrefix = '', logprobs = false) {
     this.text = echoPrefix;
+    this.logprobs = logprobs ? [] : null;
   }
 
   add(event: GenerationEvent): void {
-    if (event.type === 'token') this.text += event.text;
+    if (event.type === 'token') {
+      this.text += event.text;
+      if (event.logprobs) this.logprobs?.push(...event.logprobs);
+    }
     else if (event.type === 'done') {
       this.reason = event.reason;
       this.usage = usageOf(event);

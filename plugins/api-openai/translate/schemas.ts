@@ -94,8 +94,10 @@ export const ChatCompletionBody = Type.Object(
     messages: Type.Array(Message, { minItems: 1 }),
     max_tokens: Opt(Type.Integer({ minimum: 1 })),
     max_completion_tokens: Opt(Type.Integer({ minimum: 1 })),
-    /** Not supported when true. */
+    /** Log probabilities of the answer's tokens (`choices[].logprobs.content`). Defaults to false. */
     logprobs: Opt(Type.Boolean()),
+    /** Alternatives per token with `logprobs` (0 to 20). Defaults to 0. */
+    top_logprobs: Opt(Type.Integer({ minimum: 0, maximum: 20 })),
     /**
      * `none` keeps a thinking model's reasoning in `content`; any other value, like leaving it out,
      * returns it apart in `reasoning_content` (the level does not reach the prompt).
@@ -133,6 +135,7 @@ export const CompletionBody = Type.Object(
     echo: Opt(Type.Boolean()),
     max_tokens: Opt(Type.Integer({ minimum: 1 })),
     best_of: Opt(Type.Integer({ minimum: 0, maximum: 20 })),
+    /** Log probabilities of each token and this many alternatives (legacy shape); unset: none. */
     logprobs: Opt(Type.Integer({ minimum: 0, maximum: 5 })),
   },
   open,

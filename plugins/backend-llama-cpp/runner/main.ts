@@ -111,6 +111,12 @@ function handle(message: ParentMessage): void {
       void run(message.id, async (signal) => send({ t: 'result', id: message.id, result: await s.embed(message.params, signal) }));
       return;
     }
+    case 'count': {
+      const s = session;
+      if (!s) return fail(message.id, new Error('the model is not loaded'));
+      void run(message.id, async () => send({ t: 'result', id: message.id, result: s.countChatTokens(message.params) }));
+      return;
+    }
     case 'abort':
       inflight.get(message.id)?.abort(new Error('aborted'));
       return;

@@ -116,6 +116,11 @@ export class Prompts {
     return best;
   }
 
+  /** A conversation's prompt length as evaluated (BOS included), whole: nothing dropped to fit. */
+  count(history: ChatHistoryItem[], functions?: ChatModelFunctions): number {
+    return this.#length(this.#render(this.format.wrapper, history, functions).tokens);
+  }
+
   /**
    * The prompt of a generate request (without BOS) and the template's stop triggers: raw text, a
    * request `template` (rendered, or mapped to a known chat format), or the model's own format

@@ -7,7 +7,7 @@
  * @module
  */
 import { getLlama, type Llama, type LlamaContext, type LlamaGrammar, type LlamaModel, type Token } from 'node-llama-cpp';
-import type { ChatParams, EmbedParams, EmbedResult, GenerateParams } from 'lia/plugin';
+import type { ChatParams, EmbedParams, EmbedResult, GenerateParams, GenerationEvent } from 'lia/plugin';
 import type { ModelCapability } from 'lia/plugin';
 import type { LoadSpec, RunnerInfo } from '../protocol.js';
 import { useBatchThreads, type BatchThreads } from './batch-threads.js';
@@ -17,6 +17,7 @@ import { RequestError } from './errors.js';
 import { forcedChoice, parseForcedCall, type ForcedToolChoice } from './forced-tools.js';
 import { generation, now, prefill, type Emit } from './generation.js';
 import { Grammars } from './grammars.js';
+import { generateWithLogprobs } from './logprobs.js';
 import { toChatHistory, toFunctions, toToolCalls } from './history.js';
 import { Prompts, type Stops } from './prompts.js';
 import { maxTokensFor, toLlamaSampling, type LlamaSampling } from './sampling.js';
@@ -115,7 +116,10 @@ export class ModelSession {
   async generate(params: GenerateParams, signal: AbortSignal, emit: Emit): Promise<void> {
     const grammar = await this.#grammars.forFormat(params.format);
     const sampling = toLlamaSampling(params.options, this.info.contextLength);
-    if (params.suffix) return this.#infill(params, sampling, grammar, signal, emit);
+    if (params.suffix) {
+      if (params.logprobs !== undefined) throw new RequestError('logprobs are not available with suffix');
+      return this.#infill(params, sampling, grammar, signal, emit);
+    }
     const rendered = this.#prompts.forGenerate(params);
     const stops = rendered.stops;
     const tokens = params.context?.length && !params.raw ? [...this.#knownTokens(params.context), ...rendered.tokens] : rendered.tokens;
@@ -129,7 +133,7 @@ export class ModelSession {
       const started = now();
       await prefill(slot.seq, this.#prompts.withBos(tokens), signal);
       const maxTokens = maxTokensFor(params.options, this.info.contextLength, promptTokens);
-      const { done } = await this.#complete(slot, { tokens, stops, promptTokens }, { sampling, maxTokens, grammar, signal, emit: collect, started });
+      const { done } = await this.#complete(slot, { tokens, stops, promptTokens }, { sampling, maxTokens, grammar, signal, emit: collect, started, logprobs: params.logprobs });
       // Ollama's `context`: the exchange as token ids, for a client to send back with its next
       // prompt. The answer is tokenized from the text sent (stop sequences cut), as Ollama does.
       if (done.type === 'done' && !params.raw) done.context = [...tokens, ...this.#model.tokenize(answer, false, 'trimLeadingSpace')];
@@ -163,6 +167,9 @@ export class ModelSession {
     const tools = params.tools ?? [];
     if (tools.length > 0 && params.format) throw new RequestError('"format" and "tools" cannot be used together');
     const forced = forcedChoice(params.toolChoice);
+    if (params.logprobs !== undefined && tools.length > 0 && params.toolChoice !== 'none') {
+      throw new RequestError('logprobs are not available with tools');
+    }
     if (forced) return this.#forcedToolCall(params, forced, signal, emit);
     const grammar = await this.#grammars.forFormat(params.format);
     const functions = tools.length > 0 ? toFunctions(tools) : undefined;
@@ -173,8 +180,8 @@ export class ModelSession {
       const started = now();
       await prefill(slot.seq, this.#prompts.withBos(tokens), signal);
       const maxTokens = maxTokensFor(params.options, this.info.contextLength, promptTokens);
-      if (functions === undefined && !this.#thoughts) {
-        const { done } = await this.#complete(slot, prompt, { sampling, maxTokens, grammar, signal, emit, started });
+      if (functions === undefined && (!this.#thoughts || params.logprobs !== undefined)) {
+        const { done } = await this.#complete(slot, prompt, { sampling, maxTokens, grammar, signal, emit, started, logprobs: params.logprobs });
         emit(done);
         return;
       }
@@ -203,15 +210,42 @@ export class ModelSession {
   /**
    * Completes a prompt already prefilled on `slot` with LlamaCompletion (generate, and chat without
    * tools): the prompt format's token triggers go to the library, its text stops join the
-   * request's stop sequences (see prompts.ts, `Stops`).
+   * request's stop sequences (see prompts.ts, `Stops`). A request for logprobs runs logprobs.ts's
+   * loop instead, with the same prompt, stops, sampling and grammar (and, for a chat format with
+   * thought segments, the raw text: the engine splits thinking from it when asked).
    */
-  #complete(
+  async #complete(
     slot: Slot,
     prompt: { tokens: Token[]; stops: Stops; promptTokens: number },
-    run: { sampling: LlamaSampling; maxTokens: number; grammar: LlamaGrammar | undefined; signal: AbortSignal; emit: Emit; started: bigint },
-  ) {
+    run: {
+      sampling: LlamaSampling;
+      maxTokens: number;
+      grammar: LlamaGrammar | undefined;
+      signal: AbortSignal;
+      emit: Emit;
+      started: bigint;
+      logprobs?: number | undefined;
+    },
+  ): Promise<{ done: GenerationEvent }> {
     const { tokens, stops } = prompt;
     const { sampling, grammar } = run;
+    if (run.logprobs !== undefined) {
+      return generateWithLogprobs({
+        model: this.#model,
+        seq: slot.seq,
+        tokens: this.#prompts.withBos(tokens),
+        stops,
+        requestStops: sampling.customStopTriggers,
+        sampling,
+        grammar,
+        maxTokens: run.maxTokens,
+        top: run.logprobs,
+        promptTokens: prompt.promptTokens,
+        started: run.started,
+        signal: run.signal,
+        emit: run.emit,
+      });
+    }
     return generation(run.signal, { request: sampling.customStopTriggers, format: stops.texts }, run.emit, run.started, prompt.promptTokens, (o) =>
       slot.completion.generateCompletionWithMeta(tokens, {
         ...sampling,
@@ -266,6 +300,15 @@ export class ModelSession {
       }
       emit(done);
     });
+  }
+
+  /**
+   * The length of the prompt {@link chat} would evaluate (BOS included): the messages and tools in
+   * the chat format, whole (no message dropped to fit the context).
+   */
+  countChatTokens(params: ChatParams): number {
+    const tools = params.tools ?? [];
+    return this.#prompts.count(toChatHistory(params.messages), tools.length > 0 ? toFunctions(tools) : undefined);
   }
 
   /** Embeddings (see embedding.ts). */

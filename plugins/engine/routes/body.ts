@@ -78,3 +78,8 @@ export function refuseUnsupported(body: { images?: unknown[] | null; messages?: 
     throw Errors.badRequest(`"${model}" does not support images`, { param: 'images' });
   }
 }
+
+/** Ollama's `logprobs`/`top_logprobs` as the engine takes them: alternatives per token, or nothing. */
+export function logprobsField(body: { logprobs?: boolean | null; top_logprobs?: number | null }): { logprobs?: number } {
+  return body.logprobs === true ? { logprobs: body.top_logprobs ?? 0 } : {};
+}

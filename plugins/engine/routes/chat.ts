@@ -11,7 +11,7 @@ import type { ToolCall } from 'lia/plugin';
 import type { InferenceService } from 'lia/plugin';
 import { parseKeepAlive } from '../keep-alive.js';
 import { parseSamplingOptions } from '../request-options.js';
-import { chatMessages, given, outputFormat, refuseUnsupported, toolDefinitions } from './body.js';
+import { chatMessages, given, logprobsField, outputFormat, refuseUnsupported, toolDefinitions } from './body.js';
 import { ChatBody } from './schemas.js';
 import { createdAt, respond } from './respond.js';
 
@@ -50,6 +50,7 @@ export function chatRoute(app: FastifyInstance, service: () => InferenceService)
         ...(fmt !== undefined ? { format: fmt } : {}),
         ...(keep !== undefined ? { keep_alive: keep } : {}),
         ...(think !== undefined ? { think } : {}),
+        ...logprobsField(body),
       },
       signal,
     );

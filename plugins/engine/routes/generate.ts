@@ -10,7 +10,7 @@ import { clientGone } from 'lia/plugin';
 import type { InferenceService } from 'lia/plugin';
 import { parseSamplingOptions } from '../request-options.js';
 import { parseKeepAlive } from '../keep-alive.js';
-import { given, outputFormat, refuseUnsupported } from './body.js';
+import { given, logprobsField, outputFormat, refuseUnsupported } from './body.js';
 import { GenerateBody } from './schemas.js';
 import { createdAt, respond } from './respond.js';
 
@@ -52,6 +52,7 @@ export function generateRoute(app: FastifyInstance, service: () => InferenceServ
         ...(fmt !== undefined ? { format: fmt } : {}),
         ...(context?.length ? { context } : {}),
         ...(think !== undefined ? { think } : {}),
+        ...logprobsField(body),
         ...(keep !== undefined ? { keep_alive: keep } : {}),
       },
       signal,

@@ -8,7 +8,7 @@
  */
 import type { FastifyReply } from 'fastify';
 import { primed, startNdjson } from 'lia/plugin';
-import type { GenerationEvent, ToolCall } from 'lia/plugin';
+import type { GeneratedLogprob, GenerationEvent, ToolCall } from 'lia/plugin';
 import type { GenerationStream } from 'lia/plugin';
 
 type DoneEvent = Extract<GenerationEvent, { type: 'done' }>;
@@ -57,11 +57,17 @@ export async function respond(
     let text = '';
     let thinking = '';
     const calls: ToolCall[] = [];
+    let logprobs: GeneratedLogprob[] | undefined;
     for await (const e of events) {
-      if (e.type === 'token') text += e.text;
-      else if (e.type === 'thinking') thinking += e.text;
-      else if (e.type === 'tool_calls') calls.push(...e.calls);
-      else return reply.type('application/json; charset=utf-8').send(last(e, text, calls.length ? calls : undefined, thinking));
+      if (e.type === 'token' || e.type === 'thinking') {
+        if (e.type === 'token') text += e.text;
+        else thinking += e.text;
+        if (e.logprobs) (logprobs ??= []).push(...e.logprobs);
+      } else if (e.type === 'tool_calls') calls.push(...e.calls);
+      else {
+        const body = { ...last(e, text, calls.length ? calls : undefined, thinking), ...logprobsOf(logprobs) };
+        return reply.type('application/json; charset=utf-8').send(body);
+      }
     }
     throw new Error('the generation ended without a done event');
   }
@@ -70,8 +76,8 @@ export async function respond(
   try {
     for await (const e of events) {
       if (out.closed) break;
-      if (e.type === 'token') out.write({ ...head(), ...opts.shape.chunk(e.text), done: false });
-      else if (e.type === 'thinking') out.write({ ...head(), ...opts.shape.chunk('', undefined, e.text), done: false });
+      if (e.type === 'token') out.write({ ...head(), ...opts.shape.chunk(e.text), ...logprobsOf(e.logprobs), done: false });
+      else if (e.type === 'thinking') out.write({ ...head(), ...opts.shape.chunk('', undefined, e.text), ...logprobsOf(e.logprobs), done: false });
       else if (e.type === 'tool_calls') out.write({ ...head(), ...opts.shape.chunk('', e.calls), done: false });
       else {
         out.write(last(e, '', undefined));
@@ -83,4 +89,10 @@ export async function respond(
     out.fail(err);
   }
   return reply;
+}
+
+/** Ollama's `logprobs` field: each token's entry, `top_logprobs` left out when none were asked for. */
+function logprobsOf(logprobs: GeneratedLogprob[] | undefined): { logprobs?: unknown[] } {
+  if (!logprobs) return {};
+  return { logprobs: logprobs.map((l) => (l.top_logprobs.length > 0 ? l : { token: l.token, logprob: l.logprob, bytes: l.bytes })) };
 }

@@ -48,6 +48,11 @@ const Think = Type.Optional(
   }),
 );
 
+/** Alternatives per token with `logprobs` (Ollama's range). */
+const TopLogprobs = Type.Optional(
+  Nullable(Type.Integer({ minimum: 0, maximum: 20, errorMessage: 'top_logprobs must be between 0 and 20' })),
+);
+
 /** Base64 images; no backend serves them yet, so a non-empty list is refused by the handler. */
 const Images = Type.Optional(Nullable(Type.Array(Type.String())));
 
@@ -102,6 +107,8 @@ export const GenerateBody = Type.Object(
     keep_alive: KeepAlive,
     options: Options,
     think: Think,
+    logprobs: Flag,
+    top_logprobs: TopLogprobs,
     images: Images,
     /** Token ids from a previous answer's `context` (Ollama's deprecated way to continue). */
     context: Type.Optional(Nullable(Type.Array(Type.Integer({ minimum: 0 })))),
@@ -121,6 +128,8 @@ export const ChatBody = Type.Object(
     keep_alive: KeepAlive,
     options: Options,
     think: Think,
+    logprobs: Flag,
+    top_logprobs: TopLogprobs,
   },
   open,
 );
