@@ -45,6 +45,8 @@ export interface NamedKey {
   readonly principal: Principal;
   readonly limiter: KeyLimiter;
   readonly expiresAt: number;
+  /** `record.digest` as bytes, for the constant-time comparison. */
+  readonly digest: Buffer;
 }
 
 /** `lia_ab…yz`: enough to tell keys apart, far too little to guess one. */
@@ -63,7 +65,7 @@ function load(record: KeyRecord): NamedKey {
     models: record.models ? Object.freeze([...record.models]) : null,
     admit: () => limiter.admit(),
   });
-  return { record, principal, limiter, expiresAt: record.expires_at ? Date.parse(record.expires_at) : Infinity };
+  return { record, principal, limiter, expiresAt: record.expires_at ? Date.parse(record.expires_at) : Infinity, digest: Buffer.from(record.digest, 'hex') };
 }
 
 export class NamedKeyStore {
@@ -106,7 +108,7 @@ export class NamedKeyStore {
   lookup(digest: Buffer): NamedKey | null {
     const key = this.#byDigest.get(digest.toString('hex'));
     if (!key) return null;
-    return timingSafeEqual(Buffer.from(key.record.digest, 'hex'), digest) ? key : null;
+    return timingSafeEqual(key.digest, digest) ? key : null;
   }
 
   get(name: string): NamedKey | null {
@@ -162,7 +164,7 @@ export class NamedKeyStore {
         this.#add(old);
         throw err;
       }
-      this.#add({ ...old, record });
+      this.#add({ ...old, record, digest: Buffer.from(record.digest, 'hex') });
       return { record, key };
     });
   }
