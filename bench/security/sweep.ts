@@ -625,12 +625,23 @@ console.log(`appliance ${app.url} (pid ${app.pid}); ${routes.length} routes, ${g
 // ---------------------------------------------------------------- throughput: master alone vs 50 named keys
 
 const seconds = Number(flags.seconds);
-async function load(keys: readonly string[]): Promise<number> {
-  const width = 32;
+/** The appliance process's CPU time so far (user + system), in milliseconds, from /proc. */
+async function cpuMs(): Promise<number> {
+  const fields = (await readFile(`/proc/${app.pid}/stat`, 'utf8')).split(') ')[1]!.split(' ');
+  return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100; // utime, stime in ticks of 1/100 s
+}
+interface Load {
+  perSecond: number;
+  /** Server CPU milliseconds per 1,000 answered requests: barely moved by other work on the box. */
+  cpuPerK: number;
+}
+/** `width` workers, each on its own key of `keys` in turn, for `seconds`. */
+async function load(keys: readonly string[], width = 32): Promise<Load> {
   const deadline = performance.now() + seconds * 1000;
   let done = 0;
   let failed = 0;
   let i = 0;
+  const cpu0 = await cpuMs();
   await Promise.all(
     Array.from({ length: width }, async () => {
       while (performance.now() < deadline) {
@@ -642,16 +653,17 @@ async function load(keys: readonly string[]): Promise<number> {
       }
     }),
   );
+  const cpu = (await cpuMs()) - cpu0;
   if (failed > 0) throw new Error(`${failed} throughput requests failed`);
-  return done / seconds;
+  return { perSecond: done / seconds, cpuPerK: (cpu / done) * 1000 };
 }
 // The other named keys go, so "alone" means it; the 50 are created for each such round and revoked after.
 for (const name of ['scope-inference', 'scope-models-read', 'scope-models-write', 'scope-system-read', 'scope-system-admin', 'scope-keys-admin', 'parrot-only', 'expiring', 'rotated']) {
   await send('DELETE', `/system/api-keys/${name}`, master());
 }
 const rounds = Number(flags.rounds);
-const alone: number[] = [];
-const fifty: number[] = [];
+const alone: Load[] = [];
+const fifty: Load[] = [];
 const createFifty = async (): Promise<string[]> => {
   const keys: string[] = [];
   for (let k = 0; k < 50; k++) keys.push(await createKey({ name: `bench-${k}`, scopes: ['models:read'] }));
@@ -679,9 +691,22 @@ for (let round = 0; round < rounds; round++) {
     await measureFifty();
     await measureAlone();
   }
-  console.log(`round ${round + 1}: master alone ${alone[round]!.toFixed(0)} req/s, 50 named keys ${fifty[round]!.toFixed(0)} req/s`);
+  const [a, f] = [alone[round]!, fifty[round]!];
+  console.log(`round ${round + 1}: master alone ${a.perSecond.toFixed(0)} req/s (${a.cpuPerK.toFixed(0)} CPU ms per 1000), 50 named keys ${f.perSecond.toFixed(0)} req/s (${f.cpuPerK.toFixed(0)})`);
 }
-const ratios = fifty.map((f, i) => f / alone[i]!);
+// The same window for both: 50 named keys exist; half the workers use the master key, half the named keys.
+const sameWindow: number[] = [];
+{
+  const keys = await createFifty();
+  for (let round = 0; round < rounds; round++) {
+    const [m, n] = await Promise.all([load([masterKey], 16), load(keys, 16)]);
+    sameWindow.push(n.perSecond / m.perSecond);
+  }
+  await revokeFifty();
+}
+const ratios = fifty.map((f, i) => f.perSecond / alone[i]!.perSecond);
+const cpuRatios = fifty.map((f, i) => alone[i]!.cpuPerK / f.cpuPerK);
+const spread = (xs: number[]): string => `median ${median(xs).toFixed(3)}, range ${Math.min(...xs).toFixed(3)}-${Math.max(...xs).toFixed(3)}`;
 
 // ---------------------------------------------------------------- report
 
@@ -690,9 +715,11 @@ console.log('\n| area | tries | bypass | 5xx | crash | scope violations |\n|---|
 for (const [name, a] of areas) console.log(`| ${name} | ${a.tries} | ${a.bypass} | ${a.fivexx} | ${a.crash} | ${a.scope} |`);
 for (const [name, a] of areas) for (const n of a.notes) console.log(`- ${name}: ${n}`);
 console.log(
-  `\nthroughput GET /api/version, ${seconds} s × ${rounds} rounds, 32 in flight: master alone ${alone.map((x) => x.toFixed(0)).join(', ')} req/s; ` +
-    `50 named keys ${fifty.map((x) => x.toFixed(0)).join(', ')} req/s; ratio per round ${ratios.map((r) => r.toFixed(3)).join(', ')} ` +
-    `(median ${median(ratios).toFixed(3)}, range ${Math.min(...ratios).toFixed(3)}-${Math.max(...ratios).toFixed(3)})`,
+  `\nthroughput GET /api/version, ${seconds} s × ${rounds} rounds, 32 in flight:\n` +
+    `- master alone ${alone.map((x) => x.perSecond.toFixed(0)).join(', ')} req/s; 50 named keys ${fifty.map((x) => x.perSecond.toFixed(0)).join(', ')} req/s\n` +
+    `- throughput ratio (50 named / master alone) per round ${ratios.map((r) => r.toFixed(3)).join(', ')} (${spread(ratios)})\n` +
+    `- server CPU per request, as a throughput ratio (master CPU / named CPU) ${cpuRatios.map((r) => r.toFixed(3)).join(', ')} (${spread(cpuRatios)})\n` +
+    `- same window, 16 workers each (named / master) ${sameWindow.map((r) => r.toFixed(3)).join(', ')} (${spread(sameWindow)})`,
 );
 console.log(`appliance process alive at the end: ${alive1}`);
 await pool.close();
