@@ -8,6 +8,7 @@
 import { Type, type Static } from '@sinclair/typebox';
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import type { FastifyBaseLogger } from 'fastify';
+import { Errors, grants } from 'lia/plugin';
 import type { FileKeyStore } from './key-store.js';
 import { NAME_PATTERN, type KeyRecord, type NamedKeyStore } from './named-keys.js';
 import type { UsageStore } from './usage.js';
@@ -65,6 +66,10 @@ export function keyRoutes(app: FastifyInstance, { master, keys, usage, log }: Ke
   });
 
   app.post<{ Body: CreateBody }>('/system/api-keys', { schema: { body: CreateBody }, config: { scope: 'keys:admin' } }, async (request, reply) => {
+    // A key may hand out only what it holds itself: a `keys:admin` key cannot mint a broader one.
+    const held = request.principal?.scopes ?? [];
+    const beyond = request.body.scopes.filter((s) => !grants(held, s));
+    if (beyond.length > 0) throw Errors.forbidden(`this API key may grant only scopes it holds; it lacks ${beyond.map((s) => `"${s}"`).join(', ')}`);
     const { record, key } = await keys.create(request.body);
     log.info({ name: record.name, scopes: record.scopes, hint: record.hint }, 'API key created');
     return secret(reply).code(201).send({ ...show(record), key });

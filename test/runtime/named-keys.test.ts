@@ -94,6 +94,15 @@ t.test('bad requests to create a key', async (t) => {
     t.equal(res.status, status, JSON.stringify(body));
     t.match(await res.json(), { error: message });
   }
+
+  const admin = await create({ name: 'key-admin', scopes: ['keys:admin'] });
+  secrets.push(admin.key);
+  const broader = await app.fetch('/system/api-keys', { method: 'POST', headers: bearer(admin.key), body: JSON.stringify({ name: 'wider', scopes: ['keys:admin', 'system:admin'] }) });
+  t.equal(broader.status, 403, 'a keys:admin key cannot mint a key with scopes it lacks');
+  t.match(await broader.json(), { error: /lacks "system:admin"/ });
+  const same = await app.fetch('/system/api-keys', { method: 'POST', headers: bearer(admin.key), body: JSON.stringify({ name: 'peer', scopes: ['keys:admin'] }) });
+  t.equal(same.status, 201, 'but may mint one with its own');
+  secrets.push(((await same.json()) as { key: string }).key);
 });
 
 t.test('expiry, revocation and rotation take effect on the next request', async (t) => {
