@@ -17,6 +17,21 @@ export interface Principal {
    * each route declares (vocabulary and implication rule in `core/http/scopes.ts`).
    */
   scopes: readonly string[];
+  /** A display name for usage and logs (`master`, a named key's name). Defaults to `id`. */
+  name?: string;
+  /**
+   * Models this credential may run, as glob patterns (`*` any run of characters, `?` one); a
+   * pattern without a tag also matches `<name>:latest`. Absent or null: every model. The engine
+   * enforces it wherever a model is named for inference (403 naming the model).
+   */
+  models?: readonly string[] | null;
+  /**
+   * Called by the engine before an inference request on `model` starts (after the allow-list):
+   * throws a typed error to refuse it (429 past a rate limit, with `Retry-After`), or returns the
+   * function the engine calls once the request is over (stream ended, failed or abandoned).
+   * Absent: no limits.
+   */
+  admit?(model: string): () => void;
 }
 
 /** The outcome of one strategy for one request. */

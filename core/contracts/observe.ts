@@ -25,15 +25,18 @@ export interface RequestObserver {
   onResponse(record: RequestRecord): void;
 }
 
-/** An event of the inference engine; `model` is the resolved model name. */
+/**
+ * An event of the inference engine; `model` is the resolved model name, `principal` the id of the
+ * credential that asked (absent for requests made outside an HTTP request).
+ */
 export type InferenceEvent =
-  | { type: 'request'; model: string; kind: 'generate' | 'chat' | 'embed' }
+  | { type: 'request'; model: string; kind: 'generate' | 'chat' | 'embed'; principal?: string }
   /** Seconds from the request's arrival at the engine (queue and load included) to its first token. */
   | { type: 'first-token'; model: string; seconds: number }
   /** Seconds between two consecutive tokens of one generation. */
   | { type: 'token-gap'; model: string; seconds: number }
   /** A generation or embedding ended; its token counts. */
-  | { type: 'finished'; model: string; promptTokens: number; completionTokens: number }
+  | { type: 'finished'; model: string; promptTokens: number; completionTokens: number; principal?: string }
   | { type: 'loaded'; model: string; seconds: number }
   | { type: 'unloaded'; model: string }
   /** The model's runner process died. */

@@ -17,6 +17,7 @@ import type { Principal } from '../contracts/auth.js';
 import { Errors } from '../errors.js';
 import type { Hooks } from '../plugin/hooks.js';
 import { isConsoleOffRequest } from './console-off.js';
+import { runAs } from './request-principal.js';
 import { grants, requiredScope } from './scopes.js';
 import './route-config.js';
 
@@ -53,5 +54,12 @@ export function installAuthGate(app: FastifyInstance, hooks: Hooks): void {
     if (!grants(request.principal.scopes, needed)) {
       throw Errors.forbidden(`this API key lacks the scope "${needed}" that ${request.method} ${request.routeOptions.url} needs`);
     }
+  });
+  // The handler (and all it awaits, e.g. the engine) runs on behalf of the principal, which
+  // `currentPrincipal()` returns there. Last in the chain, after the body is parsed, since body
+  // parsing runs on the socket's events, outside any context entered earlier.
+  app.addHook('preHandler', (request, _reply, done) => {
+    if (request.principal) runAs(request.principal, done);
+    else done();
   });
 }

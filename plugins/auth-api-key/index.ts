@@ -1,9 +1,10 @@
 /**
- * The `auth-api-key` plugin: the master API key. It registers the Bearer strategy that core's
- * auth gate asks on every non-public route, provides the key store, and serves
- * `POST /system/api-keys/rotate`.
+ * The `auth-api-key` plugin: the master API key and named, scoped keys. It registers the Bearer
+ * strategy that core's auth gate asks on every non-public route, provides the key store, serves
+ * `/system/api-keys` (create, list, rotate, revoke) and `/system/usage`, and counts usage per key
+ * and model from the engine's inference events.
  *
- * A key is never logged: core redacts `Authorization`, and this plugin logs only the hint.
+ * A key is never logged: core redacts `Authorization`, and this plugin logs only names and hints.
  *
  * @module
  */
@@ -11,8 +12,11 @@ import { Type } from '@sinclair/typebox';
 import type { FastifyRequest } from 'fastify';
 import { definePlugin, Errors, type AuthResult } from 'lia/plugin';
 import { FailureLimiter } from './failure-limiter.js';
-import { checkShape } from './key-format.js';
+import { checkShape, digestOf } from './key-format.js';
 import { FileKeyStore } from './key-store.js';
+import { NamedKeyStore } from './named-keys.js';
+import { keyRoutes } from './routes.js';
+import { UsageStore } from './usage.js';
 
 const Options = Type.Object(
   {
@@ -20,6 +24,8 @@ const Options = Type.Object(
     failureBurst: Type.Integer({ minimum: 1, default: 10 }),
     /** Seconds to earn back one failure. Defaults to 6. */
     failureRefillSeconds: Type.Number({ exclusiveMinimum: 0, default: 6 }),
+    /** Milliseconds between a usage change and its save to `<data dir>/usage.json`. Defaults to 2000. */
+    usageSaveDelayMs: Type.Integer({ minimum: 0, default: 2000 }),
   },
   { additionalProperties: false },
 );
@@ -35,11 +41,21 @@ function bearerToken(request: FastifyRequest): string | null {
 export default definePlugin({
   name: 'auth-api-key',
   apiVersion: 1,
-  description: 'Master API key: Bearer auth, failure rate limiting, /system/api-keys/rotate',
+  description: 'API keys: the master key, named scoped keys with limits, usage, /system/api-keys',
   options: Options,
   commands: async () => (await import('./cli/commands.js')).commands,
   async setup(app, ctx) {
     const store = await FileKeyStore.open(ctx.config.dataDir);
+    const named = await NamedKeyStore.open(ctx.config.dataDir);
+    const usage = await UsageStore.open(ctx.config.dataDir, {
+      debounceMs: ctx.options.usageSaveDelayMs,
+      onError: (err) => ctx.log.error({ err }, 'saving API key usage failed'),
+    });
+    ctx.hooks.inferenceObservers.register({ name: 'api-key-usage', onEvent: (event) => {
+      usage.record(event);
+      if (event.type === 'finished' && event.principal) named.get(event.principal)?.limiter.spendTokens(event.promptTokens + event.completionTokens);
+    } });
+    app.addHook('onClose', async () => usage.flush());
     const limiter = new FailureLimiter({ burst: ctx.options.failureBurst, refillSeconds: ctx.options.failureRefillSeconds });
     ctx.hooks.keys.provide(store, ctx.name);
     ctx.hooks.banner.register({
@@ -67,8 +83,20 @@ export default definePlugin({
         if (checkShape(token) === 'not-lia') return { kind: 'invalid', reason: 'invalid API key: LIA keys look like lia_<43 characters>_<6 characters>' };
         // The key is checked first (in constant time): the right key is never refused because
         // other clients behind the same address sent wrong ones. Only failures meet the limiter.
-        const principal = store.verify(token);
-        if (principal) return { kind: 'ok', principal };
+        const digest = digestOf(token);
+        const principal = store.verifyDigest(digest);
+        if (principal) {
+          usage.touch('master');
+          return { kind: 'ok', principal };
+        }
+        const key = named.lookup(digest);
+        if (key) {
+          // A right key past its time: refused, but not a guess, so the limiter is not told.
+          if (Date.now() >= key.expiresAt) return { kind: 'invalid', reason: 'key expired' };
+          key.limiter.request();
+          usage.touch(key.record.name);
+          return { kind: 'ok', principal: key.principal };
+        }
         const wait = limiter.retryAfter(request.ip);
         if (wait > 0) {
           throw Errors.tooManyRequests(`too many failed API keys from this address; retry in ${wait} s`, { headers: { 'Retry-After': String(wait) } });
@@ -90,5 +118,6 @@ export default definePlugin({
         rotated_at: new Date().toISOString(),
       });
     });
+    keyRoutes(app, { master: store, keys: named, usage, log: ctx.log });
   },
 });

@@ -5,22 +5,27 @@
  * digest in one assignment, so the old key fails from the next request on. Rotations are
  * serialised, so concurrent ones cannot leave the file and the digest disagreeing.
  *
- * More keys (scoped, revocable) can be added behind the same `KeyStore` interface later.
+ * Named, scoped keys live beside it in `./named-keys.ts`.
  *
  * @module
  */
 import { timingSafeEqual } from 'node:crypto';
-import { mkdir, readFile } from 'node:fs/promises';
+import { mkdir, readFile, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { writeFileAtomic, type KeyStore, type Principal } from 'lia/plugin';
 import { checkShape, digestOf, generateKey, hintOf } from './key-format.js';
+import { namedHint } from './named-keys.js';
 
-const MASTER: Principal = Object.freeze({ id: 'master', scopes: Object.freeze(['*']) });
+const MASTER: Principal = Object.freeze({ id: 'master', name: 'master', scopes: Object.freeze(['*']) });
 
 export class FileKeyStore implements KeyStore {
   readonly masterKeyPath: string;
   /** The key, when this boot created it (the banner prints it once). */
   firstBootKey: string | null = null;
+  /** `lia_ab…yz` of the current key (see named-keys.ts). */
+  hint = '';
+  /** When the current key was written. */
+  createdAt = new Date(0);
   #digest: Buffer = Buffer.alloc(32);
   /** The last rotation started; the next one waits for it. */
   #rotation: Promise<unknown> = Promise.resolve();
@@ -47,11 +52,18 @@ export class FileKeyStore implements KeyStore {
       store.firstBootKey = key;
     }
     store.#digest = digestOf(key);
+    store.hint = namedHint(key);
+    store.createdAt = (await stat(file)).mtime;
     return store;
   }
 
   verify(secret: string): Principal | null {
-    return timingSafeEqual(digestOf(secret), this.#digest) ? MASTER : null;
+    return this.verifyDigest(digestOf(secret));
+  }
+
+  /** {@link verify} for a secret already hashed (the auth strategy hashes once for every store). */
+  verifyDigest(digest: Buffer): Principal | null {
+    return timingSafeEqual(digest, this.#digest) ? MASTER : null;
   }
 
   /**
@@ -64,6 +76,8 @@ export class FileKeyStore implements KeyStore {
       const key = generateKey();
       await writeFileAtomic(this.masterKeyPath, key + '\n');
       this.#digest = digestOf(key);
+      this.hint = namedHint(key);
+      this.createdAt = new Date();
       this.firstBootKey = null;
       return { key, hint: hintOf(key) };
     });

@@ -6,7 +6,7 @@
  *
  * @module
  */
-import { checkSchemaBounds, Errors } from 'lia/plugin';
+import { checkSchemaBounds, currentPrincipal, Errors, modelAllowed } from 'lia/plugin';
 import type { ChatMessage, ChatParams, GenerationEvent, OutputFormat, ToolChoice, ToolDefinition } from 'lia/plugin';
 import type {
   EmbedResponse,
@@ -44,10 +44,11 @@ export class EngineService implements InferenceService {
     if (req.raw && (req.template || req.system || req.context?.length)) throw Errors.badRequest('raw mode does not support template, system, or context');
     const started = process.hrtime.bigint();
     const model = await this.#resolve(req.model, 'generate');
-    this.#observe({ type: 'request', model: model.name, kind: 'generate' });
     const think = thinks(model, req.think, req.model);
     const options = mergeOptions(model.parameters, req.options);
-    const lease = await this.#acquire(model, req.keep_alive, options.num_ctx, signal);
+    const asker = admitted(model.name);
+    this.#observe({ type: 'request', model: model.name, kind: 'generate', ...asker.label });
+    const lease = await this.#acquire(model, req.keep_alive, options.num_ctx, signal).catch(asker.fail);
     const system = req.system ?? model.system;
     const events = lease.model.generate(
       {
@@ -63,23 +64,24 @@ export class EngineService implements InferenceService {
       },
       signal,
     );
-    return { model: model.name, loadNs: lease.loadNs, events: leased(lease, observed(model.name, started, this.#observe, think ? splitThinking(events) : events)) };
+    return { model: model.name, loadNs: lease.loadNs, events: leased(lease, asker.done, observed(model.name, asker.label, started, this.#observe, think ? splitThinking(events) : events)) };
   }
 
   async chat(req: InferenceChatRequest, signal: AbortSignal): Promise<GenerationStream> {
     const tools = toolFields(req.tools, req.toolChoice);
     const started = process.hrtime.bigint();
     const model = await this.#resolve(req.model, 'chat');
-    this.#observe({ type: 'request', model: model.name, kind: 'chat' });
     const think = thinks(model, req.think, req.model);
     const options = mergeOptions(model.parameters, req.options);
-    const lease = await this.#acquire(model, req.keep_alive, options.num_ctx, signal);
+    const asker = admitted(model.name);
+    this.#observe({ type: 'request', model: model.name, kind: 'chat', ...asker.label });
+    const lease = await this.#acquire(model, req.keep_alive, options.num_ctx, signal).catch(asker.fail);
     const messages = withStored(model, req.messages);
     const events = lease.model.chat(
       { messages, options, ...tools, ...formatField(req.format), ...(req.logprobs !== undefined ? { logprobs: req.logprobs } : {}) },
       signal,
     );
-    return { model: model.name, loadNs: lease.loadNs, events: leased(lease, observed(model.name, started, this.#observe, think ? splitThinking(events) : events)) };
+    return { model: model.name, loadNs: lease.loadNs, events: leased(lease, asker.done, observed(model.name, asker.label, started, this.#observe, think ? splitThinking(events) : events)) };
   }
 
   async countChatTokens(req: InferenceChatRequest, signal: AbortSignal): Promise<{ model: string; promptTokens: number }> {
@@ -103,9 +105,10 @@ export class EngineService implements InferenceService {
   async embed(req: InferenceEmbedRequest, signal: AbortSignal): Promise<EmbedResponse> {
     const started = process.hrtime.bigint();
     const model = await this.#resolve(req.model, 'embed');
-    this.#observe({ type: 'request', model: model.name, kind: 'embed' });
     const options = mergeOptions(model.parameters, req.options);
-    const lease = await this.#acquire(model, req.keep_alive, options.num_ctx, signal);
+    const asker = admitted(model.name);
+    this.#observe({ type: 'request', model: model.name, kind: 'embed', ...asker.label });
+    const lease = await this.#acquire(model, req.keep_alive, options.num_ctx, signal).catch(asker.fail);
     try {
       const result =
         req.input.length === 0
@@ -119,7 +122,7 @@ export class EngineService implements InferenceService {
               },
               signal,
             );
-      this.#observe({ type: 'finished', model: model.name, promptTokens: result.promptTokens, completionTokens: 0 });
+      this.#observe({ type: 'finished', model: model.name, promptTokens: result.promptTokens, completionTokens: 0, ...asker.label });
       return {
         model: model.name,
         embeddings: result.embeddings,
@@ -129,6 +132,7 @@ export class EngineService implements InferenceService {
       };
     } finally {
       lease.release();
+      asker.done();
     }
   }
 
@@ -164,7 +168,12 @@ export class EngineService implements InferenceService {
   async #resolve(name: string, action: 'generate' | 'chat' | 'embed' | 'load' | 'unload'): Promise<ResolvedModel> {
     if (!this.running) throw Errors.unavailable('svc-inference is stopped; start it with POST /system/services/svc-inference/start');
     if (typeof name !== 'string' || name.trim() === '') throw Errors.badRequest('model is required', { param: 'model' });
+    // A key's model allow-list, checked on the name asked (before the store is asked, so a key
+    // cannot learn which models exist outside its list) and on the name it resolves to.
+    const allowList = action === 'unload' ? null : currentPrincipal()?.models;
+    if (!modelAllowed(allowList, name)) throw notAllowed(name);
     const model = await this.#store().resolve(name);
+    if (!modelAllowed(allowList, model.name)) throw notAllowed(name);
     const caps = model.capabilities;
     if ((action === 'generate' || action === 'chat') && caps.includes('embedding') && !caps.includes('completion')) {
       throw Errors.badRequest(`"${name}" does not support ${action}`);
@@ -236,11 +245,48 @@ function formatField(format: OutputFormat | undefined | null | ''): { format?: O
 
 type Observe = (event: InferenceEvent) => void;
 
+function notAllowed(model: string): Error {
+  return Errors.forbidden(`this API key may not use the model "${model}"`, { param: 'model' });
+}
+
+/** The asking principal's admission for one request: its label for events, and its release. */
+interface Admission {
+  label: { principal?: string };
+  /** Called once the request is over; idempotent. */
+  done: () => void;
+  /** Releases, then rethrows (for a failure before the generation starts). */
+  fail: (err: unknown) => never;
+}
+
+/**
+ * Admits the request for the current principal (`Principal.admit`: rate limits, concurrent
+ * streams), which throws to refuse it. Outside a request, or for a principal without limits,
+ * everything is admitted.
+ */
+function admitted(model: string): Admission {
+  const principal = currentPrincipal();
+  const release = principal?.admit?.(model);
+  let released = false;
+  const done = (): void => {
+    if (released) return;
+    released = true;
+    release?.();
+  };
+  return {
+    label: principal ? { principal: principal.id } : {},
+    done,
+    fail: (err) => {
+      done();
+      throw err;
+    },
+  };
+}
+
 /**
  * Reports a generation's first token (time since `started`, queue and load included), the gaps
  * between its tokens, and its token counts when it is done. Text never leaves this function.
  */
-function observed(model: string, started: bigint, observe: Observe, source: AsyncIterable<GenerationEvent>): AsyncIterable<GenerationEvent> {
+function observed(model: string, label: { principal?: string }, started: bigint, observe: Observe, source: AsyncIterable<GenerationEvent>): AsyncIterable<GenerationEvent> {
   return {
     [Symbol.asyncIterator]() {
       const it = source[Symbol.asyncIterator]();
@@ -256,7 +302,7 @@ function observed(model: string, started: bigint, observe: Observe, source: Asyn
             else observe({ type: 'token-gap', model, seconds: Number(now - last) / 1e9 });
             last = now;
           } else if (event.type === 'done') {
-            observe({ type: 'finished', model, promptTokens: event.promptTokens, completionTokens: event.completionTokens });
+            observe({ type: 'finished', model, promptTokens: event.promptTokens, completionTokens: event.completionTokens, ...label });
           }
           return r;
         },
@@ -270,10 +316,10 @@ function observed(model: string, started: bigint, observe: Observe, source: Asyn
 }
 
 /**
- * Gives the slot back as soon as the generation is over: on its `done` event, on an error, or when
- * the consumer stops iterating (also when it never started).
+ * Gives the slot back, and tells the principal's admission, as soon as the generation is over: on
+ * its `done` event, on an error, or when the consumer stops iterating (also when it never started).
  */
-function leased(lease: Lease, source: AsyncIterable<GenerationEvent>): AsyncIterable<GenerationEvent> {
+function leased(lease: Lease, admitted: () => void, source: AsyncIterable<GenerationEvent>): AsyncIterable<GenerationEvent> {
   return {
     [Symbol.asyncIterator]() {
       const it = source[Symbol.asyncIterator]();
@@ -281,15 +327,20 @@ function leased(lease: Lease, source: AsyncIterable<GenerationEvent>): AsyncIter
         async next() {
           try {
             const r = await it.next();
-            if (r.done || r.value.type === 'done') lease.release();
+            if (r.done || r.value.type === 'done') {
+              lease.release();
+              admitted();
+            }
             return r;
           } catch (err) {
             lease.release();
+            admitted();
             throw err;
           }
         },
         async return(value?: unknown) {
           lease.release();
+          admitted();
           await it.return?.();
           return { done: true as const, value: value as GenerationEvent };
         },
