@@ -87,6 +87,8 @@ export interface GenerateParams {
    * prompt. Ignored with `raw` (the engine refuses the combination).
    */
   context?: number[];
+  /** See {@link ChatParams.whole}. */
+  whole?: boolean;
 }
 
 export interface ChatParams {
@@ -96,6 +98,12 @@ export interface ChatParams {
   toolChoice?: ToolChoice;
   format?: OutputFormat;
   options: SamplingOptions;
+  /**
+   * The client gets the answer in one piece at the end (it did not ask for a stream), so a backend
+   * may restart a generation that failed half-way (elsewhere, as the upstream backend does with
+   * its replicas) and yield only a complete one. Defaults to false: events go out as they come.
+   */
+  whole?: boolean;
 }
 
 /** One event of a generation stream. The last one is always `done`. */
@@ -172,6 +180,12 @@ export interface LoadedModel {
   /** Bytes of memory held (RAM + VRAM) and of that VRAM. */
   readonly sizeBytes: number;
   readonly vramBytes: number;
+  /**
+   * Concurrent requests this model takes (its slots); more wait in the engine's queue. Defaults to
+   * the engine's `numParallel`. A remote model (one that forwards to upstream engines) sets what
+   * its upstreams take together.
+   */
+  readonly slots?: number;
   generate(params: GenerateParams, signal: AbortSignal): AsyncIterable<GenerationEvent>;
   chat(params: ChatParams, signal: AbortSignal): AsyncIterable<GenerationEvent>;
   embed(params: EmbedParams, signal: AbortSignal): Promise<EmbedResult>;

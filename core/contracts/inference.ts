@@ -40,6 +40,8 @@ export interface InferenceGenerateRequest {
   /** Ollama's `context`: token ids of an earlier answer's exchange, evaluated before the prompt. */
   context?: number[];
   think?: Think;
+  /** False when the client waits for the whole answer (see {@link InferenceChatRequest.stream}). Defaults to true. */
+  stream?: boolean;
 }
 
 export interface InferenceChatRequest {
@@ -55,6 +57,12 @@ export interface InferenceChatRequest {
   options?: SamplingOptions;
   keep_alive?: KeepAlive;
   think?: Think;
+  /**
+   * False when the client waits for the whole answer (a non-streaming request): the backend is
+   * told (`whole`), so one that forwards to replicas may start a failed answer again elsewhere.
+   * Defaults to true (streamed).
+   */
+  stream?: boolean;
 }
 
 export interface InferenceEmbedRequest {

@@ -58,6 +58,7 @@ export class EngineService implements InferenceService {
         ...(req.suffix ? { suffix: req.suffix } : {}),
         ...(req.template ? { template: req.template } : {}),
         ...(req.context?.length ? { context: req.context } : {}),
+        ...(req.stream === false ? { whole: true } : {}),
         ...formatField(req.format),
       },
       signal,
@@ -80,7 +81,7 @@ export class EngineService implements InferenceService {
     }
     messages.push(...req.messages);
     const events = lease.model.chat(
-      { messages, options, ...tools, ...formatField(req.format) },
+      { messages, options, ...tools, ...formatField(req.format), ...(req.stream === false ? { whole: true } : {}) },
       signal,
     );
     return { model: model.name, loadNs: lease.loadNs, events: leased(lease, observed(model.name, started, this.#observe, think ? splitThinking(events) : events)) };

@@ -50,6 +50,7 @@ export function chatRoute(app: FastifyInstance, service: () => InferenceService)
         ...(fmt !== undefined ? { format: fmt } : {}),
         ...(keep !== undefined ? { keep_alive: keep } : {}),
         ...(think !== undefined ? { think } : {}),
+        ...(stream ? {} : { stream: false }),
       },
       signal,
     );

@@ -53,6 +53,7 @@ export function generateRoute(app: FastifyInstance, service: () => InferenceServ
         ...(context?.length ? { context } : {}),
         ...(think !== undefined ? { think } : {}),
         ...(keep !== undefined ? { keep_alive: keep } : {}),
+        ...(stream ? {} : { stream: false }),
       },
       signal,
     );
