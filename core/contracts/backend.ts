@@ -108,6 +108,8 @@ export interface GenerateParams {
    * Unset (the default): none. Not available with `suffix` or with tools (a 400).
    */
   logprobs?: number;
+  /** See {@link ChatParams.whole}. */
+  whole?: boolean;
 }
 
 export interface ChatParams {
@@ -123,6 +125,11 @@ export interface ChatParams {
    * Unset (the default): none. Not available with `suffix` or with tools (a 400).
    */
   logprobs?: number;
+   * The client gets the answer in one piece at the end (it did not ask for a stream), so a backend
+   * may restart a generation that failed half-way (elsewhere, as the upstream backend does with
+   * its replicas) and yield only a complete one. Defaults to false: events go out as they come.
+   */
+  whole?: boolean;
 }
 
 /** One event of a generation stream. The last one is always `done`. */
@@ -200,6 +207,12 @@ export interface LoadedModel {
   /** Bytes of memory held (RAM + VRAM) and of that VRAM. */
   readonly sizeBytes: number;
   readonly vramBytes: number;
+  /**
+   * Concurrent requests this model takes (its slots); more wait in the engine's queue. Defaults to
+   * the engine's `numParallel`. A remote model (one that forwards to upstream engines) sets what
+   * its upstreams take together.
+   */
+  readonly slots?: number;
   generate(params: GenerateParams, signal: AbortSignal): AsyncIterable<GenerationEvent>;
   chat(params: ChatParams, signal: AbortSignal): AsyncIterable<GenerationEvent>;
   embed(params: EmbedParams, signal: AbortSignal): Promise<EmbedResult>;

@@ -42,6 +42,8 @@ export interface InferenceGenerateRequest {
   think?: Think;
   /** Log probabilities with this many alternatives per token (0 to 20); unset: none (see `GenerateParams.logprobs`). */
   logprobs?: number;
+  /** False when the client waits for the whole answer (see {@link InferenceChatRequest.stream}). Defaults to true. */
+  stream?: boolean;
 }
 
 export interface InferenceChatRequest {
@@ -59,6 +61,12 @@ export interface InferenceChatRequest {
   think?: Think;
   /** Log probabilities with this many alternatives per token (0 to 20); unset: none (see `GenerateParams.logprobs`). */
   logprobs?: number;
+  /**
+   * False when the client waits for the whole answer (a non-streaming request): the backend is
+   * told (`whole`), so one that forwards to replicas may start a failed answer again elsewhere.
+   * Defaults to true (streamed).
+   */
+  stream?: boolean;
 }
 
 export interface InferenceEmbedRequest {

@@ -57,6 +57,8 @@ export interface ResolvedModel {
   messages: StoredMessage[];
   capabilities: ModelCapability[];
   details: ModelDetails;
+  /** Set for a model served by an upstream engine rather than from local files (see {@link ModelSource}). */
+  remote?: RemoteOrigin;
 }
 
 /** A callback the store runs before it deletes a model, so a runner can unload it first. */
@@ -74,6 +76,50 @@ export interface CatalogEntry {
   sizeBytes: number;
   /** When the model was created or last changed. */
   modifiedAt: Date;
+  /** Set for a remote model (see {@link ModelSource}). */
+  remote?: RemoteOrigin;
+}
+
+/**
+ * Where a remote model is served, as `/api/tags` and `/api/show` report it (`remote_host`,
+ * `remote_model`, the fields Ollama uses for its cloud models).
+ */
+export interface RemoteOrigin {
+  /** The upstream(s) serving it, e.g. `https://gpu1:8000` (several replicas: joined by `, `). */
+  host: string;
+  /** The model's name on the upstream. */
+  model: string;
+}
+
+/**
+ * A model that has no local files: an upstream engine serves it. A {@link ModelSource} lists it and
+ * the backend that runs its `format` forwards the requests.
+ */
+export interface RemoteModel {
+  /** The name LIA shows and clients ask for (normalised by the store, e.g. `big` → `big:latest`). */
+  name: string;
+  /** The format whose backend serves it (the upstream plugin's own). */
+  format: ModelFormat;
+  /** Hex SHA-256 that changes when what serves the model changes (its upstreams). */
+  digest: string;
+  capabilities: ModelCapability[];
+  details: ModelDetails;
+  remote: RemoteOrigin;
+  modifiedAt: Date;
+  /** Default options (Ollama names), as a stored model's params layer. Defaults to none. */
+  parameters?: Record<string, unknown>;
+}
+
+/**
+ * Contributes remote models to the catalog (`hooks.modelSources`): the model store lists them
+ * beside its own in `/api/tags`, `/v1/models` and `/api/show`, resolves their names for the
+ * engine, and refuses to pull, push, copy or delete them (a 400 saying what they are). A remote
+ * name hides a local model of the same name. `models()` is called on every lookup: keep it a
+ * cheap, synchronous snapshot.
+ */
+export interface ModelSource {
+  readonly name: string;
+  models(): readonly RemoteModel[];
 }
 
 export interface ModelStore {

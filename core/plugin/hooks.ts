@@ -13,7 +13,7 @@
 import type { AuthStrategy, KeyStore } from '../contracts/auth.js';
 import type { GpuProvider, ServiceManager } from '../contracts/host.js';
 import type { InferenceService } from '../contracts/inference.js';
-import type { ModelStore } from '../contracts/model-store.js';
+import type { ModelSource, ModelStore } from '../contracts/model-store.js';
 import type { NetworkProvider } from '../contracts/network.js';
 import type { GpuMonitor, InferenceObserver, RequestObserver } from '../contracts/observe.js';
 import type { TlsProvider } from '../contracts/tls.js';
@@ -177,6 +177,8 @@ export interface Hooks {
   readonly requestObservers: Registry<RequestObserver>;
   /** Told of the inference engine's events (requests, tokens, loads, crashes); the engine calls them. */
   readonly inferenceObservers: Registry<InferenceObserver>;
+  /** Models without local files (upstream engines) that the model store lists and resolves beside its own. */
+  readonly modelSources: Registry<ModelSource>;
   /** The GPU monitor's last reading (host-gpu). */
   readonly gpuMonitor: Slot<GpuMonitor>;
   readonly tls: Slot<TlsProvider>;
@@ -195,6 +197,7 @@ export function createHooks(logs: LogHub, console: (text: string) => void): Hook
     extensions: new Extensions(),
     requestObservers: new Registry<RequestObserver>('request observer'),
     inferenceObservers: new Registry<InferenceObserver>('inference observer'),
+    modelSources: new Registry<ModelSource>('model source'),
     gpuMonitor: new Slot<GpuMonitor>('the GPU monitor', 'enable the "host-gpu" plugin'),
     auth: new Registry<AuthStrategy>('auth strategy'),
     backends: new BackendRegistry(),

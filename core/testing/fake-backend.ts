@@ -11,7 +11,8 @@
  * model text "fake says:"  +  prompt "hello there"  →  "fake says: hello there"
  * ```
  *
- * `options.num_predict` cuts the answer after that many words (`done_reason: "length"`). A model
+ * The plugin's `tokenDelayMs` option (default 0) pauses between words, for tests that need a
+ * stream still flowing while they act. `options.num_predict` cuts the answer after that many words (`done_reason: "length"`). A model
  * created with a `template` that uses `.Thinking` has the `thinking` capability, so a prompt such
  * as `"<think> why </think> because"` exercises the engine's split of thinking and answer.
  * Embeddings are deterministic 8-dimensional unit vectors derived from each input's SHA-256, so
@@ -24,6 +25,7 @@ import { readFile } from 'node:fs/promises';
 import type { FormatHandler, GenerationEvent, InferenceBackend, LoadedModel, SamplingOptions } from '../contracts/backend.js';
 import { Errors } from '../errors.js';
 import { definePlugin } from '../plugin/define.js';
+import { Type } from '@sinclair/typebox';
 
 /** The media type of the layer that carries a fake model's text. */
 export const FAKE_MEDIA_TYPE = 'application/vnd.lia.fake';
@@ -53,11 +55,12 @@ export const fakeFormat: FormatHandler = {
 };
 
 /** Streams `prefix + input` word by word, honouring `num_predict` and the abort signal. */
-async function* answer(prefix: string, input: string, options: SamplingOptions, signal: AbortSignal): AsyncIterable<GenerationEvent> {
+async function* answer(prefix: string, input: string, options: SamplingOptions, signal: AbortSignal, delayMs = 0): AsyncIterable<GenerationEvent> {
   const all = [...words(prefix), ...words(input)];
   const limit = options.num_predict !== undefined && options.num_predict >= 0 ? options.num_predict : Infinity;
   const out = all.slice(0, limit);
   for (const [i, w] of out.entries()) {
+    if (delayMs > 0) await new Promise((r) => setTimeout(r, delayMs));
     if (signal.aborted) return;
     yield { type: 'token', text: i === 0 ? w : ` ${w}` };
   }
@@ -71,6 +74,19 @@ function vector(text: string, dims: number): number[] {
   const raw = Array.from({ length: Math.min(dims, 32) }, (_, i) => bytes[i]! / 255 - 0.5);
   const norm = Math.hypot(...raw) || 1;
   return raw.map((x) => x / norm);
+}
+
+/** The backend with a pause of `tokenDelayMs` between streamed words. */
+export function fakeBackendWith({ tokenDelayMs = 0 }: { tokenDelayMs?: number } = {}): InferenceBackend {
+  return { ...fakeInferenceBackend, load: async (model, options) => {
+    const loaded = await fakeInferenceBackend.load(model, options);
+    const prefix = await readFile(model.modelPath, 'utf8');
+    return {
+      ...loaded,
+      generate: (params, signal) => answer(prefix, params.prompt, params.options, signal, tokenDelayMs),
+      chat: (params, signal) => answer(prefix, params.messages.findLast((m) => m.role === 'user')?.content ?? '', params.options, signal, tokenDelayMs),
+    };
+  } };
 }
 
 /** The backend itself, for tests that register it on their own. */
@@ -103,7 +119,11 @@ export default definePlugin({
   name: 'fake-backend',
   apiVersion: 1,
   description: 'A model-less inference backend for tests (the "fake" format: echoes the prompt after a fixed prefix)',
+  options: Type.Object(
+    { tokenDelayMs: Type.Integer({ minimum: 0, maximum: 1000, default: 0, description: 'Pause between streamed words, in ms. Defaults to 0.' }) },
+    { additionalProperties: false },
+  ),
   setup(_app, ctx) {
-    ctx.hooks.backends.register(fakeInferenceBackend);
+    ctx.hooks.backends.register(ctx.options.tokenDelayMs > 0 ? fakeBackendWith(ctx.options) : fakeInferenceBackend);
   },
 });

@@ -111,7 +111,7 @@ export class Scheduler {
         continue;
       }
       const free =
-        inst?.model && inst.active < this.#o.parallel && inst.waiters.length === 0 && !this.#tooSmall(inst, options.contextLength);
+        inst?.model && inst.active < this.#slots(inst) && inst.waiters.length === 0 && !this.#tooSmall(inst, options.contextLength);
       if (!free && this.#queued >= this.#o.maxQueue) {
         throw Errors.unavailable('server busy, please try again.  maximum pending requests exceeded', {
           headers: { 'Retry-After': '1' },
@@ -273,10 +273,19 @@ export class Scheduler {
     }
   }
 
-  /** Unloads idle models (least recently used first) until `inst` fits the count and memory limits. */
+  /** The slots of a loaded model: its own figure (a remote model's) or the engine's `parallel`. */
+  #slots(inst: Instance): number {
+    return inst.model?.slots ?? this.#o.parallel;
+  }
+
+  /**
+   * Unloads idle models (least recently used first) until `inst` fits the count and memory limits.
+   * Remote models (served by upstream engines) hold no local memory: they neither count nor wait.
+   */
   async #makeRoom(inst: Instance): Promise<void> {
+    if (inst.resolved.remote) return;
     for (;;) {
-      const others = [...this.#instances.values()].filter((i) => i !== inst && !i.gone);
+      const others = [...this.#instances.values()].filter((i) => i !== inst && !i.gone && !i.resolved.remote);
       // Like with like: the estimate (which counts the runner process too) unless the real size is larger.
       const used = others.reduce((sum, i) => sum + Math.max(i.estimateBytes, i.model?.sizeBytes ?? 0), 0);
       if (others.length < this.#o.maxLoadedModels && used + inst.estimateBytes <= this.#o.memoryBudgetBytes) return;
@@ -352,7 +361,7 @@ export class Scheduler {
         if (inst.active === 0) (inst.waiters.shift() as Waiter).grant(true);
         return;
       }
-      if (inst.active >= this.#o.parallel) return;
+      if (inst.active >= this.#slots(inst)) return;
       const w = inst.waiters.shift() as Waiter;
       // Count the slot before the waiter's continuation runs, so a new arrival cannot take it.
       inst.active++;

@@ -60,6 +60,7 @@ export class EngineService implements InferenceService {
         ...(req.template ? { template: req.template } : {}),
         ...(req.context?.length ? { context: req.context } : {}),
         ...(req.logprobs !== undefined ? { logprobs: req.logprobs } : {}),
+        ...(req.stream === false ? { whole: true } : {}),
         ...formatField(req.format),
       },
       signal,
@@ -78,7 +79,14 @@ export class EngineService implements InferenceService {
     const lease = await this.#acquire(model, req.keep_alive, options.num_ctx, signal).catch(asker.fail);
     const messages = withStored(model, req.messages);
     const events = lease.model.chat(
-      { messages, options, ...tools, ...formatField(req.format), ...(req.logprobs !== undefined ? { logprobs: req.logprobs } : {}) },
+      {
+        messages,
+        options,
+        ...tools,
+        ...formatField(req.format),
+        ...(req.logprobs !== undefined ? { logprobs: req.logprobs } : {}),
+        ...(req.stream === false ? { whole: true } : {}),
+      },
       signal,
     );
     return { model: model.name, loadNs: lease.loadNs, events: leased(lease, asker.done, observed(model.name, asker.label, started, this.#observe, think ? splitThinking(events) : events)) };

@@ -55,7 +55,7 @@ export default definePlugin({
   commands: async () => (await import('./cli/commands.js')).commands,
   async setup(app, ctx) {
     const root = ctx.options.modelsDir ?? path.join(ctx.config.dataDir, 'models');
-    const store = new ModelStoreService(root, ctx.hooks.backends);
+    const store = new ModelStoreService(root, ctx.hooks.backends, () => ctx.hooks.modelSources.list());
     await store.init();
     ctx.hooks.models.provide(store, ctx.name);
 

@@ -24,7 +24,7 @@ export function messagesRoutes(app: FastifyInstance, hooks: Hooks): void {
   app.post<{ Body: MessagesBody }>('/v1/messages', { schema: { body: MessagesBody }, config: { scope: 'inference' } }, async (request, reply) => {
     const { native, stream } = translateMessagesRequest(request.body);
     const signal = clientGone(reply);
-    const generation = await hooks.inference.get().chat(native, signal);
+    const generation = await hooks.inference.get().chat(stream ? native : { ...native, stream: false }, signal);
     // As in the OpenAI routes: the engine works on the first event while the id is set up.
     const first = primed(generation.events);
     const meta = { id: newId('msg_'), model: generation.model };

@@ -18,7 +18,7 @@ import { startChat, type RouteOptions } from './common.js';
 export function chatRoute(app: FastifyInstance, hooks: Hooks, options: RouteOptions): void {
   app.post<{ Body: ChatCompletionBody }>('/v1/chat/completions', { schema: { body: ChatCompletionBody }, config: { scope: 'inference' } }, async (request, reply) => {
     const { native, stream, includeUsage } = translateChatRequest(request.body);
-    const { meta, events, signal } = await startChat(hooks, native, options, reply, 'chatcmpl-');
+    const { meta, events, signal } = await startChat(hooks, stream ? native : { ...native, stream: false }, options, reply, 'chatcmpl-');
 
     if (!stream) {
       const collector = new ChatCollector(meta, undefined, native.logprobs !== undefined);

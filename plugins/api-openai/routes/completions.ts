@@ -28,7 +28,10 @@ export function completionsRoute(app: FastifyInstance, hooks: Hooks, options: Ro
   app.post<{ Body: CompletionBody }>('/v1/completions', { schema: { body: CompletionBody }, config: { scope: 'inference' } }, async (request, reply) => {
     const tr = translateCompletionRequest(request.body);
     const requested = tr.natives[0]!.model;
-    for (const n of tr.natives) n.model = resolveAlias(requested, options);
+    for (const n of tr.natives) {
+      n.model = resolveAlias(requested, options);
+      if (!tr.stream) n.stream = false;
+    }
     const inference = hooks.inference.get();
     const signal = clientGone(reply);
     const call = (i: number): Promise<GenerationStream> =>

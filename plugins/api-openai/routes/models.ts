@@ -7,11 +7,22 @@
 import type { FastifyInstance } from 'fastify';
 import { Errors, Type, type CatalogEntry, type Hooks } from 'lia/plugin';
 
-/** OpenAI's `Model` object; the response schemas also make the serialiser's work cheap. */
-const Model = Type.Object({ id: Type.String(), object: Type.Literal('model'), created: Type.Integer(), owned_by: Type.String() });
+/**
+ * OpenAI's `Model` object; the response schemas also make the serialiser's work cheap. A remote
+ * model (served by an upstream engine) also carries `remote_host` and `remote_model`, as `/api/tags`.
+ */
+const Model = Type.Object({
+  id: Type.String(),
+  object: Type.Literal('model'),
+  created: Type.Integer(),
+  owned_by: Type.String(),
+  remote_host: Type.Optional(Type.String()),
+  remote_model: Type.Optional(Type.String()),
+});
 
 function openaiModel(m: CatalogEntry) {
-  return { id: m.name, object: 'model' as const, created: Math.floor(m.modifiedAt.getTime() / 1000), owned_by: m.namespace };
+  const remote = m.remote ? { remote_host: m.remote.host, remote_model: m.remote.model } : {};
+  return { id: m.name, object: 'model' as const, created: Math.floor(m.modifiedAt.getTime() / 1000), owned_by: m.namespace, ...remote };
 }
 
 export function modelsRoutes(app: FastifyInstance, hooks: Hooks): void {

@@ -21,7 +21,7 @@ const eventName = (body: unknown): string | undefined => (body as { type?: strin
 export function responsesRoute(app: FastifyInstance, hooks: Hooks, options: RouteOptions): void {
   app.post<{ Body: ResponseBody }>('/v1/responses', { schema: { body: ResponseBody }, config: { scope: 'inference' } }, async (request, reply) => {
     const { native, stream, echo } = translateResponseRequest(request.body);
-    const { meta, events, signal } = await startChat(hooks, native, options, reply, 'resp_');
+    const { meta, events, signal } = await startChat(hooks, stream ? native : { ...native, stream: false }, options, reply, 'resp_');
     const emitter = new ResponseEmitter(meta, echo);
 
     if (!stream) {

@@ -51,6 +51,7 @@ export function chatRoute(app: FastifyInstance, service: () => InferenceService)
         ...(keep !== undefined ? { keep_alive: keep } : {}),
         ...(think !== undefined ? { think } : {}),
         ...logprobsField(body),
+        ...(stream ? {} : { stream: false }),
       },
       signal,
     );

@@ -54,6 +54,7 @@ export function generateRoute(app: FastifyInstance, service: () => InferenceServ
         ...(think !== undefined ? { think } : {}),
         ...logprobsField(body),
         ...(keep !== undefined ? { keep_alive: keep } : {}),
+        ...(stream ? {} : { stream: false }),
       },
       signal,
     );

@@ -34,6 +34,9 @@ export function registerCreateRoute(app: FastifyInstance, store: ModelStoreServi
     }
     if (optObject(body, 'adapters')) throw Errors.badRequest('LoRA adapters are not supported', { param: 'adapters' });
     const files = optObject(body, 'files') as Record<string, string> | undefined;
+    store.refuseRemote(modelField(body), 'create');
+    const from = optString(body, 'from');
+    if (from) store.refuseRemote(from, 'copy', 'from');
     const spec: CreateSpec = {
       name: parseName(modelField(body)),
       from: optString(body, 'from'),

@@ -25,21 +25,46 @@ function localTime(d: Date): string {
 /** Registers tags, show, copy and delete. */
 export function registerModelRoutes(app: FastifyInstance, store: ModelStoreService): void {
   const tags = async () => {
-    const manifests = await store.manifests();
-    const models = await Promise.all(
+    const remote = store.remotes();
+    const manifests = await store.localManifests(remote);
+    const local = await Promise.all(
       manifests.map(async (m) => {
         const details = await store.describer.details(m).catch((err: unknown) => store.describer.brokenDetails(m, err));
         const name = displayName(m.name);
         return { name, model: name, modified_at: localTime(m.modifiedAt), size: m.size, digest: m.digest, details };
       }),
     );
-    return { models };
+    const remotes = remote.map((m) => ({
+      name: m.name,
+      model: m.name,
+      modified_at: localTime(m.modifiedAt),
+      size: 0,
+      digest: m.digest,
+      details: m.details,
+      capabilities: m.capabilities,
+      remote_model: m.remote.model,
+      remote_host: m.remote.host,
+    }));
+    return { models: [...remotes, ...local] };
   };
   app.get('/api/tags', { config: { scope: 'models:read' } }, tags);
 
   app.post('/api/show', { config: { scope: 'models:read' } }, async (request) => {
     const body = objectBody(request.body);
     const verbose = optBool(body, 'verbose') ?? false;
+    const remote = store.remote(modelField(body));
+    if (remote) {
+      // What is known of a remote model: no files, so no template, parameters or model_info.
+      return {
+        modelfile: `# A remote model: ${remote.remote.host} serves it as "${remote.remote.model}".\n`,
+        details: remote.details,
+        model_info: {},
+        capabilities: remote.capabilities,
+        modified_at: localTime(remote.modifiedAt),
+        remote_model: remote.remote.model,
+        remote_host: remote.remote.host,
+      };
+    }
     const view = await store.view(modelField(body), { verbose });
     const resolved = await store.toResolved(view);
     const name = displayName(view.stored.name);

@@ -18,6 +18,7 @@ export function registerRegistryRoutes(app: FastifyInstance, store: ModelStoreSe
   app.post('/api/pull', { config: { scope: 'models:write' } }, async (request, reply) => {
     const body = objectBody(request.body);
     const name = parseName(modelField(body));
+    store.refuseRemote(modelField(body), 'pull');
     const repo = { name, insecure: optBool(body, 'insecure') ?? false };
     repositoryUrl(repo); // an http:// name without insecure is a 400 now, not a stream error
     return sendProgress(reply, wantsStream(body), (emit, signal) => puller.pull(repo, emit, signal));
@@ -27,6 +28,7 @@ export function registerRegistryRoutes(app: FastifyInstance, store: ModelStoreSe
     const body = objectBody(request.body);
     const raw = modelField(body);
     const name = parseName(raw);
+    store.refuseRemote(raw, 'push');
     const repo = { name, insecure: optBool(body, 'insecure') ?? false };
     repositoryUrl(repo);
     await store.get(raw); // unknown model: 404 before the stream

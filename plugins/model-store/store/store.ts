@@ -8,13 +8,14 @@
 import { mkdirSync, statSync, type Stats } from 'node:fs';
 import { mkdir, readdir, readFile, rm, rmdir, utimes } from 'node:fs/promises';
 import path from 'node:path';
-import { Errors, writeFileAtomic, type BeforeDeleteHook, type CatalogEntry, type ModelStore, type ResolvedModel } from 'lia/plugin';
+import { Errors, writeFileAtomic, type BeforeDeleteHook, type CatalogEntry, type ModelSource, type ModelStore, type ResolvedModel } from 'lia/plugin';
 import { BlobStore } from './blobs.js';
 import { Describer, type Formats, type ModelView } from './describe.js';
 import { storageError } from './errors.js';
 import { readManifest, walkManifests, type StoredManifest } from './manifest.js';
 import { displayName, parseName, sameName, tryParseName, type ModelName } from './names.js';
 import { materialiseFolder } from './layout.js';
+import { findRemote, remoteEntry, remoteModels, remoteRefusal, remoteResolved, type RemoteView } from './remote.js';
 import { StorePaths } from './paths.js';
 
 /** The store of one models folder; the value of the `models` hook. */
@@ -32,7 +33,11 @@ export class ModelStoreService implements ModelStore {
   /** Resolved models by manifest file, valid while the file's identity (inode, size, mtime) holds. */
   readonly #resolved = new Map<string, { stamp: string; model: ResolvedModel }>();
 
-  constructor(root: string, formats: Formats) {
+  /** The sources of remote models (`hooks.modelSources`); none by default. */
+  readonly #sources: () => readonly ModelSource[];
+
+  constructor(root: string, formats: Formats, sources: () => readonly ModelSource[] = () => []) {
+    this.#sources = sources;
     this.paths = new StorePaths(root);
     this.blobs = new BlobStore(this.paths);
     this.formats = formats;
@@ -59,11 +64,37 @@ export class ModelStoreService implements ModelStore {
   }
 
   async catalog(): Promise<CatalogEntry[]> {
-    return (await this.manifests()).map(catalogEntry);
+    const remote = this.remotes();
+    return [...remote.map(remoteEntry), ...(await this.localManifests(remote)).map(catalogEntry)];
   }
 
   async entry(raw: string): Promise<CatalogEntry> {
-    return catalogEntry(await this.get(raw));
+    const remote = this.remote(raw);
+    return remote ? remoteEntry(remote) : catalogEntry(await this.get(raw));
+  }
+
+  /** Every remote model (see remote.ts). */
+  remotes(): RemoteView[] {
+    return remoteModels(this.#sources());
+  }
+
+  /** The remote model a client-supplied name denotes, if any (an invalid name is a 400). */
+  remote(raw: string, field = 'model'): RemoteView | undefined {
+    return findRemote(this.#sources(), parseName(raw, field));
+  }
+
+  /** Throws the 400 for `action` when `raw` names a remote model. */
+  refuseRemote(raw: string, action: Parameters<typeof remoteRefusal>[1], field = 'model'): void {
+    const remote = this.remote(raw, field);
+    if (remote) throw remoteRefusal(remote, action);
+  }
+
+  /** The stored manifests whose names no remote model hides. */
+  async localManifests(remote: RemoteView[] = this.remotes()): Promise<StoredManifest[]> {
+    const all = await this.manifests();
+    if (remote.length === 0) return all;
+    const hidden = new Set(remote.map((m) => displayName(m.parsed).toLowerCase()));
+    return all.filter((m) => !hidden.has(displayName(m.name).toLowerCase()));
   }
 
   /** The stored manifest of a name (exact path first, then a case-insensitive match), or null. */
@@ -96,7 +127,10 @@ export class ModelStoreService implements ModelStore {
    * to first token (measured on the 2-core machine).
    */
   async resolve(raw: string): Promise<ResolvedModel> {
-    const file = this.paths.manifest(parseName(raw, 'model'));
+    const name = parseName(raw, 'model');
+    const remote = findRemote(this.#sources(), name);
+    if (remote) return remoteResolved(remote);
+    const file = this.paths.manifest(name);
     let st: Stats | undefined;
     try {
       st = statSync(file, { throwIfNoEntry: false });
@@ -115,8 +149,9 @@ export class ModelStoreService implements ModelStore {
   }
 
   async list(): Promise<ResolvedModel[]> {
-    const out: ResolvedModel[] = [];
-    for (const m of await this.manifests()) {
+    const remote = this.remotes();
+    const out: ResolvedModel[] = remote.map(remoteResolved);
+    for (const m of await this.localManifests(remote)) {
       try {
         out.push(await this.toResolved(await this.describer.view(m)));
       } catch {
@@ -174,6 +209,8 @@ export class ModelStoreService implements ModelStore {
 
   /** Makes `destination` an alias of `source` (the manifest bytes are copied as they are). */
   async copy(source: string, destination: string): Promise<void> {
+    this.refuseRemote(source, 'copy', 'source');
+    this.refuseRemote(destination, 'copy', 'destination');
     const src = await this.get(source, 'source');
     const dst = parseName(destination, 'destination');
     const bytes = await readFile(src.file);
@@ -187,6 +224,7 @@ export class ModelStoreService implements ModelStore {
    * folders are pruned and every blob no other manifest references is removed.
    */
   async delete(raw: string): Promise<void> {
+    this.refuseRemote(raw, 'delete');
     const stored = await this.get(raw);
     const model = { name: displayName(stored.name), digest: stored.digest };
     for (const hook of this.#beforeDelete) await hook(model);
