@@ -125,6 +125,7 @@ export interface ChatParams {
    * Unset (the default): none. Not available with `suffix` or with tools (a 400).
    */
   logprobs?: number;
+  /**
    * The client gets the answer in one piece at the end (it did not ask for a stream), so a backend
    * may restart a generation that failed half-way (elsewhere, as the upstream backend does with
    * its replicas) and yield only a complete one. Defaults to false: events go out as they come.
