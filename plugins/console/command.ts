@@ -12,8 +12,11 @@ import { X509Certificate } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { CliError, responseError, type ApiClient, type CliCommand, type CliIO } from 'lia/plugin';
-import { readSnapshot } from './snapshot.js';
+import { readSnapshot, type Snapshot } from './snapshot.js';
 import type { ConsoleActions } from './view.js';
+
+/** The service logs (for the warnings) are read every this many refreshes. */
+const LOG_EVERY = 3;
 
 /** Seconds between refreshes when `--interval` is not given. */
 export const DEFAULT_INTERVAL_SECONDS = 5;
@@ -69,13 +72,19 @@ export const consoleCommand: CliCommand = {
 
     const [{ createElement }, { render }, QR, { ConsoleApp }] = await Promise.all([import('react'), import('ink'), import('qrcode'), import('./view.js')]);
     const holder = { client: await io.client() };
+    let round = 0;
+    let warnings: Snapshot['warnings'] = [];
     const fingerprint = await localFingerprint(io.dataDir);
     // The alternate screen: the console owns the whole terminal and leaves it as it found it.
     stdout.write('\x1b[?1049h\x1b[H');
     try {
       const app = render(
         createElement(ConsoleApp, {
-          load: () => readSnapshot(holder.client),
+          load: () => readSnapshot(holder.client, round++ % LOG_EVERY === 0).then((snap) => {
+            // Warnings are read every LOG_EVERY rounds; the rounds between show the last ones.
+            if (snap.logsRead) warnings = snap.warnings;
+            return { ...snap, warnings };
+          }),
           actions: apiActions(holder, io),
           fingerprint,
           keyFile: path.join(io.dataDir, 'keys', 'master.key'),

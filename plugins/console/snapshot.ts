@@ -44,6 +44,8 @@ export interface Snapshot {
   models: LoadedModel[] | null;
   gpu: { vendor: string; devices: GpuDevice[]; error: string | null } | null;
   warnings: Warning[];
+  /** Whether this round read the logs (else `warnings` is empty and the previous ones stand). */
+  logsRead: boolean;
   /** Why a part is missing, by part. */
   errors: Record<string, string>;
 }
@@ -57,8 +59,12 @@ async function get<T>(client: ApiClient, path: string): Promise<T> {
   return client.json<T>('GET', path);
 }
 
-/** One round of requests; never throws (failures land in `errors`). */
-export async function readSnapshot(client: ApiClient): Promise<Snapshot> {
+/**
+ * One round of requests; never throws (failures land in `errors`). Without `withLogs` the six log
+ * requests are skipped and `warnings` comes back empty (the caller keeps the last ones): the logs
+ * are the costliest part of a round and change least.
+ */
+export async function readSnapshot(client: ApiClient, withLogs = true): Promise<Snapshot> {
   const errors: Record<string, string> = {};
   const part = async <T>(name: string, p: Promise<T>): Promise<T | null> => {
     try {
@@ -74,12 +80,9 @@ export async function readSnapshot(client: ApiClient): Promise<Snapshot> {
     part('services', get<{ services: ServiceRow[] }>(client, '/system/services')),
     part('models', get<{ models: LoadedModel[] }>(client, '/api/ps')),
     part('gpu', get<NonNullable<Snapshot['gpu']>>(client, '/system/gpu')),
-    part(
-      'logs',
-      Promise.all(
-        SERVICE_NAMES.map(async (s) => [s, (await get<{ lines: LogEntry[] }>(client, `/system/logs?service=${s}&lines=${LOG_LINES}`)).lines] as const),
-      ),
-    ),
+    withLogs
+      ? part('logs', Promise.all(SERVICE_NAMES.map(async (s) => [s, (await get<{ lines: LogEntry[] }>(client, `/system/logs?service=${s}&lines=${LOG_LINES}`)).lines] as const)))
+      : null,
   ]);
   return {
     at: Date.now(),
@@ -89,6 +92,7 @@ export async function readSnapshot(client: ApiClient): Promise<Snapshot> {
     models: ps?.models ?? null,
     gpu,
     warnings: logs ? recentWarnings(Object.fromEntries(logs), WARNINGS_SHOWN) : [],
+    logsRead: logs !== null,
     errors,
   };
 }

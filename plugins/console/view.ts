@@ -171,7 +171,8 @@ export function ConsoleApp(props: ConsoleProps): ReactElement {
       const next = await props.load();
       if (!alive.current) return;
       setSnap(next);
-      setLoadError(Object.keys(next.errors).length === 6 ? (Object.values(next.errors)[0] ?? null) : null);
+      // Nothing at all came back: the appliance is unreachable (or refuses the key).
+      setLoadError(next.status === null && next.network === null && next.services === null ? (Object.values(next.errors)[0] ?? null) : null);
     } catch (err) {
       if (alive.current) setLoadError((err as Error).message);
     }
