@@ -26,6 +26,7 @@ export { LogHub } from './logging.js';
 export { readTextOrNull } from './fs/read.js';
 export { flushToDisk, writeFileAtomic, type AtomicWriteOptions } from './fs/write-atomic.js';
 export { VERSION } from './version.js';
+export { advertisedUrls, certificateCovers, type AdvertiseInput } from './banner.js';
 export { formatBytes } from './format/bytes.js';
 export { humanNumber } from './format/human-number.js';
 export { checkSchemaBounds, SCHEMA_MAX_DEPTH, SCHEMA_MAX_NODES } from './format/json-bounds.js';

@@ -39,6 +39,8 @@ export class HostNetwork implements NetworkProvider {
   #avahi: AvahiAdvertiser | null = null;
   #port: number | null = null;
   #mdnsError: string | null = null;
+  /** The last `.local` name announced that differs from the host name (see #checkMdnsName). */
+  #mdnsName: string | null = null;
   #signature = '';
   #watch: NodeJS.Timeout | null = null;
 
@@ -101,6 +103,7 @@ export class HostNetwork implements NetworkProvider {
     this.#emit('hostname');
     // Resolves once the new name is probed and announced, so the caller can report it.
     if (this.#responder) await this.#responder.update(this.#advertisement());
+    this.#checkMdnsName();
   }
 
   /** Starts advertising `port` (called once the server listens) and the address watch. */
@@ -117,11 +120,13 @@ export class HostNetwork implements NetworkProvider {
         await avahi.publish(this.#o.instanceName.replace('{hostname}', '%h'), port, this.#txt());
         this.#avahi = avahi;
         this.#o.log.info({ file: this.#o.avahi.servicesDir, hostname: avahi.hostname }, 'mDNS: _https._tcp published through avahi');
+        this.#checkMdnsName();
         return;
       }
       this.#responder = new EmbeddedResponder();
       void this.#responder.start(this.#advertisement()).then(() => {
         this.#o.log.info({ hostname: this.#responder?.hostname, port }, 'mDNS: _https._tcp announced by the embedded responder');
+        this.#checkMdnsName();
       });
     } catch (err) {
       this.#mdnsError = (err as Error).message;
@@ -158,6 +163,19 @@ export class HostNetwork implements NetworkProvider {
     this.#o.log.info('network addresses changed');
     if (this.#responder) void this.#responder.update(this.#advertisement());
     this.#emit('addresses');
+  }
+
+  /**
+   * When mDNS took another name than the host name (another host holds it: `NAME-2.local`), tells
+   * the listeners, so the PKI adds that name to the TLS leaf without a restart: clients that find
+   * the appliance through mDNS must be able to verify it under the name they found.
+   */
+  #checkMdnsName(): void {
+    const inUse = this.mdns().hostname;
+    if (!inUse || inUse.toLowerCase() === `${this.#name}.local`.toLowerCase() || inUse === this.#mdnsName) return;
+    this.#mdnsName = inUse;
+    this.#o.log.warn({ hostname: this.#name, mdns: inUse }, `mDNS: another host holds ${this.#name}.local; announcing ${inUse} instead`);
+    this.#emit('mdns-rename');
   }
 
   #emit(reason: string): void {

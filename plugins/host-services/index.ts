@@ -116,6 +116,6 @@ export default definePlugin({
     statusRoutes(app, sampler, hooks);
     servicesRoutes(app, () => hooks.serviceManager.get());
     logsRoutes(app, () => hooks.serviceManager.get());
-    networkRoutes(app, hooks);
+    networkRoutes(app, hooks, config.host);
   },
 });

@@ -20,8 +20,12 @@ export default definePlugin({
     hooks.requestObservers.register({ name: ctx.name, onResponse: (r) => series.onResponse(r) });
     hooks.inferenceObservers.register({ name: ctx.name, onEvent: (e) => series.onEvent(e) });
 
+    // Scrapes that arrive while a rendering is under way share it: the text is at most that one
+    // rendering old, and N concurrent scrapers cost one collection, not N (bench/ops/run.ts).
+    let rendering: Promise<string> | null = null;
+    const render = (): Promise<string> => (rendering ??= series.registry.metrics().finally(() => (rendering = null)));
     app.get('/metrics', { config: { scope: 'system:read' } }, async (_request, reply) => {
-      const text = await series.registry.metrics();
+      const text = await render();
       return reply.header('Content-Type', series.registry.contentType).header('Cache-Control', 'no-store').send(text);
     });
   },

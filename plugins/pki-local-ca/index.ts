@@ -49,6 +49,12 @@ export default definePlugin({
   async setup(app, ctx) {
     const files = caFiles(ctx.config.dataDir);
     const hostname = (): string => ctx.hooks.network.maybe()?.hostname() ?? os.hostname();
+    // The `.local` name mDNS announces when it is not `<hostname>.local` (after a conflict it is
+    // `<hostname>-2.local`): the leaf carries it too, so a client that found the box by it verifies.
+    const mdnsNames = (): string[] => {
+      const name = ctx.hooks.network.maybe()?.mdns().hostname;
+      return name ? [name] : [];
+    };
     let rootPem: string | null = null;
     let rootFp = '';
     let retiredFp: string | null = null;
@@ -82,7 +88,7 @@ export default definePlugin({
           hostname(),
           now,
           { days: ctx.options.leafDays, renewAfterRatio: ctx.options.renewAfterRatio },
-          ctx.options.dnsNames,
+          [...ctx.options.dnsNames, ...mdnsNames()],
         );
         const first = credentials === null;
         credentials = { key: leaf.keyPem, cert: leaf.certPem };

@@ -20,9 +20,9 @@ async function unitFiles(): Promise<string[]> {
   return (await readdir(UNITS_DIR)).filter((f) => f.endsWith('.service') || f.endsWith('.target')).sort();
 }
 
-t.test('there is one unit per service and a target that wants them all', async (t) => {
+t.test('there is one unit per service, a target that wants them all, and the device console', async (t) => {
   const files = await unitFiles();
-  t.same(files, [...SERVICE_NAMES.map((n) => `${n}.service`), 'lia.target'].sort());
+  t.same(files, [...SERVICE_NAMES.map((n) => `${n}.service`), 'lia.target', 'lia-console.service'].sort());
   const target = await readFile(path.join(UNITS_DIR, 'lia.target'), 'utf8');
   for (const name of SERVICE_NAMES) t.match(target, new RegExp(`Wants=.*\\b${name}\\.service`), `lia.target wants ${name}`);
 });
@@ -36,6 +36,15 @@ t.test('every unit is hardened', async (t) => {
     t.notMatch(text, /^User=root/m, `${name} does not run as root`);
     t.match(text, new RegExp(`^ExecStart=/usr/lib/lia/bin/lia serve --service ${name}$`, 'm'), `${name} runs its own role`);
   }
+});
+
+t.test('the device console takes tty1 from the login prompt, as user lia', async (t) => {
+  const text = await readFile(path.join(UNITS_DIR, 'lia-console.service'), 'utf8');
+  for (const line of ['TTYPath=/dev/tty1', 'StandardInput=tty', 'Conflicts=getty@tty1.service', 'User=lia', 'NoNewPrivileges=yes', 'ProtectSystem=strict']) {
+    t.ok(text.includes(line), line);
+  }
+  t.match(text, /^ExecStart=\/usr\/lib\/lia\/bin\/lia console$/m);
+  t.notMatch(text, /^PartOf=lia\.target/m, 'enabled on its own, not with the services');
 });
 
 t.test('systemd-analyze verify accepts every unit', async (t) => {
@@ -62,7 +71,7 @@ t.test('systemd-analyze verify accepts every unit', async (t) => {
     code = typeof e.code === 'number' ? e.code : 1;
     stderr = e.stderr ?? String(err);
   }
-  const ours = stderr.split('\n').filter((l) => /svc-|lia\.target/.test(l));
+  const ours = stderr.split('\n').filter((l) => /svc-|lia\.target|lia-console/.test(l));
   t.equal(code, 0, `systemd-analyze verify exits 0\n${stderr}`);
   t.same(ours, [], 'no warning names one of our units');
 });

@@ -10,7 +10,8 @@
 import { X509Certificate } from 'node:crypto';
 import { Type } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
-import { Errors, type Hooks } from 'lia/plugin';
+import type { AddressInfo } from 'node:net';
+import { advertisedUrls, Errors, type Hooks } from 'lia/plugin';
 
 /** One DNS label (RFC 1123): 1–63 letters, digits and hyphens, not starting or ending with a hyphen. */
 export const HOSTNAME_LABEL = /^(?=.{1,63}$)[a-z0-9](?:[a-z0-9-]*[a-z0-9])?$/;
@@ -36,11 +37,18 @@ function covers(certPem: string, name: string): boolean {
   }
 }
 
-/** Registers `GET /system/network` and `POST /system/network/hostname`. */
-export function networkRoutes(app: FastifyInstance, hooks: Hooks): void {
+/**
+ * Registers `GET /system/network` and `POST /system/network/hostname`. `GET` also answers `urls`:
+ * the https URLs the appliance advertises (the boot banner's list: only names and addresses the
+ * served certificate covers), which the device console shows.
+ */
+export function networkRoutes(app: FastifyInstance, hooks: Hooks, bindHost: string): void {
   app.get('/system/network', { config: { scope: 'system:read' } }, async (_request, reply) => {
     const net = hooks.network.get();
-    return reply.header('Cache-Control', 'no-store').send({ hostname: net.hostname(), interfaces: net.interfaces(), mdns: net.mdns() });
+    const mdns = net.mdns();
+    const port = (app.server.address() as AddressInfo | null)?.port ?? 0;
+    const urls = advertisedUrls({ bindHost, port, hostname: net.hostname(), mdnsHostname: mdns.hostname, certPem: hooks.tls.maybe()?.current().cert });
+    return reply.header('Cache-Control', 'no-store').send({ hostname: net.hostname(), interfaces: net.interfaces(), mdns, urls });
   });
 
   app.post<{ Querystring: { hostname?: string }; Body: unknown }>('/system/network/hostname', { config: { scope: 'system:admin' }, schema: { querystring: Type.Object({ hostname: Type.Optional(Type.String()) }) } }, async (request, reply) => {
