@@ -71,3 +71,13 @@ export interface ServiceManager {
   act(name: string, action: ServiceAction): Promise<void>;
   logs(name: string, lines: number): Promise<LogLine[]>;
 }
+
+/** What `GET /system/status` returns: exactly the fields of the service interface. */
+export interface SystemStatus {
+  hostname: string;
+  cpu_percent: number;
+  memory: { total_gb: number; used_percent: number };
+  disk: { models: { total: string; used: string; free: string }; total: string };
+  uptime_seconds: number;
+  version: string;
+}

@@ -6,7 +6,7 @@
  *
  * @module
  */
-import { SERVICE_NAMES, type ApiClient } from 'lia/plugin';
+import { SERVICE_NAMES, type ApiClient, type SystemStatus } from 'lia/plugin';
 import { recentWarnings, type LogEntry, type Warning } from './format.js';
 
 export interface ServiceRow {
@@ -31,14 +31,7 @@ export interface GpuDevice {
 export interface Snapshot {
   /** When the round finished (ms since the epoch). */
   at: number;
-  status: {
-    hostname: string;
-    cpu_percent: number;
-    memory: { total_gb: number; used_percent: number };
-    disk: { models: { total: string; used: string; free: string }; total: string };
-    uptime_seconds: number;
-    version: string;
-  } | null;
+  status: SystemStatus | null;
   network: { hostname: string; urls?: string[]; mdns: { hostname: string | null; state?: string } } | null;
   services: ServiceRow[] | null;
   models: LoadedModel[] | null;
@@ -75,7 +68,7 @@ export async function readSnapshot(client: ApiClient, withLogs = true): Promise<
     }
   };
   const [status, network, services, ps, gpu, logs] = await Promise.all([
-    part('status', get<NonNullable<Snapshot['status']>>(client, '/system/status')),
+    part('status', get<SystemStatus>(client, '/system/status')),
     part('network', get<NonNullable<Snapshot['network']>>(client, '/system/network')),
     part('services', get<{ services: ServiceRow[] }>(client, '/system/services')),
     part('models', get<{ models: LoadedModel[] }>(client, '/api/ps')),

@@ -11,17 +11,8 @@ import { readFile, stat, statfs } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { cpuPercent, parseMeminfo, parseProcStat, type CpuTimes, type MemInfo } from './proc.js';
+import type { SystemStatus } from 'lia/plugin';
 import { toGiB, toTiBOrGiB } from './format.js';
-
-/** What `GET /system/status` returns, exactly the fields of the interface. */
-export interface SystemStatus {
-  hostname: string;
-  cpu_percent: number;
-  memory: { total_gb: number; used_percent: number };
-  disk: { models: { total: string; used: string; free: string }; total: string };
-  uptime_seconds: number;
-  version: string;
-}
 
 /** Where to measure and how often. */
 export interface StatusSamplerOptions {

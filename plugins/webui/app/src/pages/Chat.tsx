@@ -11,15 +11,10 @@ import { ms } from '../format';
 import { canChat, listModels } from '../models';
 import { Markdown } from './Markdown';
 
-interface ChatChunk {
+/** One line of `/api/chat`'s stream; the last one carries the figures. */
+interface ChatChunk extends Omit<AnswerStats, 'first_token_ms' | 'stopped'> {
   message?: { role: string; content?: string; thinking?: string };
   done?: boolean;
-  eval_count?: number;
-  eval_duration?: number;
-  prompt_eval_count?: number;
-  prompt_eval_duration?: number;
-  load_duration?: number;
-  total_duration?: number;
 }
 
 function Stats({ s }: { s: AnswerStats }) {
