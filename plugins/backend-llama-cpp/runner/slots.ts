@@ -127,8 +127,9 @@ export class SlotPool {
   readonly busy = new Set<number>();
   /** Every slot, by sequence id (prefix sharing looks at busy ones too). */
   readonly #all = new Map<number, Slot>();
-  /** The prompt each busy sequence is evaluating. */
-  readonly #prompts = new Map<number, Token[]>();
+  /** The prompt each busy sequence is evaluating, and when it was registered (a counter). */
+  readonly #prompts = new Map<number, { tokens: Token[]; order: number }>();
+  #registered = 0;
   /** Whether prefix sharing is on: the library's copy exists and the model's cache can be copied. */
   readonly sharing: boolean;
 
@@ -156,10 +157,16 @@ export class SlotPool {
    */
   async with(tokens: Token[], fn: (slot: Slot) => Promise<void>): Promise<void> {
     const slot = this.#free.length > 0 ? this.#takeBest(tokens) : await new Promise<Slot>((r) => this.#waiting.push(r));
-    this.busy.add(slot.index);
     try {
-      if (this.sharing && tokens.length > MIN_SHARED_TOKENS) await this.#sharePrefix(slot, tokens);
-      this.#prompts.set(slot.index, tokens);
+      // Registered before any wait, in the same synchronous step as the first look for a donor:
+      // a request waits only on prompts registered before its own, so no two wait on each other.
+      // A request waiting for another's prefix is not yet `busy`: the batch loop (batching.ts)
+      // would otherwise hold every decode for it.
+      const order = ++this.#registered;
+      const share = this.sharing && tokens.length > MIN_SHARED_TOKENS ? this.#sharePrefix(slot, tokens, order) : null;
+      this.#prompts.set(slot.index, { tokens, order });
+      if (share) await share;
+      this.busy.add(slot.index);
       await fn(slot);
     } finally {
       this.#prompts.delete(slot.index);
@@ -176,7 +183,7 @@ export class SlotPool {
    * waits for it) into `slot`, when {@link chooseDonor} finds one worth it. A copy that fails
    * leaves the sequence empty, so the request evaluates its whole prompt as it would have anyway.
    */
-  async #sharePrefix(slot: Slot, tokens: Token[]): Promise<void> {
+  async #sharePrefix(slot: Slot, tokens: Token[], order: number): Promise<void> {
     const own = (): number => slot.seq.compareContextTokens(tokens).firstDifferentIndex;
     const cached = (s: Slot): number => s.seq.compareContextTokens(tokens).firstDifferentIndex;
     const candidates = (): DonorCandidate[] =>
@@ -184,7 +191,8 @@ export class SlotPool {
         .filter((s) => s !== slot)
         .map((s) => {
           const pending = this.#prompts.get(s.index);
-          return { index: s.index, cached: cached(s), pending: pending ? commonPrefix(pending, tokens) : 0 };
+          const waitable = pending !== undefined && pending.order < order;
+          return { index: s.index, cached: cached(s), pending: waitable ? commonPrefix(pending.tokens, tokens) : 0 };
         });
     let donor = chooseDonor(candidates(), own());
     const deadline = Date.now() + MAX_PREFIX_WAIT_MS;
@@ -197,6 +205,8 @@ export class SlotPool {
     const source = this.#all.get(donor.index)!;
     const upTo = Math.min(cached(source), tokens.length - 1);
     if (upTo < own() + MIN_SHARED_TOKENS) return;
+    // Busy from here: the batch loop then lets go of the context lock the copy needs (batching.ts).
+    this.busy.add(slot.index);
     const copy = (slot.seq as unknown as { _copyStateFromOtherSequence: CopyState })._copyStateFromOtherSequence.bind(slot.seq);
     const ok = await copy(source.seq, upTo).catch(() => false);
     if (!ok && slot.seq.nextTokenIndex > 0) await slot.seq.eraseContextTokenRanges([{ start: 0, end: slot.seq.nextTokenIndex }]);
