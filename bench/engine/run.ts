@@ -134,7 +134,7 @@ async function main(): Promise<void> {
       }
       connections.on = true;
       for (const target of r % 2 === 0 ? [appliance, llamaServer] : [llamaServer, appliance]) {
-        results[target.name]!.push(await measureFigures(() => target.generate()));
+        results[target.name]!.push(await measureFigures((prompt, predict) => target.generate(prompt, predict)));
         console.error(`rep ${r + 1}/${REPS} ${target.name}: ${JSON.stringify(results[target.name]!.at(-1))}`);
       }
       connections.on = false;
