@@ -36,6 +36,22 @@ function logged(cmd: string, args: string[], cwd: string): void {
   }
 }
 
+/**
+ * The llama.cpp source tree of the bundle's commit (cloned once into `bench/.cache/llama-server/src`),
+ * for the server build and for its Python `gguf-py` (bench/models/build-1b.ts).
+ */
+export async function llamaCppSource(log: (line: string) => void = console.error): Promise<string> {
+  const commit = sh('git', ['bundle', 'list-heads', BUNDLE], ROOT).trim().split(/\s+/)[0] as string;
+  const src = path.join(CACHE, 'src');
+  await mkdir(CACHE, { recursive: true });
+  if (!existsSync(path.join(src, '.git'))) {
+    log(`cloning llama.cpp ${commit.slice(0, 12)} from node-llama-cpp's bundle`);
+    sh('git', ['clone', '--quiet', BUNDLE, src], CACHE);
+  }
+  if (sh('git', ['rev-parse', 'HEAD'], src).trim() !== commit) sh('git', ['checkout', '--quiet', commit], src);
+  return src;
+}
+
 /** The path of a built `llama-server`, building it first when the cache is missing or stale. */
 export async function buildLlamaServer(log: (line: string) => void = console.error): Promise<string> {
   const commit = sh('git', ['bundle', 'list-heads', BUNDLE], ROOT).trim().split(/\s+/)[0] as string;
@@ -45,12 +61,7 @@ export async function buildLlamaServer(log: (line: string) => void = console.err
   const stamp = path.join(CACHE, 'commit');
   if (existsSync(binary) && (await readFile(stamp, 'utf8').catch(() => '')) === commit) return binary;
 
-  await mkdir(CACHE, { recursive: true });
-  if (!existsSync(path.join(src, '.git'))) {
-    log(`cloning llama.cpp ${commit.slice(0, 12)} from node-llama-cpp's bundle`);
-    sh('git', ['clone', '--quiet', BUNDLE, src], CACHE);
-  }
-  sh('git', ['checkout', '--quiet', commit], src);
+  await llamaCppSource(log);
   log('configuring (CPU only, Release)');
   logged(
     'cmake',

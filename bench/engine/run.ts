@@ -1,8 +1,10 @@
 /**
  * Engine benchmark: the appliance (HTTPS + Bearer auth, `/api/generate`, NDJSON) against llama.cpp's
  * own `llama-server` (plain HTTP, `/completion`, SSE) built from the same llama.cpp release, both
- * serving `../shared/models/gguf/bench-random-135m-q4_0.gguf` with the same threads, slots and
- * context per slot, the same sampling (Ollama's defaults) and a fixed number of generated tokens.
+ * serving one model (`--model`: `135m`, `../shared/models/gguf/bench-random-135m-q4_0.gguf`, the
+ * default; `1b-q4_0` or `1b-q8_0`, the synthetic TinyLlama-shaped model of bench/models/build-1b.ts)
+ * with the same threads, slots and context per slot, the same sampling (Ollama's defaults) and a
+ * fixed number of generated tokens.
  *
  * Figures, each the median of `--reps` interleaved runs (each ratio the median of the ratios
  * within a repetition, which a machine drifting between repetitions affects less); every
@@ -10,7 +12,8 @@
  * runner), so that the luck of where a process's memory lands is drawn anew each time:
  * - single-stream decode tokens/s (client side: first to last token; median of 5 requests per run);
  * - time to first token (client side: request sent to first token; the same 5 requests);
- * - aggregate tokens/s with 4 and 16 concurrent streams (all tokens / wall time).
+ * - aggregate tokens/s with 4 and 16 concurrent streams (all tokens / wall time);
+ * - time to first token of a ~512-token prompt that no cache holds (median of 3).
  * Ratios are appliance ÷ llama-server for rates and llama-server ÷ appliance for TTFT, so ≥ 1.0
  * means the appliance is at least as good. A third column, `library`, runs the runner's generation
  * code in-process with no HTTPS, auth or IPC (library.ts; skip it with `--no-library`): the ceiling
@@ -19,7 +22,8 @@
  * the TTFT figure would have charged to the server. Requests go over open connections (see
  * bench/lib/connections.ts: otherwise most of them paid the appliance's TLS handshake).
  *
- * Run: `node --conditions=lia-source --import tsx bench/engine/run.ts [--reps 3] [--tokens 128] [--slots 16] [--context 512] [--no-library]`. Results are also written to
+ * Run: `node --conditions=lia-source --import tsx bench/engine/run.ts [--model 135m|1b-q4_0|1b-q8_0] [--reps 3] [--tokens 128] [--slots 16] [--context 512] [--no-library]`
+ * (the 512-token prompt needs a context above 512 per slot: `--context 1024`). Results are also written to
  * `bench/results/engine-<time>.json` (next to the dated logs of earlier runs).
  *
  * @module
@@ -29,15 +33,15 @@ import { mkdir, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { parseArgs, promisify } from 'node:util';
-import type { Dispatcher } from 'undici';
 import { runnerTunables } from '../../plugins/backend-llama-cpp/huge-pages.js';
 import { startApplianceProcess } from '../lib/appliance-process.js';
-import { countConnections, keepAlivePool, resent, timedPost } from '../lib/connections.js';
+import { countConnections, keepAlivePool, resent } from '../lib/connections.js';
 import { median } from '../lib/stats.js';
 import { ENGINE_ONLY } from '../../test/helpers/plugin-sets.js';
-import { fixture, ROOT } from '../../test/helpers/fixtures.js';
-import { createModel } from '../../test/helpers/models.js';
-import { measureFigures, PROMPT, SAMPLING, type Figures, type Stream } from './figures.js';
+import { ROOT } from '../../test/helpers/fixtures.js';
+import { benchModelPath, createBenchModel, modelLabel } from '../models/models.js';
+import { measureFigures, PROMPT, type Figures, type Generate } from './figures.js';
+import { applianceGenerate, llamaServerGenerate } from './targets.js';
 import { benchThreads, buildLlamaServer, startLlamaServer } from './llama-server.js';
 
 const { values } = parseArgs({
@@ -48,6 +52,7 @@ const { values } = parseArgs({
     'no-library': { type: 'boolean', default: false },
     slots: { type: 'string', default: '16' },
     context: { type: 'string', default: '512' },
+    model: { type: 'string', default: '135m' },
   },
 });
 const REPS = Number(values.reps);
@@ -58,49 +63,16 @@ const CONTEXT = Number(values.context);
 const { threads: THREADS, batchThreads: BATCH_THREADS } = benchThreads();
 
 /** A server under test: one streaming generation, timed on the client side. */
-type Target = { name: string; generate(): Promise<Stream> };
-
-/** A streamed answer as undici's `request` gives it (the same client for both servers). */
-type Answer = Dispatcher.ResponseData;
-
-async function timeStream(res: Answer, parse: (line: string) => { text: boolean; tokens?: number }, t0: number): Promise<Stream> {
-  if (res.statusCode !== 200) throw new Error(`HTTP ${res.statusCode}: ${await res.body.text()}`);
-  let first = 0;
-  let last = 0;
-  let count = 0;
-  let reported: number | undefined;
-  let buffer = '';
-  const decoder = new TextDecoder();
-  for await (const chunk of res.body as AsyncIterable<Buffer>) {
-    buffer += decoder.decode(chunk, { stream: true });
-    let nl: number;
-    while ((nl = buffer.indexOf('\n')) >= 0) {
-      const line = buffer.slice(0, nl).trim();
-      buffer = buffer.slice(nl + 1);
-      if (!line) continue;
-      const p = parse(line);
-      if (p.text) {
-        const now = performance.now();
-        if (first === 0) first = now;
-        last = now;
-        count++;
-      }
-      if (p.tokens !== undefined) reported = p.tokens;
-    }
-  }
-  return { ttftMs: first - t0, decodeMs: last - first, tokens: reported ?? count, endMs: performance.now() };
-}
-
-
+type Target = { name: string; generate: Generate };
 
 /**
  * The ceiling (see library.ts): the runner's generation code in a process of its own, with the
  * libuv pool and the glibc tunables a runner gets (huge pages unless `LIA_HUGE_PAGES=off`, see
  * huge-pages.ts) and no HTTP or IPC. One load and warm-up per repetition.
  */
-async function measureLibrary(): Promise<Figures> {
+async function measureLibrary(model: string): Promise<Figures> {
   const pool = String(Math.min(6, Math.max(2, os.availableParallelism())));
-  const { stdout } = await promisify(execFile)(process.execPath, ['--import', 'tsx', path.join(ROOT, 'bench/engine/library.ts'), String(THREADS), String(TOKENS), String(SLOTS), String(CONTEXT), String(BATCH_THREADS)], {
+  const { stdout } = await promisify(execFile)(process.execPath, ['--import', 'tsx', path.join(ROOT, 'bench/engine/library.ts'), String(THREADS), String(TOKENS), String(SLOTS), String(CONTEXT), String(BATCH_THREADS), model], {
     cwd: ROOT,
     env: {
       ...process.env,
@@ -112,7 +84,7 @@ async function measureLibrary(): Promise<Figures> {
 }
 
 async function main(): Promise<void> {
-  const model = fixture('gguf/bench-random-135m-q4_0.gguf');
+  const model = await benchModelPath(values.model!);
   const binary = await buildLlamaServer();
   let port = Number(values.port);
   const startServer = () => startLlamaServer(binary, { model, port, threads: THREADS, batchThreads: BATCH_THREADS, parallel: SLOTS, contextPerSlot: CONTEXT });
@@ -123,32 +95,16 @@ async function main(): Promise<void> {
     plugins: { ...ENGINE_ONLY, engine: { options: { numParallel: SLOTS, contextLength: CONTEXT, threads: THREADS, batchThreads: BATCH_THREADS, keepAlive: -1 } } },
   });
   try {
-    await createModel(app, 'bench', 'gguf/bench-random-135m-q4_0.gguf');
+    await createBenchModel(app, 'bench', model);
     const agent = app.dispatcher();
     const appliance: Target = {
       name: 'appliance',
-      async generate() {
-        const body = JSON.stringify({ model: 'bench', prompt: PROMPT, raw: true, options: { ...SAMPLING, num_predict: TOKENS } });
-        const { res, t0 } = await timedPost(`${app.url}/api/generate`, { dispatcher: agent, headers: { authorization: `Bearer ${app.key}` }, body });
-        return timeStream(res, (line) => {
-          const o = JSON.parse(line) as { response?: string; done?: boolean; eval_count?: number; error?: string };
-          if (o.error) throw new Error(o.error);
-          return { text: !o.done, ...(o.done ? { tokens: o.eval_count ?? 0 } : {}) };
-        }, t0);
-      },
+      generate: (prompt = PROMPT, predict = TOKENS) => applianceGenerate(app, agent, 'bench', prompt, predict),
     };
     let plain = keepAlivePool(`http://127.0.0.1:${port}`);
     const llamaServer: Target = {
       name: 'llama-server',
-      async generate() {
-        const body = JSON.stringify({ prompt: PROMPT, stream: true, n_predict: TOKENS, ...SAMPLING });
-        const { res, t0 } = await timedPost(`http://127.0.0.1:${port}/completion`, { dispatcher: plain, body });
-        return timeStream(res, (line) => {
-          if (!line.startsWith('data: ')) return { text: false };
-          const o = JSON.parse(line.slice(6)) as { content?: string; stop?: boolean; tokens_predicted?: number };
-          return { text: !o.stop, ...(o.stop ? { tokens: o.tokens_predicted ?? 0 } : {}) };
-        }, t0);
-      },
+      generate: (prompt = PROMPT, predict = TOKENS) => llamaServerGenerate(`http://127.0.0.1:${port}`, plain, prompt, predict),
     };
 
     // Warm both (model load, caches, and the connections the widest figure needs).
@@ -158,7 +114,7 @@ async function main(): Promise<void> {
     const warm = async () => {
       for (const target of [appliance, llamaServer]) {
         if (target === llamaServer) await new Promise((resolve) => setTimeout(resolve, 3000));
-        await Promise.all(Array.from({ length: SLOTS }, () => target.generate()));
+        await Promise.all(Array.from({ length: SLOTS }, () => target.generate(PROMPT, 8)));
       }
     };
     await warm();
@@ -178,25 +134,25 @@ async function main(): Promise<void> {
       }
       connections.on = true;
       for (const target of r % 2 === 0 ? [appliance, llamaServer] : [llamaServer, appliance]) {
-        results[target.name]!.push(await measureFigures(() => target.generate()));
+        results[target.name]!.push(await measureFigures((prompt, predict) => target.generate(prompt, predict)));
         console.error(`rep ${r + 1}/${REPS} ${target.name}: ${JSON.stringify(results[target.name]!.at(-1))}`);
       }
       connections.on = false;
       if (!values['no-library']) {
-        results['library']!.push(await measureLibrary());
+        results['library']!.push(await measureLibrary(model));
         console.error(`rep ${r + 1}/${REPS} library: ${JSON.stringify(results['library']!.at(-1))}`);
       }
     }
-    const med = (name: string, key: 'decode' | 'ttft' | 'agg4' | 'agg16') => (results[name]!.length ? median(results[name]!.map((x) => x[key])) : NaN);
+    const med = (name: string, key: keyof Figures) => (results[name]!.length ? median(results[name]!.map((x) => x[key])) : NaN);
     connections.stop();
     // Each figure's ratio is the median of the per-repetition ratios: the targets of one repetition
     // run back to back, so a machine that drifts between repetitions moves both sides of a ratio.
-    const paired = (name: string, key: 'decode' | 'ttft' | 'agg4' | 'agg16'): number => {
+    const paired = (name: string, key: keyof Figures): number => {
       const xs = results[name]!;
       if (xs.length === 0) return NaN;
-      return median(xs.map((x, i) => (key === 'ttft' ? results['llama-server']![i]![key] / x[key] : x[key] / results['llama-server']![i]![key])));
+      return median(xs.map((x, i) => (key === 'ttft' || key === 'ttftLong' ? results['llama-server']![i]![key] / x[key] : x[key] / results['llama-server']![i]![key])));
     };
-    const rows = (['decode', 'ttft', 'agg4', 'agg16'] as const).map((key) => ({
+    const rows = (['decode', 'ttft', 'agg4', 'agg16', 'ttftLong'] as const).map((key) => ({
       figure: key,
       appliance: med('appliance', key),
       llamaServer: med('llama-server', key),
@@ -204,8 +160,8 @@ async function main(): Promise<void> {
       library: med('library', key),
       libraryRatio: paired('library', key),
     }));
-    const labels = { decode: 'single-stream decode (tok/s)', ttft: 'time to first token (ms)', agg4: 'aggregate, 4 streams (tok/s)', agg16: 'aggregate, 16 streams (tok/s)' };
-    console.log(`\nbench-random-135m-q4_0, ${TOKENS} tokens per stream, threads ${THREADS} (batches ${BATCH_THREADS}), ${SLOTS} slots × ${CONTEXT} context, median of ${REPS}`);
+    const labels = { decode: 'single-stream decode (tok/s)', ttft: 'time to first token (ms)', agg4: 'aggregate, 4 streams (tok/s)', agg16: 'aggregate, 16 streams (tok/s)', ttftLong: 'TTFT, 512-token prompt (ms)' };
+    console.log(`\n${modelLabel(model)}, ${TOKENS} tokens per stream, threads ${THREADS} (batches ${BATCH_THREADS}), ${SLOTS} slots × ${CONTEXT} context, median of ${REPS}`);
     console.log('(figures: medians over the repetitions; ratios: medians of the ratios within each repetition)');
     console.log(`${'figure'.padEnd(32)}${'appliance'.padStart(12)}${'llama-server'.padStart(14)}${'ratio'.padStart(8)}${'library'.padStart(10)}${'ratio'.padStart(8)}`);
     for (const r of rows) {
@@ -218,7 +174,7 @@ async function main(): Promise<void> {
     const out = path.join(ROOT, 'bench/results');
     await mkdir(out, { recursive: true });
     console.log(`connections opened while timing: ${JSON.stringify(connections.opened)}; requests sent again on a new connection (timedPost): ${JSON.stringify(resent)}`);
-    await writeFile(path.join(out, `engine-${new Date().toISOString().replace(/[:.]/g, '-')}.json`), JSON.stringify({ threads: THREADS, batchThreads: BATCH_THREADS, tokens: TOKENS, slots: SLOTS, context: CONTEXT, rows, raw: results }, null, 2));
+    await writeFile(path.join(out, `engine-${new Date().toISOString().replace(/[:.]/g, '-')}.json`), JSON.stringify({ model: modelLabel(model), date: new Date().toISOString(), loadavg: os.loadavg(), threads: THREADS, batchThreads: BATCH_THREADS, tokens: TOKENS, slots: SLOTS, context: CONTEXT, rows, raw: results }, null, 2));
     await plain.close();
   } finally {
     await app.close();

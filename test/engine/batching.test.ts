@@ -1,11 +1,14 @@
 /**
  * The batch fixes of plugins/backend-llama-cpp/runner/batching.ts, on a real context (stories260K,
  * one thread): concurrent streams share each decode, and every batch lists its sequences in
- * ascending id order, which is what lets llama.cpp decode them as one micro-batch.
+ * ascending id order, which is what lets llama.cpp decode them as one micro-batch. Prompts that
+ * share a long prefix and arrive together evaluate it once (runner/slots.ts copies it between
+ * sequences) and answer as they would alone.
  */
 import t, { type Test } from 'tap';
-import { getLlama, LlamaCompletion, type LlamaContext } from 'node-llama-cpp';
+import { GeneralChatWrapper, getLlama, LlamaCompletion, type LlamaContext } from 'node-llama-cpp';
 import { fixBatchDispatch } from '../../plugins/backend-llama-cpp/runner/batching.js';
+import { MIN_SHARED_TOKENS, SlotPool } from '../../plugins/backend-llama-cpp/runner/slots.js';
 import { fixture } from '../helpers/fixtures.js';
 
 /** A context of 4 sequences × `contextSize` on stories260K, one thread, freed after the test. */
@@ -83,5 +86,47 @@ t.test('a request on a sequence holding an old answer starts while another strea
   const first = await long;
   for (const [i, r] of late.entries()) {
     t.ok(r.first < first.ended, `sequence ${i + 1} got its first token while sequence 0 was still generating`);
+  }
+});
+
+t.test('prompts sharing a long prefix, arriving together: it is evaluated once and copied', async (t) => {
+  const context = await fourSequences(t, 512);
+  const pool = new SlotPool(context, 4, new GeneralChatWrapper());
+  t.ok(pool.sharing, "the library's copy between sequences is there");
+  fixBatchDispatch(context, () => pool.busy);
+  let decoded = 0;
+  const inner = (context as unknown as { _ctx: Record<string, (...a: unknown[]) => unknown> })._ctx;
+  (context as unknown as { _ctx: unknown })._ctx = new Proxy(inner, {
+    get(target, key) {
+      const value = target[key as string];
+      if (key === 'addToBatch') return (...a: unknown[]) => ((decoded += (a[2] as unknown[]).length), value!.apply(target, a));
+      return typeof value === 'function' ? value.bind(target) : value;
+    },
+  });
+  const model = context.model;
+  const system = 'Once upon a time there was a little girl who lived in a village near the forest. '.repeat(3);
+  const prompts = [0, 1, 2, 3].map((i) => `${system}Story ${i}:`);
+  const complete = (prompt: string) => {
+    const prompt_ = model.tokenize(prompt);
+    const tokens = [model.tokens.bos!, ...prompt_];
+    let text = '';
+    return pool
+      .with(tokens, async (slot) => {
+        text = await slot.completion.generateCompletion(prompt_, { maxTokens: 12, temperature: 0 });
+      })
+      .then(() => ({ text, tokens: tokens.length }));
+  };
+  const together = await Promise.all(prompts.map(complete));
+  const prefix = model.tokenize(system).length;
+  t.ok(prefix > MIN_SHARED_TOKENS, `the shared prefix (${prefix} tokens) is long enough to be copied`);
+  t.ok(decoded < together.reduce((s, r) => s + r.tokens, 0) - 2 * prefix, `${decoded} tokens decoded: the prefix once, not four times`);
+  // The same prompts one at a time in a context of their own: the same answers.
+  const single = await model.createContext({ sequences: 1, contextSize: 512, threads: 1 });
+  t.teardown(() => single.dispose());
+  for (const [i, prompt] of prompts.entries()) {
+    const seq = single.getSequence();
+    const alone = await new LlamaCompletion({ contextSequence: seq }).generateCompletion(model.tokenize(prompt), { maxTokens: 12, temperature: 0 });
+    seq.dispose();
+    t.equal(together[i]!.text, alone, `prompt ${i}: the same answer as evaluated alone`);
   }
 });

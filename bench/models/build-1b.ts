@@ -1,0 +1,53 @@
+/**
+ * The benchmark's real-size model: a synthetic ~1.1B-parameter llama in TinyLlama-1.1B's shape
+ * (hidden 2048, 22 layers, 32 heads, 4 KV heads, feed-forward 5632, context 2048) with the Llama-2
+ * vocabulary of `../shared/models/gguf/llama-2-tiny-random.gguf` and random weights, in Q4_0 and
+ * Q8_0 (about 0.6 and 1.2 GB). Written by build-1b.py with llama.cpp's own `gguf-py` from the
+ * source bundle node-llama-cpp ships (the same release as the engine) and numpy; no download.
+ * Cached under `bench/.cache/models/` and rebuilt only when build-1b.py changes.
+ *
+ * Run alone: `node --conditions=lia-source --import tsx bench/models/build-1b.ts` (prints the paths;
+ * about two minutes of CPU).
+ *
+ * @module
+ */
+import { execFileSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { existsSync } from 'node:fs';
+import { mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { fixture, ROOT } from '../../test/helpers/fixtures.js';
+import { llamaCppSource } from '../engine/llama-server.js';
+
+const SCRIPT = fileURLToPath(new URL('./build-1b.py', import.meta.url));
+const CACHE = path.join(ROOT, 'bench/.cache/models');
+
+export type Quant = 'q4_0' | 'q8_0';
+
+/** The path of the 1B model in `quant`, building both files first when missing or stale. */
+export async function build1b(quant: Quant, log: (line: string) => void = console.error): Promise<string> {
+  const stamp = path.join(CACHE, 'bench-random-1b.stamp');
+  const digest = createHash('sha256').update(await readFile(SCRIPT)).digest('hex');
+  const file = (q: Quant) => path.join(CACHE, `bench-random-1b-${q}.gguf`);
+  const fresh = existsSync(file('q4_0')) && existsSync(file('q8_0')) && (await readFile(stamp, 'utf8').catch(() => '')) === digest;
+  if (!fresh) {
+    const src = await llamaCppSource(log);
+    const tmp = path.join(CACHE, 'tmp');
+    await rm(tmp, { recursive: true, force: true });
+    await mkdir(tmp, { recursive: true });
+    log('writing bench-random-1b (Q4_0, Q8_0) with gguf-py and numpy (minutes)');
+    execFileSync('python3', [SCRIPT, fixture('gguf/llama-2-tiny-random.gguf'), tmp], {
+      env: { ...process.env, PYTHONPATH: path.join(src, 'gguf-py') },
+      stdio: ['ignore', 'inherit', 'inherit'],
+    });
+    for (const q of ['q4_0', 'q8_0'] as const) await rename(path.join(tmp, path.basename(file(q))), file(q));
+    await rm(tmp, { recursive: true, force: true });
+    await writeFile(stamp, digest);
+  }
+  return file(quant);
+}
+
+if (process.argv[1] && fileURLToPath(import.meta.url) === path.resolve(process.argv[1])) {
+  for (const q of ['q4_0', 'q8_0'] as const) console.log(await build1b(q));
+}
