@@ -56,6 +56,12 @@ export function namedHint(key: string): string {
 
 export const NAME_PATTERN = '^[a-z0-9][a-z0-9._-]{0,63}$';
 
+/**
+ * Names no key may take: `master` is the master key's, and `rotate` would make
+ * `/system/api-keys/rotate` name both the master key's rotation and a key.
+ */
+export const RESERVED_NAMES: readonly string[] = ['master', 'rotate'];
+
 function load(record: KeyRecord): NamedKey {
   const limiter = new KeyLimiter(record.limits);
   const principal: Principal = Object.freeze({
@@ -192,7 +198,7 @@ export class NamedKeyStore {
 
 /** Checks what a schema cannot: the scope vocabulary, the reserved name, a future expiry. */
 function checkSpec(spec: KeySpec, now: Date): void {
-  if (spec.name === 'master') throw Errors.badRequest('the name "master" is reserved for the master key', { param: 'name' });
+  if (RESERVED_NAMES.includes(spec.name)) throw Errors.badRequest(`the name "${spec.name}" is reserved (the master key, and its rotation route)`, { param: 'name' });
   if (!new RegExp(NAME_PATTERN).test(spec.name)) throw Errors.badRequest(`invalid key name: it must match ${NAME_PATTERN}`, { param: 'name' });
   for (const scope of spec.scopes) {
     if (!(SCOPES as readonly string[]).includes(scope)) {

@@ -7,7 +7,7 @@
 import t from 'tap';
 import { getLlama, type LlamaContext } from 'node-llama-cpp';
 import type { LlamaCppBackend } from '../../plugins/backend-llama-cpp/backend.js';
-import { MIN_BATCH_TOKENS, useBatchThreads } from '../../plugins/backend-llama-cpp/runner/batch-threads.js';
+import { LARGE_MODEL_BYTES, MIN_BATCH_TOKENS, minBatchTokens, useBatchThreads } from '../../plugins/backend-llama-cpp/runner/batch-threads.js';
 import { inferenceBatchThreads } from '../../plugins/engine/threads.js';
 import { fixture } from '../helpers/fixtures.js';
 import { createModel } from '../helpers/models.js';
@@ -57,6 +57,12 @@ t.test('batches of 8 tokens or more run on the batch count, smaller ones on the 
   threads!.set(1);
   await sequences[2]!.evaluateWithoutGeneratingNewTokens(prompt);
   t.same(seen.splice(0), [{ size: prompt.length, threads: 1 }], 'after set(1), prompts run on 1 thread too');
+});
+
+t.test('models from LARGE_MODEL_BYTES up put steps of two streams on the batch count', async (t) => {
+  t.equal(minBatchTokens(80 * 1024 * 1024), MIN_BATCH_TOKENS, 'a 135M model keeps the 8-token line');
+  t.equal(minBatchTokens(LARGE_MODEL_BYTES - 1), MIN_BATCH_TOKENS);
+  t.equal(minBatchTokens(620 * 1024 * 1024), 2, 'a 1.1B Q4_0 model: two-token steps already');
 });
 
 t.test('the automatic batch count is every available core, never fewer than the generation count', async (t) => {

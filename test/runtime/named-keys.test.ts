@@ -84,6 +84,7 @@ t.test('bad requests to create a key', async (t) => {
   const cases: Array<[object, number, RegExp]> = [
     [{ name: 'x', scopes: ['root'] }, 400, /unknown scope "root"/],
     [{ name: 'master', scopes: ['inference'] }, 400, /reserved/],
+    [{ name: 'rotate', scopes: ['inference'] }, 400, /reserved/],
     [{ name: 'Bad Name', scopes: ['inference'] }, 400, /name must match/],
     [{ name: 'ci-bot', scopes: ['inference'] }, 409, /exists/],
     [{ name: 'old', scopes: ['inference'], expires_at: '2001-01-01T00:00:00Z' }, 400, /past/],

@@ -1,7 +1,7 @@
 /**
  * The console's management pages in real headless Chromium against a real appliance: delete a
  * model with confirmation, import a GGUF by upload, pull from a real registry, stop and start svc-webui (the page then says it is stopped), read a
- * service's logs, rotate the master key (shown once, the console keeps working, the old key is
+ * service's logs, create and revoke a named key, rotate the master key (shown once, the console keeps working, the old key is
  * refused), and a key refused later leads back to sign-in with a message.
  */
 import t from 'tap';
@@ -78,6 +78,24 @@ t.test('system: stop and start svc-webui; logs', async (t) => {
   await page.getByLabel('Service', { exact: true }).selectOption('svc-webui');
   await page.getByTestId('logs').filter({ hasText: /\S/ }).waitFor();
   t.ok(((await page.getByTestId('logs').textContent()) ?? '').length > 0, 'the log viewer shows lines');
+});
+
+t.test('keys: a named key is created with its scopes (secret shown once), works within them, and revoking refuses it', async (t) => {
+  await page.goto(`${c.app.url}/ui/#/keys`);
+  await page.getByLabel('Name', { exact: true }).fill('ci-bot');
+  await page.getByRole('button', { name: 'Create', exact: true }).click();
+  const secret = (await page.getByTestId('new-named-key').textContent()) ?? '';
+  t.match(secret, /^lia_/, 'the secret is shown');
+  const row = page.getByRole('row', { name: /ci-bot/ });
+  await row.waitFor();
+  t.match(await row.textContent(), /inference, models:read/, 'listed with the default scopes of the form');
+  const as = (path: string) => c.app.fetch(path, { headers: { authorization: `Bearer ${secret}` } });
+  t.equal((await as('/api/tags')).status, 200, 'the key lists models (models:read)');
+  t.equal((await as('/system/status')).status, 403, 'but may not read the system');
+  await row.getByRole('button', { name: 'Revoke' }).click();
+  await page.getByRole('dialog').getByRole('button', { name: 'Revoke' }).click();
+  await row.waitFor({ state: 'detached' });
+  t.equal((await as('/api/tags')).status, 401, 'a revoked key is refused');
 });
 
 t.test('master key rotation: shown once, the console keeps working, the old key is refused', async (t) => {

@@ -10,7 +10,7 @@ import { getLlama, type Llama, type LlamaContext, type LlamaGrammar, type LlamaM
 import type { ChatParams, EmbedParams, EmbedResult, GenerateParams, GenerationEvent } from 'lia/plugin';
 import type { ModelCapability } from 'lia/plugin';
 import type { LoadSpec, RunnerInfo } from '../protocol.js';
-import { useBatchThreads, type BatchThreads } from './batch-threads.js';
+import { minBatchTokens, useBatchThreads, type BatchThreads } from './batch-threads.js';
 import { fixBatchDispatch } from './batching.js';
 import { Embedder } from './embedding.js';
 import { RequestError } from './errors.js';
@@ -62,7 +62,7 @@ export class ModelSession {
     this.#prompts = new Prompts(model, format, info.contextLength);
     this.#grammars = new Grammars(llama);
     this.#embedder = new Embedder(model, info.contextLength, spec.threads);
-    this.#batchThreads = useBatchThreads(context, spec.threads, spec.batchThreads ?? spec.threads);
+    this.#batchThreads = useBatchThreads(context, spec.threads, spec.batchThreads ?? spec.threads, minBatchTokens(model.size));
     if (!this.#batchThreads) {
       this.warnings.push("node-llama-cpp's native context lacks the calls runner/batch-threads.ts wraps (another version?): large batches run on the small-batch thread count");
     }
