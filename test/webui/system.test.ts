@@ -100,6 +100,7 @@ t.test('keys: a named key is created with its scopes (secret shown once), works 
 
 t.test('master key rotation: shown once, the console keeps working, the old key is refused', async (t) => {
   const oldKey = c.app.key;
+  await page.goto(`${c.app.url}/ui/#/system`);
   await page.getByRole('button', { name: 'Rotate the master key' }).click();
   await page.getByRole('dialog').getByRole('button', { name: 'Rotate' }).click();
   const newKey = (await page.getByTestId('new-key').textContent()) ?? '';
