@@ -1,7 +1,14 @@
-/** A small uPlot line chart of recent samples (time in seconds, one or more series). */
+/**
+ * A small uPlot line chart of recent samples (time in seconds, one or more series). uPlot is its
+ * own chunk, fetched when the first chart mounts: the page's figures and tables paint without
+ * waiting for the chart library.
+ */
 import { useEffect, useRef } from 'preact/hooks';
-import uPlot from 'uplot';
-import 'uplot/dist/uPlot.min.css';
+import type uPlot from 'uplot';
+
+/** The chart library and its stylesheet, loaded once. */
+let library: Promise<typeof uPlot> | null = null;
+const loadLibrary = (): Promise<typeof uPlot> => (library ??= import('./chart-library').then((m) => m.default));
 
 export interface Series {
   label: string;
@@ -18,23 +25,29 @@ export function Chart({ title, times, series, max, span }: { title: string; time
   useEffect(() => {
     const el = box.current;
     if (!el) return;
-    const width = Math.max(200, el.clientWidth);
-    plot.current = new uPlot(
-      {
-        width,
-        height: 160,
-        legend: { show: true },
-        scales: { x: { time: true, range: (_u, _min, end) => [end - span, end] }, y: max !== undefined ? { range: [0, max] } : {} },
-        axes: [{ stroke: 'currentColor', grid: { stroke: 'rgba(128,128,128,0.2)' } }, { stroke: 'currentColor', grid: { stroke: 'rgba(128,128,128,0.2)' } }],
-        series: [{}, ...series.map((s) => ({ label: s.label, stroke: s.color, width: 2 }))],
-      },
-      [times, ...series.map((s) => s.values)],
-      el,
-    );
-    const resize = new ResizeObserver(() => plot.current?.setSize({ width: Math.max(200, el.clientWidth), height: 160 }));
-    resize.observe(el);
+    let gone = false;
+    let resize: ResizeObserver | null = null;
+    void loadLibrary().then((UPlot) => {
+      if (gone) return;
+      const width = Math.max(200, el.clientWidth);
+      plot.current = new UPlot(
+        {
+          width,
+          height: 160,
+          legend: { show: true },
+          scales: { x: { time: true, range: (_u, _min, end) => [end - span, end] }, y: max !== undefined ? { range: [0, max] } : {} },
+          axes: [{ stroke: 'currentColor', grid: { stroke: 'rgba(128,128,128,0.2)' } }, { stroke: 'currentColor', grid: { stroke: 'rgba(128,128,128,0.2)' } }],
+          series: [{}, ...series.map((s) => ({ label: s.label, stroke: s.color, width: 2 }))],
+        },
+        [times, ...series.map((s) => s.values)],
+        el,
+      );
+      resize = new ResizeObserver(() => plot.current?.setSize({ width: Math.max(200, el.clientWidth), height: 160 }));
+      resize.observe(el);
+    });
     return () => {
-      resize.disconnect();
+      gone = true;
+      resize?.disconnect();
       plot.current?.destroy();
       plot.current = null;
     };
