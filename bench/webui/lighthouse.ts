@@ -50,6 +50,12 @@ async function audit(name: string, url: string): Promise<void> {
     fcpMs: Math.round(lhr.audits['first-contentful-paint']?.numericValue ?? 0),
     lcpMs: Math.round(lhr.audits['largest-contentful-paint']?.numericValue ?? 0),
   });
+  // Which element the largest paint was, so a slow page says what it waited for.
+  const lcpItems = (lhr.audits['largest-contentful-paint-element']?.details as { items?: { items?: { node?: { selector?: string; snippet?: string } }[] }[] } | undefined)?.items;
+  const lcpNode = lcpItems?.[0]?.items?.[0]?.node;
+  const weighed = ['first-contentful-paint', 'largest-contentful-paint', 'total-blocking-time', 'cumulative-layout-shift', 'speed-index'];
+  console.error(`${name}: ${weighed.map((id) => `${id} ${lhr.audits[id]?.displayValue ?? ''} (${lhr.audits[id]?.score ?? ''})`).join(', ')}`);
+  if (lcpNode) console.error(`${name}: largest paint: ${lcpNode.selector ?? ''} ${(lcpNode.snippet ?? '').slice(0, 120)}`);
   for (const [id, a] of Object.entries(lhr.audits)) {
     if (a.score !== null && a.score < 1 && a.scoreDisplayMode === 'binary') console.error(`${name}: ${id}: ${a.title}`);
   }

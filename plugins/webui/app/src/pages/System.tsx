@@ -90,28 +90,25 @@ function Dashboard() {
     <section class="card" aria-labelledby="host-title">
       <h2 id="host-title">Host</h2>
       <ErrorPanel error={error} what="the status" />
-      {status && (
-        <dl class="facts">
-          <div><dt>Host name</dt><dd data-testid="hostname">{status.hostname}</dd></div>
-          <div><dt>Version</dt><dd>{status.version}</dd></div>
-          <div><dt>Uptime</dt><dd>{duration(status.uptime_seconds)}</dd></div>
-          <div><dt>CPU</dt><dd>{status.cpu_percent.toFixed(0)} %</dd></div>
-          <div><dt>Memory</dt><dd>{status.memory.used_percent.toFixed(0)} % of {status.memory.total_gb} GB</dd></div>
-          <div><dt>Model store</dt><dd>{status.disk.models.used} used, {status.disk.models.free} free of {status.disk.models.total}</dd></div>
-          {gpu?.devices.map((d, i) => (
-            <div key={i}><dt>GPU {i}</dt><dd>{d.name}: {d.vram_used_mb} / {d.vram_total_mb} MB, {d.temp_c} °C</dd></div>
-          ))}
-          {gpu && gpu.devices.length === 0 && <div><dt>GPU</dt><dd>none detected</dd></div>}
-        </dl>
-      )}
-      {status && (
-        <div class="grid2">
-          <Chart title="CPU and memory (%)" max={100} span={SAMPLES * SAMPLE_SECONDS} times={hist.t} series={[{ label: 'CPU', color: COLORS[0]!, values: hist.cpu }, { label: 'Memory', color: COLORS[1]!, values: hist.mem }]} />
-          {hist.vram.length > 0 && (
-            <Chart title="GPU memory (%) and temperature (°C)" span={SAMPLES * SAMPLE_SECONDS} times={hist.t} series={[...hist.vram.map((v, i) => ({ label: `VRAM ${i}`, color: COLORS[i % 4]!, values: v })), ...hist.temp.map((v, i) => ({ label: `Temp ${i}`, color: COLORS[(i + 2) % 4]!, values: v }))]} />
-          )}
-        </div>
-      )}
+      {/* Drawn before the first answer with placeholders, so the page does not move when it comes. */}
+      <dl class="facts">
+        <div><dt>Host name</dt><dd data-testid="hostname">{status?.hostname ?? '…'}</dd></div>
+        <div><dt>Version</dt><dd>{status?.version ?? '…'}</dd></div>
+        <div><dt>Uptime</dt><dd>{status ? duration(status.uptime_seconds) : '…'}</dd></div>
+        <div><dt>CPU</dt><dd>{status ? `${status.cpu_percent.toFixed(0)} %` : '…'}</dd></div>
+        <div><dt>Memory</dt><dd>{status ? `${status.memory.used_percent.toFixed(0)} % of ${status.memory.total_gb} GB` : '…'}</dd></div>
+        <div><dt>Model store</dt><dd>{status ? `${status.disk.models.used} used, ${status.disk.models.free} free of ${status.disk.models.total}` : '…'}</dd></div>
+        {gpu?.devices.map((d, i) => (
+          <div key={i}><dt>GPU {i}</dt><dd>{d.name}: {d.vram_used_mb} / {d.vram_total_mb} MB, {d.temp_c} °C</dd></div>
+        ))}
+        {gpu && gpu.devices.length === 0 && <div><dt>GPU</dt><dd>none detected</dd></div>}
+      </dl>
+      <div class="grid2">
+        <Chart title="CPU and memory (%)" max={100} span={SAMPLES * SAMPLE_SECONDS} times={hist.t} series={[{ label: 'CPU', color: COLORS[0]!, values: hist.cpu }, { label: 'Memory', color: COLORS[1]!, values: hist.mem }]} />
+        {hist.vram.length > 0 && (
+          <Chart title="GPU memory (%) and temperature (°C)" span={SAMPLES * SAMPLE_SECONDS} times={hist.t} series={[...hist.vram.map((v, i) => ({ label: `VRAM ${i}`, color: COLORS[i % 4]!, values: v })), ...hist.temp.map((v, i) => ({ label: `Temp ${i}`, color: COLORS[(i + 2) % 4]!, values: v }))]} />
+        )}
+      </div>
     </section>
   );
 }
@@ -307,6 +304,11 @@ export function System() {
   return (
     <main id="main" class="page">
       <h1>System</h1>
+      <p class="muted">
+        This appliance's host figures over the last ten minutes, its six services with their logs, its network
+        names and its master key. What you change here takes effect at once for every client; the same actions
+        are in the management API under <code>/system/</code> (<code>docs/management.md</code>).
+      </p>
       <Dashboard />
       <Services />
       <Logs />
