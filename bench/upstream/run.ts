@@ -25,6 +25,7 @@ import { keepAlivePool, timedPost } from '../lib/connections.js';
 import { median } from '../lib/stats.js';
 import { measureFigures, PROMPT, SAMPLING, type Figures, type Stream } from '../engine/figures.js';
 import { benchThreads, buildLlamaServer, startLlamaServer } from '../engine/llama-server.js';
+import { timeStream } from '../engine/targets.js';
 import { fixture } from '../../test/helpers/fixtures.js';
 
 const { values } = parseArgs({ options: { reps: { type: 'string', default: '3' }, tokens: { type: 'string', default: '128' } } });
@@ -40,33 +41,17 @@ function cpuSeconds(pid: number): number {
 }
 
 /** Times one streamed `/v1/completions` answer (SSE); tokens from the usage frame. */
-async function timeSse(res: Dispatcher.ResponseData, t0: number): Promise<Stream> {
-  if (res.statusCode !== 200) throw new Error(`HTTP ${res.statusCode}: ${await res.body.text()}`);
-  let first = 0;
-  let last = 0;
-  let count = 0;
-  let usage: number | undefined;
-  let buffer = '';
-  const decoder = new TextDecoder();
-  for await (const chunk of res.body as AsyncIterable<Buffer>) {
-    buffer += decoder.decode(chunk, { stream: true });
-    let nl: number;
-    while ((nl = buffer.indexOf('\n')) >= 0) {
-      const line = buffer.slice(0, nl).trim();
-      buffer = buffer.slice(nl + 1);
-      if (!line.startsWith('data: ') || line === 'data: [DONE]') continue;
+function timeSse(res: Dispatcher.ResponseData, t0: number): Promise<Stream> {
+  return timeStream(
+    res,
+    (line) => {
+      if (!line.startsWith('data: ') || line === 'data: [DONE]') return { text: false };
       const o = JSON.parse(line.slice(6)) as { choices?: Array<{ text?: string }>; usage?: { completion_tokens?: number }; error?: unknown };
       if (o.error) throw new Error(JSON.stringify(o.error));
-      if (o.usage?.completion_tokens) usage = o.usage.completion_tokens;
-      if (o.choices?.[0]?.text) {
-        const now = performance.now();
-        if (first === 0) first = now;
-        last = now;
-        count++;
-      }
-    }
-  }
-  return { ttftMs: first - t0, decodeMs: last - first, tokens: usage ?? count, endMs: performance.now() };
+      return { text: Boolean(o.choices?.[0]?.text), ...(o.usage?.completion_tokens ? { tokens: o.usage.completion_tokens } : {}) };
+    },
+    t0,
+  );
 }
 
 async function main(): Promise<void> {

@@ -6,7 +6,7 @@
  *
  * @module
  */
-import { CliError, responseError, type ApiClient, type CliCommand, type CliIO } from 'lia/plugin';
+import { CliError, responseError, type ApiClient, type CliCommand, type CliIO, type SystemStatus } from 'lia/plugin';
 
 const JSON_OPTION = { json: { type: 'boolean' } } as const;
 
@@ -20,15 +20,6 @@ async function show<T>(io: CliIO, json: unknown, path: string, render: (body: T)
   const answer = await client.json<T>(method, path, body);
   io.stdout.write(json ? `${JSON.stringify(answer, null, 2)}\n` : render(answer));
   return 0;
-}
-
-interface Status {
-  hostname: string;
-  cpu_percent: number;
-  memory: { total_gb: number; used_percent: number };
-  disk: { models: { total: string; used: string; free: string }; total: string };
-  uptime_seconds: number;
-  version: string;
 }
 
 interface Gpu {
@@ -65,7 +56,7 @@ export const commands: CliCommand[] = [
     usage: 'lia status [--json] [--url https://HOST:8443]',
     options: JSON_OPTION,
     run: (args, io) =>
-      show<Status>(io, args.values['json'], '/system/status', (s) =>
+      show<SystemStatus>(io, args.values['json'], '/system/status', (s) =>
         table([
           ['Host name', s.hostname],
           ['Version', s.version],
