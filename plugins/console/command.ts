@@ -73,6 +73,10 @@ export const consoleCommand: CliCommand = {
     // React's production build: the development one checks and allocates far more on every
     // render, which a console that redraws every few seconds all day pays for in CPU and GC.
     process.env['NODE_ENV'] ??= 'production';
+    // Ink draws only the last frame when it believes it runs under CI (a CI or CI_* variable in the
+    // environment). This command has just checked that it owns a terminal, so a CI variable
+    // inherited from a build or provisioning shell must not blank the device's screen.
+    process.env['CI'] = 'false';
     const [{ createElement }, { render }, QR, { ConsoleApp }] = await Promise.all([import('react'), import('ink'), import('qrcode'), import('./view.js')]);
     const holder = { client: await io.client() };
     let round = 0;
