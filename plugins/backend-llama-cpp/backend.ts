@@ -47,6 +47,12 @@ export class LlamaCppBackend implements InferenceBackend {
   #closed = false;
   #refillTimer: NodeJS.Timeout | undefined;
   readonly #placement: CpuPlacement;
+  /**
+   * Model files (content-addressed blob paths) whose GGUF template no specialised chat wrapper
+   * renders: their next load skips that search (see `LoadSpec.knownChatWrapper`). Kept for the
+   * process's lifetime; a model file never changes under its path.
+   */
+  readonly #jinjaOnly = new Set<string>();
 
   constructor(options: LlamaCppBackendOptions) {
     this.#options = { gpu: 'auto', batchSize: 512, prewarm: true, cpuAffinity: 'off', hugePages: 'auto', ...options };
@@ -77,6 +83,7 @@ export class LlamaCppBackend implements InferenceBackend {
         batchSize: options.batchSize ?? this.#options.batchSize,
         gpu: this.#options.gpu,
         ...(model.template ? { template: model.template } : {}),
+        ...(this.#jinjaOnly.has(model.modelPath) ? { knownChatWrapper: 'JinjaTemplate' as const } : {}),
       },
       {
         log,
@@ -88,6 +95,7 @@ export class LlamaCppBackend implements InferenceBackend {
       this.#takeSpare() ?? spawnRunner(this.#spawnOptions()),
     );
     this.#refillWhenQuiet();
+    if (runner.info?.chatWrapper === 'JinjaTemplate') this.#jinjaOnly.add(model.modelPath);
     runner.modelName = model.name;
     this.#runners.add(runner);
     this.#shareCpus();

@@ -29,6 +29,12 @@ export interface LoadSpec {
   gpu: 'auto' | false;
   /** The store's template layer (Ollama Go-template text), if any. */
   template?: string;
+  /**
+   * `JinjaTemplate` when an earlier load of the same model file found that no specialised chat
+   * wrapper renders its GGUF template (the costly outcome: every candidate is tried). The runner
+   * then uses the template as it is without trying them again.
+   */
+  knownChatWrapper?: 'JinjaTemplate';
 }
 
 /** Facts the runner reports once the model is ready. */

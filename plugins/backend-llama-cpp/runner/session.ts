@@ -90,7 +90,7 @@ export class ModelSession {
       threads: spec.threads,
       flashAttention: 'auto' as never,
     });
-    const format = resolvePromptFormat(model, spec.template);
+    const format = resolvePromptFormat(model, spec.template, spec.knownChatWrapper);
     const usage = await llama.getLlamaMemoryUsage();
     const capabilities: ModelCapability[] = ['completion'];
     const jinja = model.fileInfo.metadata.tokenizer?.chat_template;

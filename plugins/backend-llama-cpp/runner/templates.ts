@@ -57,11 +57,27 @@ export interface PromptFormat {
   untemplated: boolean;
 }
 
-/** Picks the chat wrapper of a loaded model. */
-export function resolvePromptFormat(model: LlamaModel, storeTemplate: string | undefined): PromptFormat {
+/**
+ * Picks the chat wrapper of a loaded model. `known` is what an earlier load of the same file
+ * resolved to (see `LoadSpec.knownChatWrapper`): with `JinjaTemplate`, the GGUF template is used
+ * as it is, skipping the comparison with every specialised wrapper, which renders the template
+ * dozens of times (about a second on a small CPU) only to find again that none matches.
+ */
+export function resolvePromptFormat(model: LlamaModel, storeTemplate: string | undefined, known?: 'JinjaTemplate'): PromptFormat {
   const jinja = model.fileInfo.metadata.tokenizer?.chat_template;
   if (typeof jinja === 'string' && jinja.trim() !== '') {
-    const wrapper = resolveChatWrapper(model, { fallbackToOtherWrappersOnJinjaError: true, warningLogs: false });
+    const wrapper =
+      known === 'JinjaTemplate'
+        ? resolveChatWrapper({
+            type: 'jinjaTemplate',
+            tokenizer: model.tokenizer,
+            fileInfo: model.fileInfo,
+            bosString: model.tokens.bosString,
+            filename: model.filename,
+            fallbackToOtherWrappersOnJinjaError: true,
+            warningLogs: false,
+          })
+        : resolveChatWrapper(model, { fallbackToOtherWrappersOnJinjaError: true, warningLogs: false });
     if (wrapper) return { wrapper, source: 'gguf', untemplated: false };
   }
   if (storeTemplate && storeTemplate.trim() !== '') {
