@@ -46,6 +46,8 @@ export interface RunnerInfo {
   /** The chat wrapper in use (`ChatML`, `JinjaTemplate`, ...), for the log. */
   chatWrapper: string;
   gpu: string | false;
+  /** Milliseconds the load took in the runner: the weights, the context, the chat template. */
+  loadMs: { model: number; context: number; template: number };
 }
 
 export type ParentMessage =

@@ -80,7 +80,9 @@ export class ModelSession {
     // The ceiling shared by every context of this process: node-llama-cpp otherwise allows at least
     // 4 threads, more than the free cores of a small machine, and spinning threads then wait on each other.
     llama.maxThreads = spec.threads;
+    const t0 = performance.now();
     const model = await llama.loadModel({ modelPath: spec.modelPath });
+    const t1 = performance.now();
     const trained = model.trainContextSize;
     const contextLength = spec.contextLength > 0 ? Math.min(spec.contextLength, trained) : trained;
     const context = await model.createContext({
@@ -90,7 +92,9 @@ export class ModelSession {
       threads: spec.threads,
       flashAttention: 'auto' as never,
     });
+    const t2 = performance.now();
     const format = resolvePromptFormat(model, spec.template, spec.knownChatWrapper);
+    const t3 = performance.now();
     const usage = await llama.getLlamaMemoryUsage();
     const capabilities: ModelCapability[] = ['completion'];
     const jinja = model.fileInfo.metadata.tokenizer?.chat_template;
@@ -103,6 +107,7 @@ export class ModelSession {
       capabilities,
       chatWrapper: format.wrapper.wrapperName,
       gpu: llama.gpu,
+      loadMs: { model: Math.round(t1 - t0), context: Math.round(t2 - t1), template: Math.round(t3 - t2) },
     };
     return new ModelSession(llama, model, context, spec, info, format);
   }
