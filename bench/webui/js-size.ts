@@ -44,9 +44,9 @@ function sh(cmd: string, argv: string[], cwd: string): string {
 }
 
 /** Runs a build step with its output on stderr, so stdout stays the Markdown report. */
-function step(cmd: string, argv: string[], cwd: string): void {
+function step(cmd: string, argv: string[], cwd: string, env: Record<string, string> = {}): void {
   console.error(`$ (${path.relative(ROOT, cwd) || '.'}) ${cmd} ${argv.join(' ')}`);
-  execFileSync(cmd, argv, { cwd, stdio: ['ignore', process.stderr, process.stderr] });
+  execFileSync(cmd, argv, { cwd, stdio: ['ignore', process.stderr, process.stderr], env: { ...process.env, ...env } });
 }
 
 function walk(dir: string): string[] {
@@ -187,7 +187,7 @@ async function measureLlamaUi(): Promise<Measure & { commit: string; version: st
     step('npm', ['ci', '--no-audit', '--no-fund'], project);
     step('npm', ['run', 'build'], project);
   }
-  const commit = readFileSync(path.join(project, STAMP), 'utf8').trim();
+  const commit = (await readFile(path.join(project, STAMP), 'utf8').catch(() => 'unknown')).trim();
   // The UI's package.json says 1.0.0 whatever the release; the llama.cpp tag names it.
   const info = JSON.parse(readFileSync(path.join(ROOT, 'node_modules/node-llama-cpp/llama/llama.cpp.info.json'), 'utf8')) as { tag: string };
   const version = `llama.cpp ${info.tag}`;
@@ -216,7 +216,8 @@ async function measureOpenWebUi(): Promise<(Measure & { commit: string; version:
     // inference) download binaries from outside the npm registry; the frontend build needs neither.
     step('npm', ['ci', '--no-audit', '--no-fund', '--ignore-scripts'], project);
     // `npm run build` first runs `pyodide:fetch` (Python wheels from outside the npm registry).
-    step('npx', ['vite', 'build'], project);
+    // A large build (6,300 modules, minutes): 6 GiB of heap, as it was measured with.
+    step('npx', ['vite', 'build'], project, { NODE_OPTIONS: '--max-old-space-size=6144' });
   }
   const commit = (await readFile(path.join(project, STAMP), 'utf8').catch(() => 'unknown')).trim();
   const version = JSON.parse(readFileSync(path.join(project, 'package.json'), 'utf8')).version as string;
