@@ -10,7 +10,7 @@
  */
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { closeSync, existsSync, openSync } from 'node:fs';
-import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -52,6 +52,16 @@ export async function llamaCppSource(log: (line: string) => void = console.error
   return src;
 }
 
+/** True when the binary starts (its shared libraries resolve). */
+function starts(binary: string): boolean {
+  try {
+    execFileSync(binary, ['--version'], { stdio: 'ignore' });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 /** The path of a built `llama-server`, building it first when the cache is missing or stale. */
 export async function buildLlamaServer(log: (line: string) => void = console.error): Promise<string> {
   const commit = sh('git', ['bundle', 'list-heads', BUNDLE], ROOT).trim().split(/\s+/)[0] as string;
@@ -59,9 +69,13 @@ export async function buildLlamaServer(log: (line: string) => void = console.err
   const build = path.join(CACHE, 'build');
   const binary = path.join(build, 'bin', 'llama-server');
   const stamp = path.join(CACHE, 'commit');
-  if (existsSync(binary) && (await readFile(stamp, 'utf8').catch(() => '')) === commit) return binary;
+  if (existsSync(binary) && (await readFile(stamp, 'utf8').catch(() => '')) === commit && starts(binary)) return binary;
 
   await llamaCppSource(log);
+  // A build configured elsewhere (the cache copied or moved) cannot be reconfigured in place.
+  if (existsSync(path.join(build, 'CMakeCache.txt')) && !(await readFile(path.join(build, 'CMakeCache.txt'), 'utf8')).includes(`CMAKE_CACHEFILE_DIR:INTERNAL=${build}\n`)) {
+    await rm(build, { recursive: true, force: true });
+  }
   log('configuring (CPU only, Release)');
   logged(
     'cmake',
@@ -69,6 +83,8 @@ export async function buildLlamaServer(log: (line: string) => void = console.err
       '-S', src, '-B', build, '-G', 'Ninja', '-DCMAKE_BUILD_TYPE=Release',
       '-DGGML_NATIVE=ON', '-DGGML_CUDA=OFF', '-DGGML_VULKAN=OFF', '-DGGML_METAL=OFF',
       '-DLLAMA_CURL=OFF', '-DLLAMA_BUILD_TESTS=OFF', '-DLLAMA_BUILD_EXAMPLES=OFF', '-DLLAMA_BUILD_SERVER=ON',
+      // Libraries found beside the binary ($ORIGIN), so the cache still works after it is moved.
+      '-DCMAKE_BUILD_RPATH_USE_ORIGIN=ON',
     ],
     CACHE,
   );
