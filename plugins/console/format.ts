@@ -32,13 +32,16 @@ export function formatSize(bytes: number): string {
   return `${unit === 0 ? value : Math.round(value * 10) / 10} ${units[unit]}`;
 }
 
-/** Seconds as `3d 4h`, `2h 5m` or `4m 10s`. */
+/**
+ * Seconds as `3d 4h`, `2h 5m` or `4m`, to the minute like `uptime`: the screen then stays the
+ * same between refreshes while nothing happens, and is not redrawn.
+ */
 export function formatUptime(seconds: number): string {
   const s = Math.max(0, Math.floor(seconds));
   const d = Math.floor(s / 86400);
   const h = Math.floor((s % 86400) / 3600);
   const m = Math.floor((s % 3600) / 60);
-  return d > 0 ? `${d}d ${h}h` : h > 0 ? `${h}h ${m}m` : `${m}m ${s % 60}s`;
+  return d > 0 ? `${d}d ${h}h` : h > 0 ? `${h}h ${m}m` : `${m}m`;
 }
 
 /** One log line of `GET /system/logs`. */

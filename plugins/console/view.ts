@@ -113,7 +113,7 @@ function Body(props: { snap: Snapshot | null; fingerprint: string | null; width:
     h(
       Section,
       { title: 'Resources' },
-      line(s ? `  CPU ${s.cpu_percent}%   Memory ${s.memory.used_percent}% of ${s.memory.total_gb} GB   Model disk ${s.disk.models.used} used, ${s.disk.models.free} free` : '  …'),
+      line(s ? `  CPU ${Math.round(s.cpu_percent)}%   Memory ${Math.round(s.memory.used_percent)}% of ${s.memory.total_gb} GB   Model disk ${s.disk.models.used} used, ${s.disk.models.free} free` : '  …'),
       line(
         gpu
           ? gpu.devices.length === 0
@@ -130,6 +130,25 @@ function Body(props: { snap: Snapshot | null; fingerprint: string | null; width:
         : [line('  none', 0)],
     ),
   );
+}
+
+/**
+ * What of a snapshot reaches the screen, as a string: two snapshots with the same key draw the
+ * same body. A refresh whose key is unchanged sets no state, so React and Ink do no work for it:
+ * rebuilding and re-tokenising the full screen is most of an idle console's CPU time. Uptime to
+ * the minute and whole percentages are what the body shows (see {@link Body}).
+ */
+export function screenKey(snap: Snapshot): string {
+  const s = snap.status;
+  return JSON.stringify([
+    s && [s.hostname, s.version, formatUptime(s.uptime_seconds), Math.round(s.cpu_percent), Math.round(s.memory.used_percent), s.memory.total_gb, s.disk.models],
+    snap.network,
+    snap.services,
+    snap.models,
+    snap.gpu,
+    snap.warnings,
+    snap.errors,
+  ]);
 }
 
 function Prompt(props: { mode: Mode; notice: Notice | null; busy: string | null; keyFile: string; width: number }): ReactElement {
@@ -164,17 +183,26 @@ export function ConsoleApp(props: ConsoleProps): ReactElement {
   const [qrText, setQrText] = useState<{ url: string; text: string } | null>(null);
   const timer = useRef<NodeJS.Timeout | null>(null);
   const alive = useRef(true);
+  // What the screen shows now (screenKey and the load error): a refresh that changes neither sets no state.
+  const shown = useRef<{ key: string | null; error: string | null }>({ key: null, error: null });
+  const showError = (error: string | null): void => {
+    if (error !== shown.current.error) setLoadError((shown.current.error = error));
+  };
 
   const refresh = useCallback(async () => {
     if (timer.current) clearTimeout(timer.current);
     try {
       const next = await props.load();
       if (!alive.current) return;
-      setSnap(next);
+      const key = screenKey(next);
+      if (key !== shown.current.key) {
+        shown.current.key = key;
+        setSnap(next);
+      }
       // Nothing at all came back: the appliance is unreachable (or refuses the key).
-      setLoadError(next.status === null && next.network === null && next.services === null ? (Object.values(next.errors)[0] ?? null) : null);
+      showError(next.status === null && next.network === null && next.services === null ? (Object.values(next.errors)[0] ?? null) : null);
     } catch (err) {
-      if (alive.current) setLoadError((err as Error).message);
+      if (alive.current) showError((err as Error).message);
     }
     if (alive.current) timer.current = setTimeout(() => void refresh(), props.intervalMs);
   }, [props.load, props.intervalMs]);
