@@ -62,9 +62,18 @@ function starts(binary: string): boolean {
   }
 }
 
+/**
+ * Compiler flags beside `-march=native`. AMX is left out: a machine may report AMX tiles that its
+ * hypervisor does not let a process use (seen on a 2-vCPU Sapphire Rapids guest: llama-server died
+ * of SIGILL at its first matrix product), and the appliance's engine runs no AMX instruction there
+ * either (node-llama-cpp's prebuilt Sapphire Rapids variant runs on that guest, so it never reaches
+ * one). Every other extension the CPU has (AVX-512, VNNI, BF16) is used by both.
+ */
+const NATIVE_FLAGS = '-mno-amx-tile -mno-amx-int8 -mno-amx-bf16';
+
 /** The path of a built `llama-server`, building it first when the cache is missing or stale. */
 export async function buildLlamaServer(log: (line: string) => void = console.error): Promise<string> {
-  const commit = sh('git', ['bundle', 'list-heads', BUNDLE], ROOT).trim().split(/\s+/)[0] as string;
+  const commit = `${sh('git', ['bundle', 'list-heads', BUNDLE], ROOT).trim().split(/\s+/)[0] as string} ${NATIVE_FLAGS}`;
   const src = path.join(CACHE, 'src');
   const build = path.join(CACHE, 'build');
   const binary = path.join(build, 'bin', 'llama-server');
@@ -85,6 +94,7 @@ export async function buildLlamaServer(log: (line: string) => void = console.err
       '-DLLAMA_CURL=OFF', '-DLLAMA_BUILD_TESTS=OFF', '-DLLAMA_BUILD_EXAMPLES=OFF', '-DLLAMA_BUILD_SERVER=ON',
       // Libraries found beside the binary ($ORIGIN), so the cache still works after it is moved.
       '-DCMAKE_BUILD_RPATH_USE_ORIGIN=ON',
+      `-DCMAKE_C_FLAGS=${NATIVE_FLAGS}`, `-DCMAKE_CXX_FLAGS=${NATIVE_FLAGS}`,
     ],
     CACHE,
   );
@@ -127,7 +137,7 @@ export async function startLlamaServer(
   child.stderr?.on('data', (d: Buffer) => (stderr = (stderr + d.toString()).slice(-4000)));
   const deadline = Date.now() + 120_000;
   while (Date.now() < deadline) {
-    if (child.exitCode !== null) throw new Error(`llama-server exited (${child.exitCode}): ${stderr}`);
+    if (child.exitCode !== null || child.signalCode !== null) throw new Error(`llama-server exited (${child.exitCode ?? child.signalCode}): ${stderr}`);
     const ok = await fetch(`http://127.0.0.1:${opts.port}/health`).then((r) => r.ok, () => false);
     if (ok) return child;
     await new Promise((r) => setTimeout(r, 250));

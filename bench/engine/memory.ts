@@ -99,7 +99,7 @@ async function startServer(binary: string, model: string, port: number, slots: n
     '-np', String(slots), '-c', String(slots * contextPerSlot), '-b', '512', '-ub', '512', '--no-webui', '--log-disable',
   ], { stdio: 'ignore' });
   for (;;) {
-    if (child.exitCode !== null) throw new Error(`llama-server exited ${child.exitCode}`);
+    if (child.exitCode !== null || child.signalCode !== null) throw new Error(`llama-server exited (${child.exitCode ?? child.signalCode})`);
     if (await fetch(`http://127.0.0.1:${port}/health`).then((r) => r.ok, () => false)) return { child, t0, healthy: performance.now() };
     await sleep(25);
   }
