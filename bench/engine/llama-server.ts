@@ -8,9 +8,9 @@
  *
  * @module
  */
-import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
-import { closeSync, existsSync, openSync } from 'node:fs';
-import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { execFileSync, spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { closeSync, existsSync, openSync, readFileSync } from 'node:fs';
+import { mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -63,17 +63,19 @@ function starts(binary: string): boolean {
 }
 
 /**
- * Compiler flags beside `-march=native`. AMX is left out: a machine may report AMX tiles that its
- * hypervisor does not let a process use (seen on a 2-vCPU Sapphire Rapids guest: llama-server died
- * of SIGILL at its first matrix product), and the appliance's engine runs no AMX instruction there
- * either (node-llama-cpp's prebuilt Sapphire Rapids variant runs on that guest, so it never reaches
- * one). Every other extension the CPU has (AVX-512, VNNI, BF16) is used by both.
+ * Build options beyond the CPU-only defaults, chosen so that llama-server runs the engine code the
+ * appliance's node-llama-cpp prebuilt runs: its CPU backend as loadable variants, one per x86
+ * generation, of which the best the CPU supports is picked at start (so AMX on a CPU that has it,
+ * as the prebuilt's Sapphire Rapids variant does), on ggml's own thread pool rather than OpenMP
+ * (the prebuilt's CPU backends do not link libgomp). A `-march=native` build died of SIGILL in its
+ * first AMX matrix product on a 2-vCPU Sapphire Rapids guest where the prebuilt runs AMX fine, and
+ * one without AMX ran at half the prebuilt's speed there, which would have flattered the appliance.
  */
-const NATIVE_FLAGS = '-mno-amx-tile -mno-amx-int8 -mno-amx-bf16';
+const BUILD_OPTIONS = ['-DGGML_NATIVE=OFF', '-DGGML_BACKEND_DL=ON', '-DGGML_CPU_ALL_VARIANTS=ON', '-DGGML_OPENMP=OFF'];
 
 /** The path of a built `llama-server`, building it first when the cache is missing or stale. */
 export async function buildLlamaServer(log: (line: string) => void = console.error): Promise<string> {
-  const commit = `${sh('git', ['bundle', 'list-heads', BUNDLE], ROOT).trim().split(/\s+/)[0] as string} ${NATIVE_FLAGS}`;
+  const commit = `${sh('git', ['bundle', 'list-heads', BUNDLE], ROOT).trim().split(/\s+/)[0] as string} ${BUILD_OPTIONS.join(' ')}`;
   const src = path.join(CACHE, 'src');
   const build = path.join(CACHE, 'build');
   const binary = path.join(build, 'bin', 'llama-server');
@@ -90,18 +92,50 @@ export async function buildLlamaServer(log: (line: string) => void = console.err
     'cmake',
     [
       '-S', src, '-B', build, '-G', 'Ninja', '-DCMAKE_BUILD_TYPE=Release',
-      '-DGGML_NATIVE=ON', '-DGGML_CUDA=OFF', '-DGGML_VULKAN=OFF', '-DGGML_METAL=OFF',
+      '-DGGML_CUDA=OFF', '-DGGML_VULKAN=OFF', '-DGGML_METAL=OFF',
       '-DLLAMA_CURL=OFF', '-DLLAMA_BUILD_TESTS=OFF', '-DLLAMA_BUILD_EXAMPLES=OFF', '-DLLAMA_BUILD_SERVER=ON',
       // Libraries found beside the binary ($ORIGIN), so the cache still works after it is moved.
       '-DCMAKE_BUILD_RPATH_USE_ORIGIN=ON',
-      `-DCMAKE_C_FLAGS=${NATIVE_FLAGS}`, `-DCMAKE_CXX_FLAGS=${NATIVE_FLAGS}`,
+      ...BUILD_OPTIONS,
     ],
     CACHE,
   );
   log(`building llama-server with ${os.availableParallelism()} jobs (minutes)`);
-  logged('cmake', ['--build', build, '--target', 'llama-server', '-j', String(os.availableParallelism())], CACHE);
+  // The CPU variants are loaded at run time, so llama-server's target does not pull them in.
+  const variants = sh('cmake', ['--build', build, '--target', 'help'], CACHE)
+    .split('\n')
+    .map((line) => /^(ggml-cpu-[\w.-]+):/.exec(line.trim())?.[1])
+    .filter((name): name is string => Boolean(name));
+  logged('cmake', ['--build', build, '--target', 'llama-server', ...variants, '-j', String(os.availableParallelism())], CACHE);
+  await setAsideAmx(binary, log);
   await writeFile(stamp, commit);
   return binary;
+}
+
+const AMX_VARIANT = 'libggml-cpu-sapphirerapids.so';
+const AMX_NOTE = path.join(CACHE, 'amx-set-aside');
+
+/**
+ * Runs the built server's start-up decode once on a Q4_0 model; when it dies of SIGILL in the
+ * AMX variant (llama.cpp's AMX kernels, as this compiler builds them, lose their tile
+ * configuration on some machines, where node-llama-cpp's prebuilt runs them fine), moves that
+ * variant aside so the next best one loads, and leaves a note that {@link amxNote} reports.
+ */
+async function setAsideAmx(binary: string, log: (line: string) => void): Promise<void> {
+  const variant = path.join(path.dirname(binary), AMX_VARIANT);
+  await rm(AMX_NOTE, { force: true });
+  if (!existsSync(variant)) return;
+  const model = path.join(ROOT, '../shared/models/gguf/bench-random-135m-q4_0.gguf');
+  const probe = spawnSync(binary, ['-m', model, '--port', '0', '-t', '1', '-np', '1', '-c', '256', '--no-webui', '--log-disable'], { timeout: 20_000, stdio: 'ignore' });
+  if (probe.signal !== 'SIGILL') return;
+  await rename(variant, `${variant}.sigill`);
+  await writeFile(AMX_NOTE, `llama-server died of SIGILL in its AMX kernels on this machine; it runs without AMX, while the appliance's node-llama-cpp uses AMX here\n`);
+  log(`llama-server: ${AMX_VARIANT} died of SIGILL here and was set aside; figures against it flatter the appliance wherever AMX helps`);
+}
+
+/** A warning when this machine's llama-server runs without AMX (see {@link setAsideAmx}); null otherwise. */
+export function amxNote(): string | null {
+  return existsSync(AMX_NOTE) ? readFileSync(AMX_NOTE, 'utf8').trim() : null;
 }
 
 /**

@@ -12,7 +12,8 @@
  * tokens/s at 4 and 16 streams. Also LIA's own CPU time (user + system of the `lia serve`
  * process, from /proc) per proxied request and per token over the timed requests.
  *
- * Run: `node --conditions=lia-source --import tsx bench/upstream/run.ts [--reps 3] [--tokens 128]`
+ * Run: `node --conditions=lia-source --import tsx bench/upstream/run.ts [--reps 3] [--tokens 128] [--model 135m|1b-q4_0|1b-q8_0]`
+ * (`--model`: bench/models/models.ts; the 124M default makes LIA's fixed cost per request weigh most)
  * (builds llama-server first when bench/.cache has none: see bench/engine/llama-server.ts).
  *
  * @module
@@ -26,9 +27,9 @@ import { median } from '../lib/stats.js';
 import { measureFigures, PROMPT, SAMPLING, type Figures, type Stream } from '../engine/figures.js';
 import { benchThreads, buildLlamaServer, startLlamaServer } from '../engine/llama-server.js';
 import { timeStream } from '../engine/targets.js';
-import { fixture } from '../../test/helpers/fixtures.js';
+import { benchModelPath, modelLabel } from '../models/models.js';
 
-const { values } = parseArgs({ options: { reps: { type: 'string', default: '3' }, tokens: { type: 'string', default: '128' } } });
+const { values } = parseArgs({ options: { reps: { type: 'string', default: '3' }, tokens: { type: 'string', default: '128' }, model: { type: 'string', default: '135m' } } });
 const REPS = Number(values.reps);
 const TOKENS = Number(values.tokens);
 const SLOTS = 16;
@@ -55,7 +56,7 @@ function timeSse(res: Dispatcher.ResponseData, t0: number): Promise<Stream> {
 }
 
 async function main(): Promise<void> {
-  const model = fixture('gguf/bench-random-135m-q4_0.gguf');
+  const model = await benchModelPath(values.model);
   const binary = await buildLlamaServer();
   const { threads, batchThreads } = benchThreads();
   const port = await freePort();
@@ -109,7 +110,7 @@ async function main(): Promise<void> {
     }
     const keys = ['decode', 'ttft', 'agg4', 'agg16'] as const;
     const labels = { decode: 'single-stream decode (tok/s)', ttft: 'time to first token (ms)', agg4: 'aggregate, 4 streams (tok/s)', agg16: 'aggregate, 16 streams (tok/s)' };
-    console.log(`\nbench-random-135m-q4_0 on llama-server (${SLOTS} slots × ${CONTEXT}, threads ${threads}/${batchThreads}), ${TOKENS} tokens per stream, median of ${REPS}`);
+    console.log(`\n${modelLabel(model)} on llama-server (${SLOTS} slots × ${CONTEXT}, threads ${threads}/${batchThreads}), ${TOKENS} tokens per stream, median of ${REPS}`);
     console.log(`${'figure'.padEnd(32)}${'via LIA'.padStart(10)}${'direct'.padStart(10)}${'ratio'.padStart(8)}`);
     for (const k of keys) {
       const ratio = median(results.lia.map((x, i) => (k === 'ttft' ? results.direct[i]![k] / x[k] : x[k] / results.direct[i]![k])));
