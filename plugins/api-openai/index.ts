@@ -24,6 +24,11 @@ const Options = Type.Object(
      * to none (an unknown name is a 404 `model_not_found`).
      */
     aliases: Type.Record(Type.String({ minLength: 1 }), Type.String({ minLength: 1 }), { default: {} }),
+    /**
+     * Serve `POST /v1/responses` (the Responses API). Defaults to true; false leaves the route
+     * out, so it answers 404 in OpenAI's shape like any unknown path, and the rest of `/v1` stays.
+     */
+    responses: Type.Boolean({ default: true }),
   },
   { additionalProperties: false },
 );
@@ -41,7 +46,7 @@ export default definePlugin({
     chatRoute(app, ctx.hooks, options);
     completionsRoute(app, ctx.hooks, options);
     embeddingsRoute(app, ctx.hooks, options);
-    responsesRoute(app, ctx.hooks, options);
+    if (ctx.options.responses) responsesRoute(app, ctx.hooks, options);
     modelsRoutes(app, ctx.hooks);
   },
 });

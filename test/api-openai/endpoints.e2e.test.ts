@@ -9,7 +9,8 @@ import { openaiFixture } from './openai-client.js';
 // One model (one runner to load): the template-less stories260K, with a namespaced name.
 const MODEL = 'tests/stories-raw';
 const fx = await openaiFixture(t, { [MODEL]: 'gguf/stories260K.gguf' }, {
-  'api-openai': { options: { aliases: { 'gpt-3.5-turbo-instruct': MODEL } } },
+  // The Responses API switched off: the rest of /v1 is served without it.
+  'api-openai': { options: { aliases: { 'gpt-3.5-turbo-instruct': MODEL }, responses: false } },
 });
 const { client, app } = fx;
 
@@ -134,4 +135,12 @@ t.test('aliases and paths as clients spell them', async (t) => {
   t.equal(doubled.status, 200, 'doubled slashes are normalised');
   t.equal(((await doubled.json()) as { object: string }).object, 'text_completion');
   await fx.conforms(t, 1);
+});
+
+t.test('responses: false leaves POST /v1/responses out, answered as an unknown path', async (t) => {
+  const err = await client.responses.create({ model: MODEL, input: 'hi' }).catch((e) => e);
+  t.ok(err instanceof OpenAI.NotFoundError, '404 → NotFoundError');
+  t.match(err, { status: 404, type: 'invalid_request_error' });
+  const chat = await client.chat.completions.create({ model: MODEL, messages: [{ role: 'user', content: 'hi' }], max_tokens: 2 });
+  t.equal(chat.object, 'chat.completion', 'the rest of /v1 is served');
 });

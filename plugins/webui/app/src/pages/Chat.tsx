@@ -11,6 +11,12 @@ import { ms } from '../format';
 import { canChat, listModels } from '../models';
 import { Markdown } from './Markdown';
 
+/**
+ * Milliseconds without a first token after which the page asks `/api/ps` whether the model is
+ * being loaded, to say so instead of "Waiting for the model…".
+ */
+const LOADING_CHECK_MS = 400;
+
 /** One line of `/api/chat`'s stream; the last one carries the figures. */
 interface ChatChunk extends Omit<AnswerStats, 'first_token_ms' | 'stopped'> {
   message?: { role: string; content?: string; thinking?: string };
@@ -94,13 +100,18 @@ export function Chat() {
     const controller = new AbortController();
     abort.current = controller;
     setPhase('Waiting for the model…');
-    json<{ models: { name: string }[] }>('/api/ps').then((ps) => {
-      if (!ps.models.some((m) => m.name === model) && busyRef.current) setPhase('Loading the model into memory…');
-    }, () => undefined);
     const started = performance.now();
     let content = '';
     let thinking = '';
     let firstToken: number | undefined;
+    // Whether the model is being loaded is asked only when the first token is slow to come, so an
+    // answer from a loaded model goes alone instead of beside a second request for every message.
+    const loadingCheck = setTimeout(() => {
+      if (firstToken !== undefined || !busyRef.current) return;
+      json<{ models: { name: string }[] }>('/api/ps').then((ps) => {
+        if (!ps.models.some((m) => m.name === model) && busyRef.current && firstToken === undefined) setPhase('Loading the model into memory…');
+      }, () => undefined);
+    }, LOADING_CHECK_MS);
     const options: Record<string, number> = {};
     for (const k of ['temperature', 'num_predict', 'num_ctx'] as const) {
       const v = number(conv.options[k]);
@@ -126,6 +137,7 @@ export function Chat() {
       if ((err as Error).name === 'AbortError') setAnswer({ content, stats: { first_token_ms: firstToken, stopped: true } });
       else setAnswer({ content, error: (err as Error).message });
     } finally {
+      clearTimeout(loadingCheck);
       abort.current = null;
       busyRef.current = false;
       setBusy(false);
