@@ -12,7 +12,7 @@ import { Type } from '@sinclair/typebox';
 import type { FastifyRequest } from 'fastify';
 import { definePlugin, Errors, type AuthResult } from 'lia/plugin';
 import { FailureLimiter } from './failure-limiter.js';
-import { checkShape, digestOf } from './key-format.js';
+import { checkShape, digestOf, hintOf } from './key-format.js';
 import { FileKeyStore } from './key-store.js';
 import { NamedKeyStore } from './named-keys.js';
 import { keyRoutes } from './routes.js';
@@ -63,13 +63,9 @@ export default definePlugin({
       order: 20,
       lines: () => [
         ['Master key', store.masterKeyPath],
-        // The key itself only on the boot that created it; `lia key show` reads the file later.
-        ...(store.firstBootKey
-          ? ([
-              ['New key', store.firstBootKey],
-              ['', '(shown once, on the boot that created it; `lia key show` reads the file)'],
-            ] as const)
-          : []),
+        // Only the hint, and only on the boot that created the key: the banner goes where the
+        // process's output goes (the journal, under systemd), and a key is never written there.
+        ...(store.firstBootKey ? ([['New key', `created on this boot, ends in …${hintOf(store.firstBootKey)}: print it with "lia key show"`]] as const) : []),
       ],
     });
 

@@ -1,8 +1,8 @@
 /**
  * What `lia serve` writes to its log, as an operator reads it: the start line names the HTTPS
  * address (Fastify's own would say http://), JSON lines when asked for (`LIA_LOG_FORMAT=json`),
- * readable lines with `pretty`, and a client that walks away from a stream is an info line, not
- * an error with a stack.
+ * readable lines with `pretty`, a client that walks away from a stream is an info line, not
+ * an error with a stack, and no API key ever reaches it.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
@@ -24,12 +24,12 @@ interface Served {
 }
 
 /** Starts `lia serve` on a free port with the given plugins off; resolves once the banner is out. */
-async function serve(t: Test, off: Record<string, unknown>, format: string): Promise<Served> {
+async function serve(t: Test, off: Record<string, unknown>, format: string, level = 'info'): Promise<Served> {
   const cwd = await mkdtemp(path.join(os.tmpdir(), 'lia-logs-'));
   t.teardown(() => rm(cwd, { recursive: true, force: true }));
   const dataDir = path.join(cwd, 'data');
   const plugins = Object.keys(off).map((k) => `  ${k}: false`).join('\n');
-  await writeFile(path.join(cwd, 'lia.config.yaml'), `logLevel: info\nplugins:\n${plugins}\n`);
+  await writeFile(path.join(cwd, 'lia.config.yaml'), `logLevel: ${level}\nplugins:\n${plugins}\n`);
   const child = spawn(process.execPath, [LIA, 'serve', '--host', '127.0.0.1', '--port', '0'], {
     cwd,
     env: { ...process.env, LIA_DATA_DIR: dataDir, LIA_LOG_FORMAT: format },
@@ -101,6 +101,39 @@ t.test('a client that leaves an NDJSON stream is an info line, not an error', as
   const line = jsonLines(lia.out()).find((l) => /client went away/.test(l.msg ?? ''));
   t.equal(line?.level, 30, 'an info line');
   t.notOk(line && 'err' in line, 'without an error and its stack');
+});
+
+t.test('no key reaches the log, even at debug level: master, named, rotated or wrong', async (t) => {
+  const lia = await serve(t, RUNTIME_ONLY, 'json', 'debug');
+  const port = /https:\/\/127\.0\.0\.1:(\d+)/.exec(lia.out())?.[1];
+  const ca = await readFile(path.join(lia.dataDir, 'pki', 'root.crt'), 'utf8');
+  const master = (await readFile(path.join(lia.dataDir, 'keys', 'master.key'), 'utf8')).trim();
+  const agent = new Agent({ connect: { ca } });
+  t.teardown(() => agent.close());
+  const call = (p: string, key: string, init: RequestInit = {}) =>
+    fetch(`https://127.0.0.1:${port}${p}`, {
+      ...init,
+      headers: { authorization: `Bearer ${key}`, ...(init.body ? { 'content-type': 'application/json' } : {}) },
+      dispatcher: agent,
+    });
+
+  const created = await call('/system/api-keys', master, { method: 'POST', body: JSON.stringify({ name: 'scraper', scopes: ['system:read'] }) });
+  t.equal(created.status, 201);
+  const named = ((await created.json()) as { key: string }).key;
+  t.equal((await call('/metrics', named)).status, 200, 'the named key is used');
+  const wrong = `${named.slice(0, -4)}zzzz`;
+  t.equal((await call('/metrics', wrong)).status, 401, 'a near miss is refused');
+  const rotated = await call('/system/api-keys/rotate', master, { method: 'POST' });
+  t.equal(rotated.status, 200);
+  const fresh = ((await rotated.json()) as { key: string }).key;
+  t.equal((await call('/metrics', fresh)).status, 200, 'the new master key is used');
+  await until(() => jsonLines(lia.out()).filter((l) => l.msg === 'request completed').length >= 5, 10_000, () => `the requests were not logged: ${lia.out().slice(-2000)}`);
+
+  const log = lia.out();
+  for (const [what, secret] of [['master', master], ['named', named], ['rotated', fresh], ['wrong', wrong]] as const) {
+    t.notOk(log.includes(secret), `the ${what} key is not in the log`);
+    t.notOk(log.includes(secret.slice(4, 20)), `nor a 16-character piece of it`);
+  }
 });
 
 async function until(ok: () => boolean, ms: number, message: () => string): Promise<void> {
