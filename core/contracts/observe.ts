@@ -26,8 +26,11 @@ export interface RequestObserver {
 }
 
 /**
- * An event of the inference engine; `model` is the resolved model name, `principal` the id of the
- * credential that asked (absent for requests made outside an HTTP request).
+ * An event of the inference engine; `model` is the resolved model name. `principal` (on `request`
+ * and `finished`) is `Principal.id` of the credential that asked: an API key's name, `master` for
+ * the master key, never a secret; bounded by the number of credentials, so observers may use it as
+ * a label (`/system/usage`, the `metrics` plugin's `lia_key_*` series). Absent (the default) for
+ * requests made outside an HTTP request.
  */
 export type InferenceEvent =
   | { type: 'request'; model: string; kind: 'generate' | 'chat' | 'embed'; principal?: string }

@@ -1,9 +1,10 @@
 /**
  * Plugin "metrics": serves `GET /metrics` in Prometheus's text format (scope `system:read`): HTTP
  * requests by route pattern, per-model inference figures (time to first token, inter-token
- * latency, tokens, queue, slots, loads, crashes, memory), the GPUs' last reading and the process's
- * own figures. It observes through `hooks.requestObservers` and `hooks.inferenceObservers`, and
- * reads the engine's activity and the GPU monitor when scraped. See docs/metrics.md.
+ * latency, tokens, queue, slots, loads, crashes, memory), inference requests and tokens per API
+ * key (labelled with the key's name), the GPUs' last reading and the process's own figures. It
+ * observes through `hooks.requestObservers` and `hooks.inferenceObservers`, and reads the engine's
+ * activity and the GPU monitor when scraped. See docs/metrics.md.
  *
  * @module
  */
@@ -57,7 +58,7 @@ class Rendering {
 export default definePlugin({
   name: 'metrics',
   apiVersion: 1,
-  description: 'Prometheus metrics at GET /metrics: HTTP, per-model inference, GPU and process series',
+  description: 'Prometheus metrics at GET /metrics: HTTP, per-model and per-key inference, GPU and process series',
   async setup(app, ctx) {
     const { hooks } = ctx;
     const series = new Series({ inference: () => hooks.inference.maybe(), gpu: () => hooks.gpuMonitor.maybe() });

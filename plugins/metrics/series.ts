@@ -2,8 +2,8 @@
  * The Prometheus series of the appliance, in one prom-client registry per appliance. Counters and
  * histograms are fed by the request and inference observers; gauges (queue, slots, loaded models,
  * GPUs) are read from the engine and the GPU monitor when Prometheus scrapes. Every label is
- * bounded: a route pattern, a method, a status, a model name, a GPU index and name. See
- * docs/metrics.md for the list.
+ * bounded: a route pattern, a method, a status, a model name, a GPU index and name, an API key's
+ * name (the principal's id, never its secret). See docs/metrics.md for the list.
  *
  * @module
  */
@@ -36,6 +36,9 @@ export class Series {
   readonly #loadDuration: Histogram<'model'>;
   readonly #unloads: Counter<'model'>;
   readonly #crashes: Counter<'model'>;
+  readonly #keyRequests: Counter<'key'>;
+  readonly #keyPromptTokens: Counter<'key'>;
+  readonly #keyGeneratedTokens: Counter<'key'>;
 
   constructor(sources: Sources) {
     const registers = [this.registry];
@@ -89,6 +92,11 @@ export class Series {
     });
     this.#unloads = new Counter({ name: 'lia_model_unloads_total', help: 'Model unloads.', labelNames: ['model'], registers });
     this.#crashes = new Counter({ name: 'lia_model_runner_crashes_total', help: 'Model runner processes that died.', labelNames: ['model'], registers });
+    // Per API key, as /system/usage counts: inference requests and their tokens, labelled with the
+    // principal's id (a key's name, `master`); requests made without a principal get no series.
+    this.#keyRequests = new Counter({ name: 'lia_key_requests_total', help: 'Inference requests that reached a model, by API key name.', labelNames: ['key'], registers });
+    this.#keyPromptTokens = new Counter({ name: 'lia_key_prompt_tokens_total', help: 'Prompt tokens evaluated, by API key name.', labelNames: ['key'], registers });
+    this.#keyGeneratedTokens = new Counter({ name: 'lia_key_generated_tokens_total', help: 'Tokens generated, by API key name.', labelNames: ['key'], registers });
     this.#modelGauges(sources.inference, registers);
     this.#gpuGauges(sources.gpu, registers);
   }
@@ -103,12 +111,17 @@ export class Series {
     const model = { model: e.model };
     switch (e.type) {
       case 'request':
+        if (e.principal) this.#keyRequests.inc({ key: e.principal });
         return this.#requests.inc({ model: e.model, kind: e.kind });
       case 'first-token':
         return this.#ttft.observe(model, e.seconds);
       case 'token-gap':
         return this.#tokenGap.observe(model, e.seconds);
       case 'finished':
+        if (e.principal) {
+          this.#keyPromptTokens.inc({ key: e.principal }, e.promptTokens);
+          this.#keyGeneratedTokens.inc({ key: e.principal }, e.completionTokens);
+        }
         this.#promptTokens.inc(model, e.promptTokens);
         return this.#generatedTokens.inc(model, e.completionTokens);
       case 'loaded':
