@@ -1,4 +1,8 @@
-/** The installed models and what each can do, from `/api/tags` and `/api/show`. */
+/**
+ * The installed models and what each can do, from `/api/tags` and `/api/show`. A remote model
+ * (served by an upstream of the `backend-upstream` plugin) is listed with `remote_host` and
+ * `remote_model`, the format `upstream` and size 0.
+ */
 import { json } from './api';
 
 export interface TagModel {
@@ -7,6 +11,10 @@ export interface TagModel {
   digest: string;
   modified_at: string;
   details: { format?: string; family?: string; parameter_size?: string; quantization_level?: string; broken?: string };
+  /** The upstream(s) serving a remote model (replicas joined by `, `). */
+  remote_host?: string;
+  /** A remote model's name on its upstream. */
+  remote_model?: string;
 }
 
 export interface ModelInfo extends TagModel {
@@ -22,6 +30,8 @@ export interface ShowResponse {
   modelfile?: string;
   details?: Record<string, unknown>;
   model_info?: Record<string, unknown>;
+  remote_host?: string;
+  remote_model?: string;
 }
 
 /** Every installed model with its capabilities (one `/api/show` each, in parallel). */
@@ -38,4 +48,9 @@ export async function listModels(): Promise<ModelInfo[]> {
 /** A model that can hold a conversation (not an embedding-only one). */
 export function canChat(m: ModelInfo): boolean {
   return m.capabilities.includes('chat') || m.capabilities.includes('completion');
+}
+
+/** A model an upstream serves: it has no local files to size, copy or delete. */
+export function isRemote(m: { remote_host?: string; details?: { format?: string } | null }): boolean {
+  return m.remote_host !== undefined || m.details?.format === 'upstream';
 }

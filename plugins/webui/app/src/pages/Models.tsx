@@ -2,14 +2,15 @@
  * The models page: installed models (size, family, quantisation, capabilities) with details,
  * copy and delete; pull by name with per-layer progress and cancel; import of a GGUF file from
  * disk (`/api/blobs` upload with progress, then `/api/create`); models loaded in memory with
- * unload.
+ * unload. A remote model (an upstream of `backend-upstream` serves it) is marked with its host(s)
+ * and offers no copy or delete: it has no local files, and lia.config is where it is managed.
  */
 import { useRef, useState } from 'preact/hooks';
 import { ApiError, json, ndjson, request } from '../api';
 import { getKey } from '../auth';
 import { Confirm, ErrorPanel, useLoad } from '../common';
 import { bytes } from '../format';
-import { listModels, type ModelInfo, type ShowResponse } from '../models';
+import { isRemote, listModels, type ModelInfo, type ShowResponse } from '../models';
 
 interface PullLine {
   status: string;
@@ -23,7 +24,16 @@ interface Loaded {
   size: number;
   size_vram?: number;
   expires_at?: string;
+  details?: { format?: string } | null;
 }
+
+/** The mark of a remote model: a badge and the upstream(s) serving it. */
+function RemoteBadge({ host }: { host?: string }) {
+  return <span class="remote"><span class="badge">remote</span> <span class="muted" data-testid="remote-host">{host || 'an upstream'}</span></span>;
+}
+
+/** What stands in for copy and delete on a remote model. */
+const REMOTE_NOTE = 'Served by an upstream configured in lia.config: add, rename or remove it there.';
 
 function Progress({ label, value, max }: { label: string; value: number; max: number }) {
   return (
@@ -63,7 +73,10 @@ function Pull({ onDone }: { onDone: () => void }) {
       onDone();
     } catch (err) {
       if ((err as Error).name === 'AbortError') setStatus('cancelled');
-      else setError(err);
+      else {
+        setStatus('');
+        setError(err);
+      }
     } finally {
       abort.current = null;
       setName((n) => n);
@@ -157,6 +170,12 @@ function Details({ model, onClose }: { model: string; onClose: () => void }) {
     <section class="card" aria-labelledby="details-title">
       <div class="row between"><h2 id="details-title">{model}</h2><button type="button" onClick={onClose}>Close</button></div>
       <ErrorPanel error={show.error} what="the details" />
+      {show.data?.remote_host !== undefined && (
+        <div class="notice">
+          <p><span class="badge">remote</span> Served by <span data-testid="remote-host">{show.data.remote_host}</span> as <code>{show.data.remote_model}</code>.</p>
+          <p>It has no local files here, so pull, push, copy and delete do not apply: it is managed in the <code>backend-upstream</code> upstreams of <code>lia.config</code>.</p>
+        </div>
+      )}
       {show.data && (
         <>
           <p>Capabilities: {(show.data.capabilities ?? []).join(', ') || 'none recorded'}</p>
@@ -205,21 +224,26 @@ export function Models() {
             <thead><tr><th scope="col">Name</th><th scope="col">Size</th><th scope="col">Family</th><th scope="col">Parameters</th><th scope="col">Quantisation</th><th scope="col">Capabilities</th><th scope="col">Actions</th></tr></thead>
             <tbody>
               {models.data.length === 0 && <tr><td colSpan={7}>No models installed yet.</td></tr>}
-              {models.data.map((m) => (
-                <tr key={m.name} data-model={m.name}>
-                  <th scope="row">{m.name}{m.details.broken && <span class="error-text"> (broken: {m.details.broken})</span>}</th>
-                  <td>{bytes(m.size)}</td>
-                  <td>{m.details.family ?? '–'}</td>
-                  <td>{m.details.parameter_size ?? '–'}</td>
-                  <td>{m.details.quantization_level ?? '–'}</td>
-                  <td>{m.capabilities.join(', ') || '–'}</td>
-                  <td class="actions">
-                    <button type="button" class="small" onClick={() => setDetails(m.name)}>Details</button>
-                    <button type="button" class="small" onClick={() => setCopying({ source: m.name, destination: `${m.name.split(':')[0]}-copy` })}>Copy</button>
-                    <button type="button" class="small danger" aria-label={`Delete ${m.name}`} onClick={() => setDeleting(m)}>Delete</button>
-                  </td>
-                </tr>
-              ))}
+              {models.data.map((m) => {
+                const remote = isRemote(m);
+                return (
+                  <tr key={m.name} data-model={m.name}>
+                    <th scope="row">{m.name}{m.details.broken && <span class="error-text"> (broken: {m.details.broken})</span>}{remote && <> <RemoteBadge host={m.remote_host} /></>}</th>
+                    <td>{remote ? '–' : bytes(m.size)}</td>
+                    <td>{m.details.family || '–'}</td>
+                    <td>{m.details.parameter_size || '–'}</td>
+                    <td>{m.details.quantization_level || '–'}</td>
+                    <td>{m.capabilities.join(', ') || '–'}</td>
+                    <td class="actions">
+                      <button type="button" class="small" aria-label={`Details of ${m.name}`} onClick={() => setDetails(m.name)}>Details</button>
+                      {remote ? <span class="remote-note muted">{REMOTE_NOTE}</span> : <>
+                        <button type="button" class="small" aria-label={`Copy ${m.name}`} onClick={() => setCopying({ source: m.name, destination: `${m.name.split(':')[0]}-copy` })}>Copy</button>
+                        <button type="button" class="small danger" aria-label={`Delete ${m.name}`} onClick={() => setDeleting(m)}>Delete</button>
+                      </>}
+                    </td>
+                  </tr>
+                );
+              })}
             </tbody>
           </table>
         </div>
@@ -234,7 +258,7 @@ export function Models() {
           <ul class="plain">
             {ps.data.models.map((m) => (
               <li key={m.name} class="row between wrap">
-                <span><strong>{m.name}</strong> · {bytes(m.size)}{m.size_vram ? ` (${bytes(m.size_vram)} on GPU)` : ''}{m.expires_at ? ` · unloads ${new Date(m.expires_at).toLocaleTimeString()}` : ''}</span>
+                <span><strong>{m.name}</strong> · {isRemote(m) ? 'remote' : bytes(m.size)}{m.size_vram ? ` (${bytes(m.size_vram)} on GPU)` : ''}{m.expires_at ? ` · unloads ${new Date(m.expires_at).toLocaleTimeString()}` : ''}</span>
                 <button type="button" class="small" onClick={() => act(() => json('/api/generate', { body: { model: m.name, keep_alive: 0 } }))}>Unload</button>
               </li>
             ))}

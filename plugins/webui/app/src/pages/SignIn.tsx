@@ -84,7 +84,7 @@ export function SignIn({ notice, onSignedIn }: { notice: string | null; onSigned
         <h2 id="signin-title">Sign in</h2>
         <p>
           The console uses the appliance's public APIs with an API key, as any script would. The master key is printed by{' '}
-          <code>lia key show</code> on the appliance and shown on its boot console; a named key with fewer scopes works
+          <code>lia key show</code> on the appliance (its device console, <code>lia console</code>, names the key file); a named key with fewer scopes works
           for the pages those scopes allow.
         </p>
         <label for="key">API key</label>

@@ -208,7 +208,7 @@ function Logs() {
         <button type="button" class="small" onClick={() => void logs.reload()}>Refresh</button>
       </div>
       <ErrorPanel error={logs.error} what="the logs" />
-      <pre class="logs" ref={pre} tabIndex={0} aria-label={`Log lines of ${service}`} data-testid="logs">
+      <pre class="logs" ref={pre} role="log" tabIndex={0} aria-label={`Log lines of ${service}`} data-testid="logs">
         {logs.data?.lines.length === 0 ? 'No lines yet.' : logs.data?.lines.map((l) => `${l.timestamp}  ${l.message}`).join('\n')}
       </pre>
     </section>
