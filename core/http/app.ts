@@ -71,6 +71,14 @@ function parseJsonBody(_req: unknown, body: string, done: (err: Error | null, va
 const SERVER_TIMEOUTS = { keepAliveTimeout: 72_000, requestTimeout: 0 };
 
 /**
+ * Once the appliance closes (SIGTERM, SIGINT), requests in flight get this long to finish before
+ * their connections are cut: idle connections close at once, and a long stream or a connection
+ * the server still counts as busy can no longer hold the shutdown open until its keep-alive
+ * timeout (72 s), past systemd's stop timeout. 10 s.
+ */
+const SHUTDOWN_GRACE_MS = 10_000;
+
+/**
  * Ajv options of route schemas. Fastify's defaults coerce types (`"5"` → 5) and strip unknown
  * properties; here a value of the wrong type is a 400, as in Ollama and OpenAI, and unknown fields
  * reach the handler untouched (both APIs ignore them). No schema defaults are filled in: handlers
@@ -124,6 +132,10 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   installAuthGate(app, hooks);
   // Once every plugin is registered: one backend per model format, as the config's `backends` picks.
   app.addHook('onReady', async () => hooks.backends.configure(config.backends ?? {}, config.source ?? 'the configuration'));
+  app.addHook('preClose', (done) => {
+    setTimeout(() => app.server.closeAllConnections(), SHUTDOWN_GRACE_MS).unref();
+    done();
+  });
 
   installProxyRole(app, hooks);
   installRequestObservers(app, hooks);

@@ -61,7 +61,8 @@ async function* answer(prefix: string, input: string, options: SamplingOptions, 
   const out = all.slice(0, limit);
   for (const [i, w] of out.entries()) {
     if (delayMs > 0) await new Promise((r) => setTimeout(r, delayMs));
-    if (signal.aborted) return;
+    // Like a real backend, a cancelled generation ends with the signal's reason, not a silent end.
+    if (signal.aborted) throw signal.reason;
     yield { type: 'token', text: i === 0 ? w : ` ${w}` };
   }
   const reason = out.length < all.length ? 'length' : 'stop';
