@@ -7,7 +7,7 @@
  *
  * @module
  */
-import { definePlugin } from 'lia/plugin';
+import { CliError, definePlugin } from 'lia/plugin';
 import { upstreamBackend } from './backend.js';
 import { checkOptions, Options } from './options.js';
 import { Pool } from './pool.js';
@@ -19,8 +19,13 @@ export default definePlugin({
   options: Options,
   async setup(app, ctx) {
     const problems = checkOptions(ctx.options);
-    if (problems.length > 0) throw new Error(`plugins.${ctx.name}.options: ${problems.join('; ')}`);
-    const pool = new Pool(ctx.options, ctx.log);
+    if (problems.length > 0) throw configError(ctx.name, problems.join('; '));
+    let pool: Pool;
+    try {
+      pool = new Pool(ctx.options, ctx.log); // reads each upstream's key and CA
+    } catch (err) {
+      throw configError(ctx.name, (err as Error).message);
+    }
     ctx.hooks.modelSources.register(pool);
     ctx.hooks.backends.register(upstreamBackend(pool, ctx.log));
     app.addHook('onReady', async () => {
@@ -30,3 +35,12 @@ export default definePlugin({
     app.addHook('onClose', async () => pool.close());
   },
 });
+
+/**
+ * A configuration that cannot run (an upstream without models, a key variable that is not set, a
+ * key or CA file that cannot be read): `lia serve` prints it without a stack trace and exits 2,
+ * as for core's configuration errors, instead of crashing with a plain Error.
+ */
+function configError(plugin: string, message: string): CliError {
+  return new CliError(`plugins.${plugin}.options: ${message}`, 2);
+}

@@ -38,11 +38,11 @@ export class Upstream {
     this.flavour = o.flavour;
     this.base = o.url.replace(/\/+$/, '');
     this.options = o;
-    const key = o.key_file ? readFileSync(o.key_file, 'utf8').trim() : o.key_env ? env[o.key_env]?.trim() : undefined;
+    const key = o.key_file ? readOption(o, 'key_file').trim() : o.key_env ? env[o.key_env]?.trim() : undefined;
     if (o.key_env && !key) throw new Error(`upstream "${o.name}": the environment variable ${o.key_env} (key_env) is empty or unset`);
     if (o.key_file && !key) throw new Error(`upstream "${o.name}": the key file ${o.key_file} is empty`);
     this.#auth = key ? `Bearer ${key}` : undefined;
-    const ca = o.ca_file ? readFileSync(o.ca_file, 'utf8') : undefined;
+    const ca = o.ca_file ? readOption(o, 'ca_file') : undefined;
     this.#agent = new Agent({
       connect: { timeout: o.connect_timeout_ms, ...(ca ? { ca } : {}) },
       headersTimeout: o.timeout_ms,
@@ -108,6 +108,16 @@ export class Upstream {
 
   close(): Promise<void> {
     return this.#agent.close();
+  }
+}
+
+/** A file an option names, or an error naming the upstream, the option and the file. */
+function readOption(o: UpstreamOptions, option: 'key_file' | 'ca_file'): string {
+  const file = o[option] ?? '';
+  try {
+    return readFileSync(file, 'utf8');
+  } catch (err) {
+    throw new Error(`upstream "${o.name}": cannot read the ${option} ${file} (${(err as NodeJS.ErrnoException).code ?? (err as Error).message})`);
   }
 }
 
