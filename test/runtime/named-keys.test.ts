@@ -184,7 +184,8 @@ t.test('usage per key and model survives a restart; the key file holds no secret
     for (const e of await readdir(dir, { withFileTypes: true })) {
       const p = path.join(dir, e.name);
       if (e.isDirectory()) await walk(p);
-      else if (e.isFile()) texts.push((await readFile(p)).toString('latin1'));
+      // A file that is gone by the time it is read is an atomic write's temporary file, renamed.
+      else if (e.isFile()) texts.push(await readFile(p, 'latin1').catch((err: NodeJS.ErrnoException) => (err.code === 'ENOENT' ? '' : Promise.reject(err))));
     }
   };
   await walk(dataDir);
