@@ -11,11 +11,11 @@ import t from 'tap';
 import { createFakeModel, FAKE_BACKEND } from 'lia/testing';
 import { startTestAppliance } from '../helpers/appliance.js';
 import { waitFor } from '../helpers/wait.js';
+import { FRONT_UNUSED, startFront } from './fake-upstream.js';
 
-const UNUSED = { 'host-network': false, 'host-gpu': false, 'host-services': false, webui: false, 'backend-transformers': false, 'backend-llama-cpp': false } as const;
 const json = { 'content-type': 'application/json' };
 
-const up = await startTestAppliance({ plugins: { ...UNUSED, 'fake-backend': FAKE_BACKEND } });
+const up = await startTestAppliance({ plugins: { ...FRONT_UNUSED, 'fake-backend': FAKE_BACKEND } });
 t.teardown(() => up.close());
 await createFakeModel(up, 'first', 'first says:');
 
@@ -25,20 +25,10 @@ await writeFile(path.join(dir, 'up.key'), up.key + '\n');
 await writeFile(path.join(dir, 'up.pem'), up.ca);
 const access = { key_file: path.join(dir, 'up.key'), ca_file: path.join(dir, 'up.pem') };
 
-const front = await startTestAppliance({
-  plugins: {
-    ...UNUSED,
-    'backend-upstream': {
-      options: {
-        health_interval_ms: 200,
-        upstreams: [
-          { name: 'up-openai', url: up.url, flavour: 'openai', ...access, discover: true, refresh_ms: 1000 },
-          { name: 'up-ollama', url: up.url, flavour: 'ollama', ...access, discover: true, refresh_ms: 1000, aliases: { 'first:latest': 'first-o', 'second:latest': 'second-o' } },
-        ],
-      },
-    },
-  },
-});
+const front = await startFront([
+  { name: 'up-openai', url: up.url, flavour: 'openai', ...access, discover: true, refresh_ms: 1000 },
+  { name: 'up-ollama', url: up.url, flavour: 'ollama', ...access, discover: true, refresh_ms: 1000, aliases: { 'first:latest': 'first-o', 'second:latest': 'second-o' } },
+]);
 t.teardown(() => front.close());
 
 type Tag = { name: string; remote_host?: string; remote_model?: string; details: { format: string } };

@@ -20,6 +20,7 @@
  */
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { startTestAppliance, type TestAppliance } from '../helpers/appliance.js';
 
 export type Flavour = 'openai' | 'ollama';
 
@@ -207,4 +208,15 @@ export function ndjsonLines(text: string): Array<Record<string, unknown>> {
     .split('\n')
     .filter((l) => l.trim() !== '')
     .map((l) => JSON.parse(l) as Record<string, unknown>);
+}
+
+/** The plugins an appliance in front of upstreams leaves out: no local backend, no host probes, no console. */
+export const FRONT_UNUSED = { 'host-network': false, 'host-gpu': false, 'host-services': false, webui: false, 'backend-transformers': false, 'backend-llama-cpp': false } as const;
+
+/**
+ * Starts an appliance whose `backend-upstream` serves `upstreams` (the plugin's option list), with
+ * health checks every 200 ms so that a test sees a replica come back without waiting long.
+ */
+export function startFront(upstreams: object[], plugins: Record<string, unknown> = {}): Promise<TestAppliance> {
+  return startTestAppliance({ plugins: { ...FRONT_UNUSED, ...plugins, 'backend-upstream': { options: { health_interval_ms: 200, upstreams } } } });
 }

@@ -7,11 +7,9 @@
  * started, its last frame), and LIA closes the stalled request.
  */
 import t from 'tap';
-import { startTestAppliance } from '../helpers/appliance.js';
 import { waitFor } from '../helpers/wait.js';
-import { FakeUpstream, ndjsonLines, sseFrames } from './fake-upstream.js';
+import { FakeUpstream, ndjsonLines, sseFrames, startFront } from './fake-upstream.js';
 
-const UNUSED = { 'host-network': false, 'host-gpu': false, 'host-services': false, webui: false, 'backend-transformers': false, 'backend-llama-cpp': false } as const;
 const TIMED_OUT = /upstream "stall" did not answer in time/;
 
 const r1 = await new FakeUpstream('r1', 'openai').start();
@@ -19,21 +17,11 @@ const r2 = await new FakeUpstream('r2', 'openai').start();
 const stall = await new FakeUpstream('stall', 'openai').start();
 for (const up of [r1, r2, stall]) t.teardown(() => up.close());
 
-const front = await startTestAppliance({
-  plugins: {
-    ...UNUSED,
-    'backend-upstream': {
-      options: {
-        health_interval_ms: 200,
-        upstreams: [
-          { name: 'r1', url: r1.url, flavour: 'openai', models: ['pair'] },
-          { name: 'r2', url: r2.url, flavour: 'openai', models: ['pair'] },
-          { name: 'stall', url: stall.url, flavour: 'openai', timeout_ms: 500, models: ['stalled'] },
-        ],
-      },
-    },
-  },
-});
+const front = await startFront([
+  { name: 'r1', url: r1.url, flavour: 'openai', models: ['pair'] },
+  { name: 'r2', url: r2.url, flavour: 'openai', models: ['pair'] },
+  { name: 'stall', url: stall.url, flavour: 'openai', timeout_ms: 500, models: ['stalled'] },
+]);
 // The upstreams go first: a request one still holds open would keep the front's close waiting.
 t.teardown(async () => {
   await Promise.all([r1, r2, stall].map((up) => up.close()));

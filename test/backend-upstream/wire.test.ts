@@ -11,11 +11,9 @@ import path from 'node:path';
 import { PassThrough } from 'node:stream';
 import t from 'tap';
 import { main } from '../../core/cli/main.js';
-import { startTestAppliance } from '../helpers/appliance.js';
 import { waitFor } from '../helpers/wait.js';
-import { CALL_ARGUMENTS, CALL_ID, FakeUpstream, ndjsonLines, sseFrames, STRUCTURED, type Seen } from './fake-upstream.js';
+import { CALL_ARGUMENTS, CALL_ID, FakeUpstream, ndjsonLines, FRONT_UNUSED, sseFrames, startFront, STRUCTURED, type Seen } from './fake-upstream.js';
 
-const UNUSED = { 'host-network': false, 'host-gpu': false, 'host-services': false, webui: false, 'backend-transformers': false, 'backend-llama-cpp': false } as const;
 const KEY_VAR = 'LIA_TEST_WIRE_UPSTREAM_KEY';
 const UPSTREAM_KEY = 'sk-wire-upstream-0123456789';
 process.env[KEY_VAR] = UPSTREAM_KEY;
@@ -44,21 +42,11 @@ const ollamaUp = await new FakeUpstream('wire-ollama', 'ollama').start();
 t.teardown(() => openaiUp.close());
 t.teardown(() => ollamaUp.close());
 
-const front = await startTestAppliance({
-  plugins: {
-    ...UNUSED,
-    'backend-upstream': {
-      options: {
-        health_interval_ms: 200,
-        upstreams: [
-          // `oa` and `ol` are the LIA names; the upstreams know the models by other names.
-          { name: 'wire-openai', url: openaiUp.url, flavour: 'openai', key_env: KEY_VAR, models: [{ model: 'org/Tool-Model', name: 'oa' }] },
-          { name: 'wire-ollama', url: ollamaUp.url, flavour: 'ollama', models: [{ model: 'tool-model:8b', name: 'ol' }] },
-        ],
-      },
-    },
-  },
-});
+const front = await startFront([
+  // `oa` and `ol` are the LIA names; the upstreams know the models by other names.
+  { name: 'wire-openai', url: openaiUp.url, flavour: 'openai', key_env: KEY_VAR, models: [{ model: 'org/Tool-Model', name: 'oa' }] },
+  { name: 'wire-ollama', url: ollamaUp.url, flavour: 'ollama', models: [{ model: 'tool-model:8b', name: 'ol' }] },
+]);
 // The upstreams go first: a request one still holds open would keep the front's close waiting.
 t.teardown(async () => {
   await Promise.all([openaiUp.close(), ollamaUp.close()]);
@@ -194,7 +182,7 @@ t.test('a key_env variable that is not set, or a key_file that is missing, stops
   /** Runs `lia serve` in this process with one upstream; returns the exit code and stderr. */
   const serve = async (upstream: Record<string, unknown>): Promise<{ code: number; err: string }> => {
     const file = path.join(dir, 'lia.config.yaml');
-    const config = { logLevel: 'silent', plugins: { ...UNUSED, 'backend-upstream': { options: { upstreams: [{ name: 'vault', url: 'http://127.0.0.1:9', flavour: 'openai', models: ['m'], ...upstream }] } } } };
+    const config = { logLevel: 'silent', plugins: { ...FRONT_UNUSED, 'backend-upstream': { options: { upstreams: [{ name: 'vault', url: 'http://127.0.0.1:9', flavour: 'openai', models: ['m'], ...upstream }] } } } };
     await writeFile(file, JSON.stringify(config, null, 2)); // JSON is YAML
     const stdout = new PassThrough();
     const stderr = new PassThrough();
