@@ -8,13 +8,15 @@
  *
  * @module
  */
-import { execFileSync, spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { closeSync, existsSync, openSync, readFileSync } from 'node:fs';
 import { mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { inferenceBatchThreads, inferenceThreads } from '../../plugins/engine/threads.js';
+import { fixture } from '../../test/helpers/fixtures.js';
+import { freePort } from '../lib/appliance-process.js';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const BUNDLE = path.join(ROOT, 'node_modules/node-llama-cpp/llama/gitRelease.bundle');
@@ -116,18 +118,24 @@ const AMX_VARIANT = 'libggml-cpu-sapphirerapids.so';
 const AMX_NOTE = path.join(CACHE, 'amx-set-aside');
 
 /**
- * Runs the built server's start-up decode once on a Q4_0 model; when it dies of SIGILL in the
- * AMX variant (llama.cpp's AMX kernels, as this compiler builds them, lose their tile
- * configuration on some machines, where node-llama-cpp's prebuilt runs them fine), moves that
- * variant aside so the next best one loads, and leaves a note that {@link amxNote} reports.
+ * Starts the built server once on a Q4_0 model (its start-up decode runs the matrix kernels); when
+ * it dies of SIGILL with the AMX variant present (llama.cpp's AMX kernels, as this compiler builds
+ * them, lose their tile configuration on some machines where node-llama-cpp's prebuilt runs them
+ * fine), moves that variant aside so the next best one loads, and leaves a note that
+ * {@link amxNote} reports.
  */
 async function setAsideAmx(binary: string, log: (line: string) => void): Promise<void> {
   const variant = path.join(path.dirname(binary), AMX_VARIANT);
   await rm(AMX_NOTE, { force: true });
   if (!existsSync(variant)) return;
-  const model = path.join(ROOT, '../shared/models/gguf/bench-random-135m-q4_0.gguf');
-  const probe = spawnSync(binary, ['-m', model, '--port', '0', '-t', '1', '-np', '1', '-c', '256', '--no-webui', '--log-disable'], { timeout: 20_000, stdio: 'ignore' });
-  if (probe.signal !== 'SIGILL') return;
+  const model = fixture('gguf/bench-random-135m-q4_0.gguf');
+  try {
+    const server = await startLlamaServer(binary, { model, port: await freePort(), threads: 1, parallel: 1, contextPerSlot: 256 });
+    server.kill();
+    return;
+  } catch (err) {
+    if (!/exited \(SIGILL\)/.test((err as Error).message)) throw err;
+  }
   await rename(variant, `${variant}.sigill`);
   await writeFile(AMX_NOTE, `llama-server died of SIGILL in its AMX kernels on this machine; it runs without AMX, while the appliance's node-llama-cpp uses AMX here\n`);
   log(`llama-server: ${AMX_VARIANT} died of SIGILL here and was set aside; figures against it flatter the appliance wherever AMX helps`);

@@ -42,7 +42,7 @@ import { ROOT } from '../../test/helpers/fixtures.js';
 import { benchModelPath, createBenchModel, modelLabel } from '../models/models.js';
 import { measureFigures, PROMPT, type Figures, type Generate } from './figures.js';
 import { applianceGenerate, llamaServerGenerate } from './targets.js';
-import { benchThreads, buildLlamaServer, startLlamaServer } from './llama-server.js';
+import { amxNote, benchThreads, buildLlamaServer, startLlamaServer } from './llama-server.js';
 
 const { values } = parseArgs({
   options: {
@@ -162,6 +162,8 @@ async function main(): Promise<void> {
     }));
     const labels = { decode: 'single-stream decode (tok/s)', ttft: 'time to first token (ms)', agg4: 'aggregate, 4 streams (tok/s)', agg16: 'aggregate, 16 streams (tok/s)', ttftLong: 'TTFT, 512-token prompt (ms)' };
     console.log(`\n${modelLabel(model)}, ${TOKENS} tokens per stream, threads ${THREADS} (batches ${BATCH_THREADS}), ${SLOTS} slots × ${CONTEXT} context, median of ${REPS}`);
+    const amx = amxNote();
+    if (amx) console.log(`WARNING: ${amx}: the llama-server ratios are not like-for-like on this machine`);
     console.log('(figures: medians over the repetitions; ratios: medians of the ratios within each repetition)');
     console.log(`${'figure'.padEnd(32)}${'appliance'.padStart(12)}${'llama-server'.padStart(14)}${'ratio'.padStart(8)}${'library'.padStart(10)}${'ratio'.padStart(8)}`);
     for (const r of rows) {

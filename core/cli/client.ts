@@ -53,9 +53,10 @@ export function createApiClient(options: ApiClientOptions): ApiClient {
   // (bench/lib/connections.ts). A chat in `lia run` sends one request per turn.
   const dispatcher = new Pool(new URL(base).origin, { connect: { ca: options.ca }, bodyTimeout: 0, headersTimeout: 0 });
   const basePath = new URL(base).pathname.replace(/\/+$/, '');
+  // fetch wraps the network error in a TypeError's `cause`; undici's request API throws it as it is.
   const unreachable = (err: unknown): CliError => {
-    const cause = (err as { cause?: { code?: string; message?: string } }).cause ?? (err as { code?: string });
-    return new CliError(`cannot reach ${base}: ${cause?.code ?? (cause as { message?: string })?.message ?? (err as Error).message}`);
+    const cause = ((err as { cause?: unknown }).cause ?? err) as { code?: string; message?: string };
+    return new CliError(`cannot reach ${base}: ${cause.code ?? cause.message ?? String(err)}`);
   };
   const auth: Record<string, string> = options.key ? { authorization: `Bearer ${options.key}` } : {};
   const request: ApiClient['request'] = async (method, path, body, init = {}) => {

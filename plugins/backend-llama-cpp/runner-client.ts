@@ -45,7 +45,7 @@ interface Pending {
  * loaded runner's resident memory by about 30 MB, for a scavenge of a mostly dead megabyte every
  * few hundred tokens.
  */
-export const RUNNER_V8_FLAGS = ['--max-semi-space-size=1'];
+const RUNNER_V8_FLAGS = ['--max-semi-space-size=1'];
 
 /**
  * The runner entry and the Node flags to start it with: {@link RUNNER_V8_FLAGS}, plus tsx's loader

@@ -12,7 +12,7 @@
  */
 import { createElement as h, useCallback, useEffect, useRef, useState, type ReactElement } from 'react';
 import { Box, Text, useApp, useInput, useStdout, type Key } from 'ink';
-import { SERVICE_NAMES } from 'lia/plugin';
+import { SERVICE_NAMES, type SystemStatus } from 'lia/plugin';
 import { caDownloadUrl, clip, formatSize, formatUptime, groupFingerprint } from './format.js';
 import type { Snapshot } from './snapshot.js';
 
@@ -68,6 +68,17 @@ function line(text: string, key?: string | number, extra: Record<string, unknown
   return h(Text, { key, wrap: 'truncate-end', ...extra }, text);
 }
 
+/**
+ * The status figures as the screen shows them (uptime to the minute, whole percentages), for the
+ * body and for {@link screenKey} alike, so the two cannot drift apart.
+ */
+function statusText(s: SystemStatus): { version: string; resources: string } {
+  return {
+    version: `${s.version}   up ${formatUptime(s.uptime_seconds)}`,
+    resources: `CPU ${Math.round(s.cpu_percent)}%   Memory ${Math.round(s.memory.used_percent)}% of ${s.memory.total_gb} GB   Model disk ${s.disk.models.used} used, ${s.disk.models.free} free`,
+  };
+}
+
 function Body(props: { snap: Snapshot | null; fingerprint: string | null; width: number; loadError: string | null }): ReactElement {
   const { snap, width } = props;
   const s = snap?.status;
@@ -80,7 +91,7 @@ function Body(props: { snap: Snapshot | null; fingerprint: string | null; width:
   return h(
     Box,
     { flexDirection: 'column', width },
-    h(Text, { bold: true }, clip(`LIA — Local Inference Appliance   Host name: ${host}${s ? `   ${s.version}   up ${formatUptime(s.uptime_seconds)}` : ''}`, width)),
+    h(Text, { bold: true }, clip(`LIA — Local Inference Appliance   Host name: ${host}${s ? `   ${statusText(s).version}` : ''}`, width)),
     props.loadError ? line(`Cannot reach the appliance: ${props.loadError}`, undefined, { color: 'red' }) : null,
     h(Section, { title: 'URLs' }, urls.length > 0 ? urls.map((u, i) => line(`  ${u}`, i)) : [line(snap ? '  (none the certificate covers)' : '  …', 0)]),
     h(
@@ -113,7 +124,7 @@ function Body(props: { snap: Snapshot | null; fingerprint: string | null; width:
     h(
       Section,
       { title: 'Resources' },
-      line(s ? `  CPU ${Math.round(s.cpu_percent)}%   Memory ${Math.round(s.memory.used_percent)}% of ${s.memory.total_gb} GB   Model disk ${s.disk.models.used} used, ${s.disk.models.free} free` : '  …'),
+      line(s ? `  ${statusText(s).resources}` : '  …'),
       line(
         gpu
           ? gpu.devices.length === 0
@@ -136,12 +147,12 @@ function Body(props: { snap: Snapshot | null; fingerprint: string | null; width:
  * What of a snapshot reaches the screen, as a string: two snapshots with the same key draw the
  * same body. A refresh whose key is unchanged sets no state, so React and Ink do no work for it:
  * rebuilding and re-tokenising the full screen is most of an idle console's CPU time. Uptime to
- * the minute and whole percentages are what the body shows (see {@link Body}).
+ * the minute and whole percentages are what the body shows ({@link statusText}).
  */
 export function screenKey(snap: Snapshot): string {
   const s = snap.status;
   return JSON.stringify([
-    s && [s.hostname, s.version, formatUptime(s.uptime_seconds), Math.round(s.cpu_percent), Math.round(s.memory.used_percent), s.memory.total_gb, s.disk.models],
+    s && [s.hostname, statusText(s)],
     snap.network,
     snap.services,
     snap.models,

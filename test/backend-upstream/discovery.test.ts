@@ -4,14 +4,12 @@
  * under aliases). The front lists what the upstream lists and serves it; a model created on the
  * upstream appears after the refresh, and one deleted there disappears.
  */
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import os from 'node:os';
-import path from 'node:path';
 import t from 'tap';
 import { createFakeModel, FAKE_BACKEND } from 'lia/testing';
 import { startTestAppliance } from '../helpers/appliance.js';
 import { waitFor } from '../helpers/wait.js';
 import { FRONT_UNUSED, startFront } from './fake-upstream.js';
+import { upstreamAccess } from '../helpers/upstream-access.js';
 
 const json = { 'content-type': 'application/json' };
 
@@ -19,11 +17,7 @@ const up = await startTestAppliance({ plugins: { ...FRONT_UNUSED, 'fake-backend'
 t.teardown(() => up.close());
 await createFakeModel(up, 'first', 'first says:');
 
-const dir = await mkdtemp(path.join(os.tmpdir(), 'lia-upstream-discovery-'));
-t.teardown(() => rm(dir, { recursive: true, force: true }));
-await writeFile(path.join(dir, 'up.key'), up.key + '\n');
-await writeFile(path.join(dir, 'up.pem'), up.ca);
-const access = { key_file: path.join(dir, 'up.key'), ca_file: path.join(dir, 'up.pem') };
+const access = await upstreamAccess(t, up);
 
 const front = await startFront([
   { name: 'up-openai', url: up.url, flavour: 'openai', ...access, discover: true, refresh_ms: 1000 },

@@ -5,15 +5,13 @@
  * every surface. Upstream B sits behind a TCP relay the test cuts and restores, as a host that
  * goes away and comes back on the same address.
  */
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import net from 'node:net';
-import os from 'node:os';
-import path from 'node:path';
 import OpenAI from 'openai';
 import t from 'tap';
 import { createFakeModel, FAKE_BACKEND } from 'lia/testing';
 import { startTestAppliance, type TestAppliance } from '../helpers/appliance.js';
 import { createModel } from '../helpers/models.js';
+import { upstreamAccess } from '../helpers/upstream-access.js';
 
 /** Words of the slow fake model: with 50 ms between words, an answer streams for more than a second. */
 const SLOW_TEXT = 'a b c d e f g h i j k l m n o p q r s t u v w x y';
@@ -61,13 +59,7 @@ const b = await upstreamAppliance();
 let bRequests = 0;
 b.hooks.inferenceObservers.register({ name: 'test-count', onEvent: (e) => void (e.type === 'request' && bRequests++) });
 
-const dir = await mkdtemp(path.join(os.tmpdir(), 'lia-upstream-'));
-t.teardown(() => rm(dir, { recursive: true, force: true }));
-const files = async (name: string, app: TestAppliance) => {
-  await writeFile(path.join(dir, `${name}.key`), app.key + '\n');
-  await writeFile(path.join(dir, `${name}.pem`), app.ca);
-  return { key_file: path.join(dir, `${name}.key`), ca_file: path.join(dir, `${name}.pem`) };
-};
+const [toA, toB] = [await upstreamAccess(t, a), await upstreamAccess(t, b)];
 const relay = new Relay(b.port);
 await relay.open();
 t.teardown(() => relay.cut());
@@ -85,10 +77,10 @@ const front = await startTestAppliance({
       options: {
         health_interval_ms: 200,
         upstreams: [
-          { name: 'a', url: a.url, flavour: 'openai', ...(await files('a', a)), models },
-          { name: 'b', url: `https://localhost:${relay.port}`, flavour: 'openai', ...(await files('b', b)), models },
-          { name: 'a-ollama', url: a.url, flavour: 'ollama', ...(await files('a', a)), models: [{ model: 'stories', name: 'story-ollama' }, { model: 'slow', name: 'slow-ollama' }] },
-          { name: 'ghost', url: a.url, flavour: 'openai', ...(await files('a', a)), models: [{ model: 'not-there', name: 'ghost' }] },
+          { name: 'a', url: a.url, flavour: 'openai', ...toA, models },
+          { name: 'b', url: `https://localhost:${relay.port}`, flavour: 'openai', ...toB, models },
+          { name: 'a-ollama', url: a.url, flavour: 'ollama', ...toA, models: [{ model: 'stories', name: 'story-ollama' }, { model: 'slow', name: 'slow-ollama' }] },
+          { name: 'ghost', url: a.url, flavour: 'openai', ...toA, models: [{ model: 'not-there', name: 'ghost' }] },
         ],
       },
     },

@@ -7,23 +7,18 @@
  * it and it answers; the loaded list says "remote" instead of a size; axe finds no violations
  * and 390 px does not scroll sideways.
  */
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import os from 'node:os';
-import path from 'node:path';
 import t from 'tap';
 import { createFakeModel, FAKE_BACKEND } from 'lia/testing';
 import { startTestAppliance } from '../helpers/appliance.js';
 import { axe, overflowsX, startConsole } from './browser.js';
+import { upstreamAccess } from '../helpers/upstream-access.js';
 
 const UNUSED = { 'host-network': false, 'host-gpu': false, 'host-services': false, webui: false, 'backend-transformers': false } as const;
 
 const upstream = await startTestAppliance({ plugins: { ...UNUSED, 'fake-backend': FAKE_BACKEND } });
 t.teardown(() => upstream.close());
 await createFakeModel(upstream, 'echo', 'far:');
-const dir = await mkdtemp(path.join(os.tmpdir(), 'lia-webui-remote-'));
-t.teardown(() => rm(dir, { recursive: true, force: true }));
-await writeFile(path.join(dir, 'up.key'), upstream.key + '\n');
-await writeFile(path.join(dir, 'up.pem'), upstream.ca);
+const access = await upstreamAccess(t, upstream);
 
 const c = await startConsole({
   plugins: {
@@ -31,7 +26,7 @@ const c = await startConsole({
     'backend-upstream': {
       options: {
         upstreams: [
-          { name: 'up', url: upstream.url, flavour: 'openai', key_file: path.join(dir, 'up.key'), ca_file: path.join(dir, 'up.pem'), models: [{ model: 'echo', name: 'far-echo' }] },
+          { name: 'up', url: upstream.url, flavour: 'openai', ...access, models: [{ model: 'echo', name: 'far-echo' }] },
         ],
       },
     },
