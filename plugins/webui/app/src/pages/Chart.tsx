@@ -10,6 +10,25 @@ import type uPlot from 'uplot';
 let library: Promise<typeof uPlot> | null = null;
 const loadLibrary = (): Promise<typeof uPlot> => (library ??= import('./chart-library').then((m) => m.default));
 
+/**
+ * The rows uPlot draws. With no sample yet the time axis still needs an end, so an empty chart
+ * gets one point at the present with no values.
+ */
+function plotData(times: number[], series: Series[]): uPlot.AlignedData {
+  if (times.length > 0) return [times, ...series.map((s) => s.values)];
+  return [[Date.now() / 1000], ...series.map(() => [null])];
+}
+
+/**
+ * The time axis: the `span` seconds up to the last sample. It is computed from the samples, not
+ * from the range uPlot proposes: for a single time point uPlot widens the range by 86,400 of its
+ * time units, which with times in seconds puts the axis's end 1,000 days ahead.
+ */
+function lastSpan(times: ArrayLike<number>, span: number): uPlot.Range.MinMax {
+  const end = times.length > 0 ? (times[times.length - 1] as number) : Date.now() / 1000;
+  return [end - span, end];
+}
+
 export interface Series {
   label: string;
   color: string;
@@ -35,11 +54,14 @@ export function Chart({ title, times, series, max, span }: { title: string; time
           width,
           height: 160,
           legend: { show: true },
-          scales: { x: { time: true, range: (_u, _min, end) => [end - span, end] }, y: max !== undefined ? { range: [0, max] } : {} },
+          scales: { x: { time: true, range: (u) => lastSpan(u.data[0], span) }, y: max !== undefined ? { range: [0, max] } : {} },
           axes: [{ stroke: 'currentColor', grid: { stroke: 'rgba(128,128,128,0.2)' } }, { stroke: 'currentColor', grid: { stroke: 'rgba(128,128,128,0.2)' } }],
           series: [{}, ...series.map((s) => ({ label: s.label, stroke: s.color, width: 2 }))],
+          // The time axis is drawn on a canvas; its range is also written on the element (seconds
+          // since the epoch), for tools that read the page rather than the pixels.
+          hooks: { setScale: [(u, scale) => scale === 'x' && Object.assign(el.dataset, { timeFrom: String(u.scales['x']?.min), timeTo: String(u.scales['x']?.max) })] },
         },
-        [times, ...series.map((s) => s.values)],
+        plotData(times, series),
         el,
       );
       resize = new ResizeObserver(() => plot.current?.setSize({ width: Math.max(200, el.clientWidth), height: 160 }));
@@ -55,7 +77,7 @@ export function Chart({ title, times, series, max, span }: { title: string; time
   }, [key]);
 
   useEffect(() => {
-    plot.current?.setData([times, ...series.map((s) => s.values)]);
+    plot.current?.setData(plotData(times, series));
   });
 
   return (
