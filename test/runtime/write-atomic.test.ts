@@ -66,7 +66,7 @@ t.test('flushToDisk flushes files and their folders, skips files already gone, r
   const b = path.join(dir, 'b');
   await writeFile(a, 'a');
   await writeFile(b, 'b');
-  await flushToDisk([a, b, path.join(dir, 'deleted-meanwhile')]);
-  t.pass('existing files flushed, a missing one skipped');
+  await t.resolves(flushToDisk([a, b, path.join(dir, 'deleted-meanwhile')]), 'existing files flushed, a missing one skipped');
+  t.same([await readFile(a, 'utf8'), await readFile(b, 'utf8')], ['a', 'b'], 'their contents unchanged');
   await t.rejects(flushToDisk([path.join(a, 'not-a-folder')]), { code: 'ENOTDIR' }, 'a path through a file is an error');
 });

@@ -91,7 +91,7 @@ t.test('edit and resend, regenerate, rename', async (t) => {
   await page.getByLabel('New name').fill('renamed chat');
   await page.getByLabel('New name').press('Enter');
   await page.getByRole('button', { name: 'renamed chat', exact: true }).waitFor();
-  t.pass('renamed');
+  t.equal(await page.locator('.conv-list li[class="active"]').getByRole('button', { name: 'renamed chat', exact: true }).count(), 1, 'the open conversation is listed under its new name');
 });
 
 t.test('Stop ends a stream; a second Send is refused while one runs', async (t) => {
