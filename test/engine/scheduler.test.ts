@@ -1,0 +1,249 @@
+/**
+ * The scheduler on its own (unit tier: no process, no socket, no model file): a fake backend whose
+ * loads and unloads the test can see and hold, and Node's mock timers for keep-alive, so each case
+ * reads as a table row of "requests in, loads/unloads/503s out". The end-to-end behaviour on real
+ * GGUF runners is in scheduler.e2e.test.ts.
+ */
+import { mock } from 'node:test';
+import t from 'tap';
+import type { BackendRegistry, InferenceBackend, LoadedModel, LoadOptions, ResolvedModel } from 'lia/plugin';
+import { Scheduler, type SchedulerOptions } from '../../plugins/engine/scheduler.js';
+
+/** What the fake backend did, in order: `load a@2048`, `unload a`. */
+type Journal = string[];
+
+interface FakeBackend extends InferenceBackend {
+  journal: Journal;
+  /** The `onExit` of each model's latest load: calling it is a runner crash. */
+  crash(name: string): void;
+  /** Loads wait for `release()` while held. */
+  hold(): { release(): void };
+}
+
+function fakeBackend(estimateBytes = 100): FakeBackend {
+  const journal: Journal = [];
+  const exits = new Map<string, (err: Error) => void>();
+  let gate: Promise<void> | null = null;
+  const backend: FakeBackend = {
+    name: 'fake',
+    formats: [],
+    journal,
+    crash: (name) => exits.get(name)?.(new Error('runner died')),
+    hold() {
+      let release = () => {};
+      gate = new Promise<void>((resolve) => (release = resolve));
+      return { release: () => ((gate = null), release()) };
+    },
+    estimateMemory: async () => ({ totalBytes: estimateBytes, vramBytes: 0 }),
+    async load(model: ResolvedModel, options: LoadOptions): Promise<LoadedModel> {
+      if (gate) await gate;
+      const contextLength = Math.min(options.contextLength ?? 8192, 8192);
+      journal.push(`load ${model.name}@${contextLength}`);
+      if (options.onExit) exits.set(model.name, options.onExit);
+      let unloaded = false;
+      return {
+        capabilities: ['completion'],
+        contextLength,
+        sizeBytes: estimateBytes,
+        vramBytes: 0,
+        generate: () => (async function* () {})(),
+        chat: () => (async function* () {})(),
+        embed: async () => ({ embeddings: [], promptTokens: 0 }),
+        async unload() {
+          if (unloaded) return;
+          unloaded = true;
+          journal.push(`unload ${model.name}`);
+        },
+      } as LoadedModel;
+    },
+  } as FakeBackend;
+  return backend;
+}
+
+function model(name: string, digest = `sha256:${name}`): ResolvedModel {
+  return { name, digest, format: 'gguf', modelPath: `/models/${name}`, sizeBytes: 100, parameters: {}, messages: [], capabilities: ['completion'], details: {} } as unknown as ResolvedModel;
+}
+
+const silent = { info() {}, warn() {}, error() {}, debug() {}, trace() {}, fatal() {}, child: () => silent, level: 'silent', silent() {} } as unknown as SchedulerOptions['log'];
+
+function scheduler(backend: FakeBackend, over: Partial<SchedulerOptions> = {}): Scheduler {
+  return new Scheduler({
+    backends: { forFormat: () => backend } as unknown as BackendRegistry,
+    log: silent,
+    parallel: 1,
+    maxQueue: 4,
+    keepAliveMs: 5 * 60_000,
+    maxLoadedModels: 3,
+    memoryBudgetBytes: 1e12,
+    contextLength: 2048,
+    threads: 1,
+    ...over,
+  });
+}
+
+/** Lets the scheduler's promise chains run (loads, grants) without advancing mocked time. */
+async function settle(): Promise<void> {
+  for (let i = 0; i < 20; i++) await new Promise<void>((resolve) => setImmediate(resolve));
+}
+
+const never = new AbortController().signal;
+
+t.beforeEach(() => mock.timers.enable({ apis: ['setTimeout', 'Date'], now: 1_000_000 }));
+t.afterEach(() => mock.timers.reset());
+
+t.test('queue: requests beyond the slots wait in order; past maxQueue a 503 with Retry-After', async (t) => {
+  const backend = fakeBackend();
+  const s = scheduler(backend, { parallel: 1, maxQueue: 2 });
+  const first = await s.acquire(model('a'), {}, never);
+  const granted: string[] = [];
+  const second = s.acquire(model('a'), {}, never).then((l) => (granted.push('second'), l));
+  const third = s.acquire(model('a'), {}, never).then((l) => (granted.push('third'), l));
+  await settle();
+  t.match(s.stats(), { queued: 2, active: 1 });
+  await t.rejects(s.acquire(model('a'), {}, never), { statusCode: 503, headers: { 'Retry-After': '1' } } as object, 'the queue is full');
+
+  first.release();
+  const l2 = await second;
+  await settle();
+  t.same(granted, ['second'], 'the first waiter gets the freed slot, the other still waits');
+  l2.release();
+  (await third).release();
+  t.same(granted, ['second', 'third']);
+  t.same(backend.journal, ['load a@2048'], 'one load served all of them');
+});
+
+t.test('keep-alive: an idle model stays until its keep_alive runs out, a new request resets it', async (t) => {
+  const backend = fakeBackend();
+  const s = scheduler(backend);
+  const rows: { keepAliveMs: number | undefined; idleFor: number; loaded: boolean }[] = [
+    { keepAliveMs: 1000, idleFor: 999, loaded: true },
+    { keepAliveMs: undefined, idleFor: 1, loaded: false },
+  ];
+  (await s.acquire(model('a'), { keepAliveMs: 1000 }, never)).release();
+  for (const row of rows) {
+    mock.timers.tick(row.idleFor);
+    await settle();
+    t.equal(s.ps().length === 1, row.loaded, `after ${row.idleFor} ms more idle: ${row.loaded ? 'loaded' : 'unloaded'}`);
+  }
+  t.same(backend.journal, ['load a@2048', 'unload a']);
+
+  (await s.acquire(model('b'), { keepAliveMs: 1000 }, never)).release();
+  mock.timers.tick(600);
+  (await s.acquire(model('b'), {}, never)).release();
+  mock.timers.tick(600);
+  await settle();
+  t.equal(s.ps().length, 1, 'a request in between restarts the countdown');
+  mock.timers.tick(400);
+  await settle();
+  t.equal(s.ps().length, 0);
+
+  const forever = await s.acquire(model('c'), { keepAliveMs: Infinity }, never);
+  forever.release();
+  mock.timers.tick(365 * 24 * 3600 * 1000);
+  await settle();
+  t.same(s.ps().map((m) => m.name), ['c'], 'keep_alive -1 keeps it');
+  (await s.acquire(model('c'), { keepAliveMs: 0 }, never)).release();
+  await settle();
+  t.same(s.ps(), [], 'keep_alive 0 unloads once the request ends');
+});
+
+t.test('eviction: a new model makes room by unloading the least recently used idle one, and waits for busy ones', async (t) => {
+  const backend = fakeBackend();
+  const s = scheduler(backend, { maxLoadedModels: 2 });
+  (await s.acquire(model('a'), {}, never)).release();
+  mock.timers.tick(10);
+  (await s.acquire(model('b'), {}, never)).release();
+  mock.timers.tick(10);
+  (await s.acquire(model('c'), {}, never)).release();
+  t.same(backend.journal, ['load a@2048', 'load b@2048', 'unload a', 'load c@2048'], 'a, the least recently used, made room');
+
+  const busyB = await s.acquire(model('b'), {}, never);
+  const busyC = await s.acquire(model('c'), {}, never);
+  let dLoaded = false;
+  const d = s.acquire(model('d'), {}, never).then((l) => ((dLoaded = true), l));
+  await settle();
+  t.notOk(dLoaded, 'every loaded model is busy: the new one waits');
+  busyC.release();
+  (await d).release();
+  t.same(backend.journal.slice(-2), ['unload c', 'load d@2048'], 'the first model released made room');
+  busyB.release();
+});
+
+t.test('memory budget: estimates that do not fit unload idle models first', async (t) => {
+  const backend = fakeBackend(600);
+  const s = scheduler(backend, { memoryBudgetBytes: 1000 });
+  (await s.acquire(model('a'), {}, never)).release();
+  (await s.acquire(model('b'), {}, never)).release();
+  t.same(backend.journal, ['load a@2048', 'unload a', 'load b@2048']);
+});
+
+t.test('a runner crash forgets the model; waiting requests load it again', async (t) => {
+  const backend = fakeBackend();
+  const s = scheduler(backend, { parallel: 1 });
+  const holder = await s.acquire(model('a'), {}, never);
+  const waiting = s.acquire(model('a'), {}, never);
+  await settle();
+  backend.crash('a');
+  const lease = await waiting;
+  t.same(backend.journal, ['load a@2048', 'load a@2048'], 'loaded again for the waiting request');
+  holder.release();
+  lease.release();
+  t.equal(s.ps().length, 1);
+});
+
+t.test('context: a larger num_ctx reloads an idle model; a smaller one is served by the larger context', async (t) => {
+  const backend = fakeBackend();
+  const s = scheduler(backend);
+  const rows: { ask: number | undefined; journal: string }[] = [
+    { ask: undefined, journal: 'load a@2048' },
+    { ask: 4096, journal: 'load a@4096' },
+    { ask: 1024, journal: 'load a@4096' },
+    { ask: undefined, journal: 'load a@4096' },
+  ];
+  for (const row of rows) {
+    const lease = await s.acquire(model('a'), row.ask === undefined ? {} : { contextLength: row.ask }, never);
+    t.equal(backend.journal.filter((l) => l.startsWith('load')).at(-1), row.journal, `num_ctx ${row.ask ?? 'default'}: ${row.journal}`);
+    lease.release();
+  }
+  t.same(backend.journal, ['load a@2048', 'unload a', 'load a@4096'], 'reloaded once, to grow');
+});
+
+t.test('a new digest under the same name is loaded fresh', async (t) => {
+  const backend = fakeBackend();
+  const s = scheduler(backend);
+  (await s.acquire(model('a', 'sha256:1'), {}, never)).release();
+  (await s.acquire(model('a', 'sha256:2'), {}, never)).release();
+  t.same(backend.journal, ['load a@2048', 'unload a', 'load a@2048']);
+  t.equal(s.ps()[0]?.digest, 'sha256:2');
+});
+
+t.test('a waiter that gives up leaves the queue; requests during a load wait for it', async (t) => {
+  const backend = fakeBackend();
+  const s = scheduler(backend, { parallel: 1 });
+  const held = backend.hold();
+  const ctl = new AbortController();
+  const gaveUp = s.acquire(model('a'), {}, ctl.signal);
+  const stays = s.acquire(model('a'), {}, never);
+  await settle();
+  t.match(s.stats(), { queued: 2, loaded: 0 }, 'both wait for the load');
+  ctl.abort(new Error('client went away'));
+  await t.rejects(gaveUp, { message: 'client went away' });
+  t.match(s.stats(), { queued: 1 });
+  held.release();
+  (await stays).release();
+  t.match(s.stats(), { queued: 0, active: 0, loaded: 1 });
+});
+
+t.test('unload of a model in use waits for its last request', async (t) => {
+  const backend = fakeBackend();
+  const s = scheduler(backend);
+  const lease = await s.acquire(model('a'), {}, never);
+  let gone = false;
+  const unloading = s.unload('a', true).then(() => (gone = true));
+  await settle();
+  t.notOk(gone, 'still in use');
+  t.same(backend.journal, ['load a@2048']);
+  lease.release();
+  await unloading;
+  t.same(backend.journal, ['load a@2048', 'unload a']);
+});
