@@ -9,7 +9,7 @@ import { X509Certificate } from 'node:crypto';
 import { mkdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { writeFileAtomic } from 'lia/plugin';
-import { fingerprint, generateRoot, issueLeaf, permittedDnsOf, unsafeSubtreesOf, type KeyPairPem } from './certificates.js';
+import { fingerprint, generateRoot, issueLeaf, permittedDnsOf, profileOf, reissueRoot, unsafeSubtreesOf, type KeyPairPem, type NameConstraintProfile } from './certificates.js';
 import { subjectNames, type SubjectNames } from './names.js';
 
 export interface CaFiles {
@@ -20,6 +20,8 @@ export interface CaFiles {
   leafKey: string;
   /** The certificate of a root replaced because its constraints were unsafe (kept for reference). */
   retiredRoot: string;
+  /** The previous certificate of a root re-issued (same key) under another constraints profile. */
+  previousRoot: string;
 }
 
 export function caFiles(dataDir: string): CaFiles {
@@ -31,6 +33,7 @@ export function caFiles(dataDir: string): CaFiles {
     leafCert: path.join(dir, 'leaf.crt'),
     leafKey: path.join(dir, 'leaf.key'),
     retiredRoot: path.join(dir, 'root-retired.crt'),
+    previousRoot: path.join(dir, 'root-previous.crt'),
   };
 }
 
@@ -53,30 +56,52 @@ export interface RootState {
   created: boolean;
   /** Set when an existing root was replaced because it permitted single-label names. */
   replaced: { fingerprint: string; names: string[] } | null;
+  /** Set when the root certificate was re-issued with the same key under `profile`. */
+  reissued: { fingerprint: string; profile: NameConstraintProfile } | null;
 }
 
 /**
  * Loads the root, or creates it on first boot, permitting the operator's `dnsNames` besides the
- * local names. A root made by an earlier version that permits a single-label name (the bare host
- * name, `lan`) is replaced: its certificate is kept as `root-retired.crt`, its key is overwritten,
- * and clients must import the new root (the caller says so on the console and in the log).
+ * local names, under the Name Constraints `profile` (`compatible` by default). A root made by an
+ * earlier version that permits a single-label name (the bare host name, `lan`) is replaced: its
+ * certificate is kept as `root-retired.crt`, its key is overwritten, and clients must import the
+ * new root (the caller says so on the console and in the log). A root whose constraints follow the
+ * other profile is re-issued with the same key and subject (see `reissueRoot`); the previous
+ * certificate is kept as `root-previous.crt`.
  */
-export async function loadOrCreateRoot(files: CaFiles, hostname: string, now: Date, dnsNames: readonly string[] = []): Promise<RootState> {
+export async function loadOrCreateRoot(
+  files: CaFiles,
+  hostname: string,
+  now: Date,
+  dnsNames: readonly string[] = [],
+  profile: NameConstraintProfile = 'compatible',
+): Promise<RootState> {
   await mkdir(files.dir, { recursive: true, mode: 0o700 });
   const existing = await readPair(files.rootCert, files.rootKey);
   const unsafe = existing ? unsafeSubtreesOf(existing.certPem) : [];
-  if (existing && unsafe.length === 0) return { root: existing, created: false, replaced: null };
+  if (existing && unsafe.length === 0) {
+    if (profileOf(existing.certPem) === profile) return { root: existing, created: false, replaced: null, reissued: null };
+    const root = await reissueRoot(existing, profile);
+    await writeFileAtomic(files.previousRoot, existing.certPem);
+    await writeFileAtomic(files.rootCert, root.certPem);
+    return { root, created: false, replaced: null, reissued: { fingerprint: fingerprint(existing.certPem), profile } };
+  }
   if (existing) await writeFileAtomic(files.retiredRoot, existing.certPem);
   const bare = hostname.toLowerCase().replace(/\.local$/, '');
-  const root = await generateRoot(`LIA Local Root CA (${bare})`, now, dnsNames);
+  const root = await generateRoot(`LIA Local Root CA (${bare})`, now, dnsNames, 10, profile);
   await writePair(files.rootCert, files.rootKey, root);
-  return { root, created: true, replaced: existing ? { fingerprint: fingerprint(existing.certPem), names: unsafe } : null };
+  return {
+    root,
+    created: true,
+    replaced: existing ? { fingerprint: fingerprint(existing.certPem), names: unsafe } : null,
+    reissued: null,
+  };
 }
 
-/** The fingerprint of the retired root, while its file is there; null otherwise. */
-export async function retiredRootFingerprint(files: CaFiles): Promise<string | null> {
+/** The fingerprint of the certificate in `file` (the retired or previous root) while it is there; null otherwise. */
+export async function rootFingerprintIn(file: string): Promise<string | null> {
   try {
-    return fingerprint(await readFile(files.retiredRoot, 'utf8'));
+    return fingerprint(await readFile(file, 'utf8'));
   } catch {
     return null;
   }

@@ -6,7 +6,7 @@
  * @module
  */
 import 'reflect-metadata';
-import { webcrypto, createPrivateKey, X509Certificate } from 'node:crypto';
+import { webcrypto, createPrivateKey, createPublicKey, X509Certificate } from 'node:crypto';
 import * as x509 from '@peculiar/x509';
 import * as asn from '@peculiar/asn1-x509';
 import { AsnConvert } from '@peculiar/asn1-schema';
@@ -25,7 +25,11 @@ export const PERMITTED_DNS = ['local', 'localhost', 'home.arpa'] as const;
 export function isSafeSubtree(name: string): boolean {
   return (PERMITTED_DNS as readonly string[]).includes(name) || (name.includes('.') && !name.startsWith('.') && !name.endsWith('.'));
 }
-/** Address ranges the root may vouch for: private, loopback, link-local, CGNAT, ULA. */
+
+/**
+ * Private, loopback, link-local, CGNAT and ULA ranges: the only addresses a leaf carries, and,
+ * with the `strict` profile, the only ones the root may vouch for.
+ */
 export const PERMITTED_IP = [
   '10.0.0.0/8',
   '172.16.0.0/12',
@@ -63,43 +67,88 @@ function serial(): string {
   return Buffer.from(bytes).toString('hex');
 }
 
-function nameConstraints(extraDns: readonly string[]): x509.Extension {
+/**
+ * How much the root's Name Constraints say. `compatible` (the default) permits DNS subtrees only:
+ * every mainstream TLS stack verifies it, BoringSSL (Bun, hence Claude Code and opencode) included,
+ * which refuses any certificate whose CA carries an iPAddress constraint ("unsupported name
+ * constraint type"). `strict` adds the private address ranges of {@link PERMITTED_IP}, so a leaked
+ * root key cannot vouch for a public address either; Bun programs cannot verify such a root.
+ */
+export type NameConstraintProfile = 'compatible' | 'strict';
+
+function nameConstraints(dns: readonly string[], profile: NameConstraintProfile): x509.Extension {
   const subtree = (base: ConstructorParameters<typeof asn.GeneralName>[0]) => new asn.GeneralSubtree({ base: new asn.GeneralName(base) });
   const value = new asn.NameConstraints({
     permittedSubtrees: new asn.GeneralSubtrees([
-      ...[...PERMITTED_DNS, ...extraDns].map((d) => subtree({ dNSName: d })),
-      ...PERMITTED_IP.map((c) => subtree({ iPAddress: c })),
+      ...dns.map((d) => subtree({ dNSName: d })),
+      ...(profile === 'strict' ? PERMITTED_IP.map((c) => subtree({ iPAddress: c })) : []),
     ]),
   });
   return new x509.Extension(asn.id_ce_nameConstraints, true, AsnConvert.serialize(value));
 }
 
-/**
- * A self-signed root, valid `years` (10 by default), constrained to local names and private
- * ranges. `extraDns` adds permitted names the operator configured; each must contain a dot.
- */
-export async function generateRoot(commonName: string, now: Date, extraDns: readonly string[] = [], years = 10): Promise<KeyPairPem> {
-  const unsafe = extraDns.filter((d) => !isSafeSubtree(d));
-  if (unsafe.length > 0) throw new Error(`a root cannot permit single-label names (${unsafe.join(', ')}): they may be public top-level domains`);
-  const keys = (await webcrypto.subtle.generateKey(ALG, true, ['sign', 'verify'])) as webcrypto.CryptoKeyPair;
-  const notBefore = new Date(now.getTime() - BACKDATE_MS);
-  const notAfter = new Date(now.getTime());
-  notAfter.setUTCFullYear(notAfter.getUTCFullYear() + years);
+async function rootCertificate(
+  name: string,
+  keys: webcrypto.CryptoKeyPair,
+  validity: { notBefore: Date; notAfter: Date },
+  dns: readonly string[],
+  profile: NameConstraintProfile,
+): Promise<string> {
   const cert = await x509.X509CertificateGenerator.createSelfSigned({
     serialNumber: serial(),
-    name: `CN=${commonName}, O=LIA`,
-    notBefore,
-    notAfter,
+    name,
+    ...validity,
     keys: keys as unknown as CryptoKeyPair,
     signingAlgorithm: ALG,
     extensions: [
       new x509.BasicConstraintsExtension(true, 0, true),
       new x509.KeyUsagesExtension(x509.KeyUsageFlags.keyCertSign | x509.KeyUsageFlags.cRLSign, true),
       await x509.SubjectKeyIdentifierExtension.create(keys.publicKey as unknown as CryptoKey),
-      nameConstraints(extraDns),
+      nameConstraints(dns, profile),
     ],
   });
-  return { certPem: cert.toString('pem'), keyPem: await exportKeyPem(keys.privateKey) };
+  return cert.toString('pem');
+}
+
+/**
+ * A self-signed root, valid `years` (10 by default), constrained to local names (and, with the
+ * `strict` profile, private ranges). `extraDns` adds permitted names the operator configured; each
+ * must contain a dot. The profile defaults to `compatible`.
+ */
+export async function generateRoot(
+  commonName: string,
+  now: Date,
+  extraDns: readonly string[] = [],
+  years = 10,
+  profile: NameConstraintProfile = 'compatible',
+): Promise<KeyPairPem> {
+  const unsafe = extraDns.filter((d) => !isSafeSubtree(d));
+  if (unsafe.length > 0) throw new Error(`a root cannot permit single-label names (${unsafe.join(', ')}): they may be public top-level domains`);
+  const keys = (await webcrypto.subtle.generateKey(ALG, true, ['sign', 'verify'])) as webcrypto.CryptoKeyPair;
+  const notBefore = new Date(now.getTime() - BACKDATE_MS);
+  const notAfter = new Date(now.getTime());
+  notAfter.setUTCFullYear(notAfter.getUTCFullYear() + years);
+  const certPem = await rootCertificate(`CN=${commonName}, O=LIA`, keys, { notBefore, notAfter }, [...PERMITTED_DNS, ...extraDns], profile);
+  return { certPem, keyPem: await exportKeyPem(keys.privateKey) };
+}
+
+/**
+ * The same root under another Name Constraints profile: same key, subject, validity and permitted
+ * DNS names, a new serial number. Leaves it signed still verify against the previous certificate
+ * (clients find the issuer by subject and check the signature with the same key), so clients that
+ * trust either certificate keep working.
+ */
+export async function reissueRoot(root: KeyPairPem, profile: NameConstraintProfile): Promise<KeyPairPem> {
+  const old = new x509.X509Certificate(root.certPem);
+  const privateKey = createPrivateKey(root.keyPem);
+  const pkcs8 = privateKey.export({ format: 'der', type: 'pkcs8' });
+  const spki = createPublicKey(privateKey).export({ format: 'der', type: 'spki' });
+  const keys = {
+    privateKey: await webcrypto.subtle.importKey('pkcs8', pkcs8, { name: 'ECDSA', namedCurve: 'P-256' }, false, ['sign']),
+    publicKey: await webcrypto.subtle.importKey('spki', spki, { name: 'ECDSA', namedCurve: 'P-256' }, true, ['verify']),
+  } as webcrypto.CryptoKeyPair;
+  const certPem = await rootCertificate(old.subject, keys, { notBefore: old.notBefore, notAfter: old.notAfter }, permittedDnsOf(root.certPem), profile);
+  return { certPem, keyPem: root.keyPem };
 }
 
 export interface LeafRequest {
@@ -156,4 +205,12 @@ export function permittedDnsOf(certPem: string): string[] {
   if (!ext) return [];
   const nc = AsnConvert.parse(ext.value, asn.NameConstraints);
   return (nc.permittedSubtrees ?? []).map((s) => s.base.dNSName).filter((d): d is string => typeof d === 'string');
+}
+
+/** The Name Constraints profile a root was made with: `strict` when it constrains addresses. */
+export function profileOf(certPem: string): NameConstraintProfile {
+  const ext = new x509.X509Certificate(certPem).getExtension(asn.id_ce_nameConstraints);
+  if (!ext) return 'compatible';
+  const nc = AsnConvert.parse(ext.value, asn.NameConstraints);
+  return (nc.permittedSubtrees ?? []).some((s) => s.base.iPAddress !== undefined) ? 'strict' : 'compatible';
 }

@@ -1,7 +1,8 @@
 /**
  * The `pki-local-ca` plugin (service `svc-certs`): the appliance's own certificate authority.
- * On first boot it creates an ECDSA P-256 root (10 years, Name Constraints limited to local names,
- * the operator's `dnsNames` and private ranges; never a bare single label) and a TLS leaf (at most 397 days) for every name the appliance answers on;
+ * On first boot it creates an ECDSA P-256 root (10 years, Name Constraints limited to local names
+ * and the operator's `dnsNames`, never a bare single label, plus private address ranges with
+ * `nameConstraints: strict`) and a TLS leaf (at most 397 days) for every name the appliance answers on;
  * afterwards it renews the leaf at 2/3 of its life or when the host name or an interface address
  * changes, and hands core the new credentials to swap in without a restart. It also serves the
  * public `GET /system/ca-cert`.
@@ -12,7 +13,7 @@ import os from 'node:os';
 import { Type } from '@sinclair/typebox';
 import { definePlugin, type TlsCredentials, type TlsProvider } from 'lia/plugin';
 import { fingerprint, permittedDnsOf } from './certificates.js';
-import { caFiles, loadOrCreateRoot, loadOrIssueLeaf, retiredRootFingerprint } from './ca.js';
+import { caFiles, loadOrCreateRoot, loadOrIssueLeaf, rootFingerprintIn } from './ca.js';
 import { isPermittedDns } from './names.js';
 
 const Options = Type.Object(
@@ -34,6 +35,14 @@ const Options = Type.Object(
       }),
       { default: [] },
     ),
+    /**
+     * What the root's Name Constraints cover. `compatible`: DNS names only, which every mainstream
+     * TLS stack verifies (BoringSSL, and so Bun, Claude Code and opencode, refuses any root with an
+     * address constraint). `strict`: private address ranges too, so a leaked root key cannot vouch
+     * for a public address; Bun-based clients then cannot connect. A root made under the other
+     * profile is re-issued at start with the same key. Defaults to `compatible`.
+     */
+    nameConstraints: Type.Union([Type.Literal('compatible'), Type.Literal('strict')], { default: 'compatible' }),
   },
   { additionalProperties: false },
 );
@@ -44,7 +53,7 @@ export default definePlugin({
   description: 'Local CA: root with Name Constraints, TLS leaf renewal, hot swap, /system/ca-cert',
   service: 'svc-certs',
   options: Options,
-  env: { LIA_CA_DNS_NAMES: 'dnsNames' },
+  env: { LIA_CA_DNS_NAMES: 'dnsNames', LIA_CA_NAME_CONSTRAINTS: 'nameConstraints' },
   commands: async () => (await import('./cli/commands.js')).commands,
   async setup(app, ctx) {
     const files = caFiles(ctx.config.dataDir);
@@ -58,6 +67,7 @@ export default definePlugin({
     let rootPem: string | null = null;
     let rootFp = '';
     let retiredFp: string | null = null;
+    let previousFp: string | null = null;
     let credentials: TlsCredentials | null = null;
     let timer: NodeJS.Timeout | null = null;
     const listeners: ((c: TlsCredentials) => void)[] = [];
@@ -67,7 +77,7 @@ export default definePlugin({
     const check = (reason: string): Promise<boolean> => {
       running = running.catch(() => false).then(async () => {
         const now = new Date();
-        const { root, created, replaced } = await loadOrCreateRoot(files, hostname(), now, ctx.options.dnsNames);
+        const { root, created, replaced, reissued } = await loadOrCreateRoot(files, hostname(), now, ctx.options.dnsNames, ctx.options.nameConstraints);
         if (created) ctx.log.info({ fingerprint: fingerprint(root.certPem) }, 'created the local root CA');
         if (replaced) {
           ctx.log.warn(
@@ -75,9 +85,16 @@ export default definePlugin({
             'replaced the local root CA: the previous one permitted single-label names that may be public domains; clients must import the new root from /system/ca-cert',
           );
         }
+        if (reissued) {
+          ctx.log.warn(
+            { previous: reissued.fingerprint, fingerprint: fingerprint(root.certPem), nameConstraints: reissued.profile },
+            `re-issued the local root CA certificate with the same key under the ${reissued.profile} name constraints: clients that trust the previous certificate keep verifying; import the new one from /system/ca-cert where a client refused the previous one`,
+          );
+        }
         rootPem = root.certPem;
         rootFp = fingerprint(root.certPem);
-        retiredFp = await retiredRootFingerprint(files);
+        retiredFp = await rootFingerprintIn(files.retiredRoot);
+        previousFp = await rootFingerprintIn(files.previousRoot);
         const unpermitted = ctx.options.dnsNames.filter((n) => !isPermittedDns(n, permittedDnsOf(root.certPem)));
         if (unpermitted.length > 0) {
           ctx.log.warn({ names: unpermitted }, 'these dnsNames were added after the root was made, which does not permit them; they are left out of the certificate');
@@ -128,6 +145,13 @@ export default definePlugin({
               ['CA replaced', `the previous root (SHA-256 ${retiredFp.slice(0, 23)}…) could sign for public names and is retired;`],
               ['', 'import the new root on every client and remove "LIA Local Root CA" entries with the old fingerprint;'],
               ['', `then delete ${files.retiredRoot} to hide this notice`],
+            ] as const)
+          : []),
+        ...(previousFp
+          ? ([
+              ['CA re-issued', `same key, ${ctx.options.nameConstraints} name constraints (previous SHA-256 ${previousFp.slice(0, 23)}…);`],
+              ['', 'clients that trust the previous certificate keep working; import the new one where a client refused it'],
+              ['', `(Bun: Claude Code, opencode); then delete ${files.previousRoot} to hide this notice`],
             ] as const)
           : []),
       ],
