@@ -113,9 +113,10 @@ export interface RemoteModel {
 /**
  * Contributes remote models to the catalog (`hooks.modelSources`): the model store lists them
  * beside its own in `/api/tags`, `/v1/models` and `/api/show`, resolves their names for the
- * engine, and refuses to pull, push, copy or delete them (a 400 saying what they are). A remote
- * name hides a local model of the same name. `models()` is called on every lookup: keep it a
- * cheap, synchronous snapshot.
+ * engine, and refuses to pull, push, copy or delete them (a 400 saying what they are). A local
+ * model is never shadowed: a remote model whose name a local one holds is left out, and the
+ * source should warn the operator (see docs/scale-out.md). `models()` is called on every lookup:
+ * keep it a cheap, synchronous snapshot.
  */
 export interface ModelSource {
   readonly name: string;

@@ -29,7 +29,7 @@ export default definePlugin({
     ctx.hooks.modelSources.register(pool);
     ctx.hooks.backends.register(upstreamBackend(pool, ctx.log));
     app.addHook('onReady', async () => {
-      await pool.start();
+      await pool.start(ctx.hooks.models.maybe()); // the local models, to warn of remote ones they shadow
       ctx.log.info({ upstreams: pool.upstreams.map((u) => u.name), models: pool.models().length }, 'upstreams ready');
     });
     app.addHook('onClose', async () => pool.close());

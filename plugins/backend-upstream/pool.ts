@@ -8,7 +8,7 @@
  */
 import { createHash } from 'node:crypto';
 import type { FastifyBaseLogger } from 'fastify';
-import { Errors, type ModelCapability, type ModelSource, type RemoteModel } from 'lia/plugin';
+import { Errors, type ModelCapability, type ModelSource, type ModelStore, type RemoteModel } from 'lia/plugin';
 import { ollama } from './flavours/ollama.js';
 import { openai } from './flavours/openai.js';
 import type { Flavour } from './flavours/types.js';
@@ -48,6 +48,8 @@ export class Pool implements ModelSource {
   readonly #started = new Date();
   #timer: NodeJS.Timeout | null = null;
   readonly #closing = new AbortController();
+  /** The local models, to warn of a remote model whose name one of them holds; none without a store. */
+  #local: ModelStore | undefined;
 
   constructor(o: BackendUpstreamOptions, log: FastifyBaseLogger, env: NodeJS.ProcessEnv = process.env) {
     this.#o = o;
@@ -56,14 +58,46 @@ export class Pool implements ModelSource {
     this.#rebuild();
   }
 
-  /** Runs the first health check of every upstream (discovery included), then one per interval. */
-  async start(): Promise<void> {
+  /**
+   * Runs the first health check of every upstream (discovery included) and warns of every remote
+   * model a local one shadows, then one check per interval, warning again after each discovery
+   * refresh that finds such a model.
+   */
+  async start(local?: ModelStore): Promise<void> {
+    this.#local = local;
     await this.checkAll();
+    await this.warnShadowed(this.upstreams);
     const tick = () => {
-      this.#timer = setTimeout(() => void this.checkAll().finally(() => this.#closing.signal.aborted || tick()), this.#o.health_interval_ms);
+      const run = async () => {
+        const refreshed = await this.checkAll();
+        if (refreshed.length > 0) await this.warnShadowed(refreshed);
+      };
+      this.#timer = setTimeout(() => void run().finally(() => this.#closing.signal.aborted || tick()), this.#o.health_interval_ms);
       this.#timer.unref();
     };
     tick();
+  }
+
+  /**
+   * Logs a warning for each model of `upstreams` whose LIA name a local model holds. The model
+   * store resolves such a name to the local model (a local model is never shadowed), so the remote
+   * one is reachable only under another name the operator gives it (`aliases`, `models[].name`).
+   * The store's own name rules decide: its entry for the name is the local model's.
+   */
+  async warnShadowed(upstreams: readonly Upstream[]): Promise<void> {
+    if (!this.#local) return;
+    for (const s of this.#served.values()) {
+      const replicas = s.replicas.filter((r) => upstreams.includes(r.upstream));
+      if (replicas.length === 0) continue;
+      const entry = await this.#local.entry(s.name).catch(() => undefined);
+      if (!entry || entry.remote) continue;
+      for (const r of replicas) {
+        this.#log.warn(
+          { model: entry.name, upstream: r.upstream.name, remote_model: r.model },
+          `the local model "${entry.name}" keeps its name: upstream "${r.upstream.name}" serves "${r.model}" under it too, which is not reachable by that name; give it another one (aliases or models[].name of the upstream)`,
+        );
+      }
+    }
   }
 
   async close(): Promise<void> {
@@ -104,11 +138,14 @@ export class Pool implements ModelSource {
     this.#log.warn({ upstream: u.name, why }, 'upstream taken out until a health check passes');
   }
 
-  async checkAll(): Promise<void> {
-    await Promise.all(this.upstreams.map((u) => this.#check(u)));
+  /** Checks every upstream; resolves with those whose discovery ran (see {@link warnShadowed}). */
+  async checkAll(): Promise<Upstream[]> {
+    const discovered = await Promise.all(this.upstreams.map((u) => this.#check(u)));
+    return this.upstreams.filter((_, i) => discovered[i]);
   }
 
-  async #check(u: Upstream): Promise<void> {
+  /** One health check of an upstream, with its discovery when due; true when discovery ran. */
+  async #check(u: Upstream): Promise<boolean> {
     const flavour = flavourOf(u);
     const signal = AbortSignal.any([this.#closing.signal, AbortSignal.timeout(Math.min(u.options.timeout_ms, 10_000))]);
     try {
@@ -122,12 +159,14 @@ export class Pool implements ModelSource {
         const before = this.#discovered.get(u)?.join('\n');
         this.#discovered.set(u, listed);
         if (before !== listed.join('\n')) this.#rebuild();
+        return true;
       }
     } catch (err) {
-      if (this.#closing.signal.aborted) return;
+      if (this.#closing.signal.aborted) return false;
       if (u.healthy) this.#log.warn({ upstream: u.name, err: (err as Error).message }, 'upstream failed its health check');
       u.healthy = false;
     }
+    return false;
   }
 
   /** Recomputes the served models and the catalog snapshot from the configuration and discovery. */

@@ -74,6 +74,7 @@ parentPort.on('message', (m) => {
         return parentPort.postMessage({ ok: size });
       }
       case 'hashFile': return parentPort.postMessage({ ok: hashFile(m.from, m.to) });
+      case 'restartHash': hash = createHash('sha256'); return parentPort.postMessage({ ok: 0 });
       case 'finish': { const hex = hash.digest('hex'); const f = fd; hash = null; fd = -1; fs.closeSync(f); return parentPort.postMessage({ ok: hex }); }
       case 'close': if (fd >= 0) fs.closeSync(fd); fd = -1; hash = null; return parentPort.postMessage({ ok: 0 });
     }
@@ -262,6 +263,15 @@ export class BlobFile {
 
   #idle(): Promise<void> {
     return new Promise<void>((resolve) => this.#waiters.push(resolve));
+  }
+
+  /**
+   * Begins the running hash again, once every accepted write is on disk: for a download that starts
+   * over from the blob's first byte (a registry that ignored a Range request).
+   */
+  async restartHash(): Promise<void> {
+    await this.drain();
+    await this.#call({ op: 'restartHash' });
   }
 
   /** Hashes the file's bytes [from, to) (after the contiguous hashed writes). */

@@ -1,6 +1,7 @@
 /**
  * Blob downloads: parallel ranged parts for large blobs, retries after a dropped connection or a
- * stall, resume after a restart (part state in `<blob>-partial.json`), the SHA-256 checked before
+ * stall, resume after a restart (part state in `<blob>-partial.json`), one stream from the start
+ * for a registry that ignores `Range` (see {@link BlobDownload}), the SHA-256 checked before
  * the blob is renamed into place, and one shared download per digest however many pulls wait on
  * it; it is cancelled only when the last of them goes away. Part planning and state are in
  * parts.ts, the retry policy in retry.ts, small blobs in small-blob.ts, receiving a body in
@@ -35,7 +36,25 @@ interface Hasher {
   cursor: number;
 }
 
-/** One blob being downloaded, shared by every pull that needs it. */
+/**
+ * A registry that honoured `Range` for some parts answered another with the whole blob (200): the
+ * parts stop and the blob is downloaded again in one stream from its start.
+ */
+class RangeIgnored extends Error {}
+
+/**
+ * One blob being downloaded, shared by every pull that needs it.
+ *
+ * Every request asks for a byte range. A registry that honours it answers 206 and a large blob
+ * comes in parallel parts; one that ignores it answers 200 with the whole blob from its first
+ * byte. The first part that still needs bytes therefore goes alone until an answer shows which
+ * kind the registry is: on a 206 the other parts start beside it; on a 200 that answer becomes
+ * the blob's only stream, so a registry without ranges gets one request per blob, not one per
+ * part. After a cut the stream asks for the rest with `Range`; a 206 continues it, a 200 starts
+ * the blob over from that answer (what is on disk is overwritten and the hash begins again),
+ * never asking again for what it already has. Attempts that get no further than an earlier one
+ * count towards `retries`.
+ */
 export class BlobDownload {
   readonly digest: string;
   readonly total: number;
@@ -50,6 +69,13 @@ export class BlobDownload {
   resumedFrom = 0;
   /** Why the partial file could not be opened: not the network's fault, so never retried. */
   #openFailure: unknown;
+  /** The running hash of the blob's first bytes. */
+  readonly #hasher: Hasher = { cursor: 0 };
+  /** Whether the registry honours `Range`: null until an answer shows it (see the class comment). */
+  #ranges: boolean | null = null;
+  #learnt!: (honoured: boolean) => void;
+  /** Resolves with {@link #ranges} once known; false too when the download fails before. */
+  readonly #rangesKnown = new Promise<boolean>((resolve) => (this.#learnt = resolve));
 
   constructor(
     readonly repo: Repository,
@@ -164,12 +190,17 @@ export class BlobDownload {
    * while it is still in the page cache.
    */
   async #fetchParts(opening: Promise<BlobFile>, signal: AbortSignal): Promise<string> {
-    const hasher: Hasher = { cursor: 0 };
+    const hasher = this.#hasher;
     const first = this.#parts[0];
     if (first && first.completed > 0) hasher.cursor = await (await opening).hashFile(0, first.completed);
     const saver = setInterval(() => void this.#saveState(), 1000);
     try {
-      await Promise.all(this.#parts.map((p, i) => this.#downloadPart(p, i === 0 ? hasher : null, opening, signal)));
+      try {
+        await this.#downloadAll(opening, signal);
+      } catch (err) {
+        if (!(err instanceof RangeIgnored)) throw err;
+        await this.#downloadPart(await this.#startOver(await opening), opening, signal);
+      }
     } catch (err) {
       await this.#saveState();
       throw err;
@@ -196,18 +227,63 @@ export class BlobDownload {
     await rm(partFiles(this.#final).state, { force: true });
   }
 
-  async #downloadPart(part: Part, hasher: Hasher | null, opening: Promise<BlobFile>, signal: AbortSignal): Promise<void> {
-    const size = part.end - part.start + 1;
+  /**
+   * Downloads the parts that still need bytes: the first alone until the registry shows whether it
+   * honours `Range`, then the others beside it when it does. When one part fails, the others stop
+   * (and have written what they received) before the failure is thrown.
+   */
+  async #downloadAll(opening: Promise<BlobFile>, signal: AbortSignal): Promise<void> {
+    const [lead, ...rest] = this.#parts.filter((p) => p.completed < p.end - p.start + 1);
+    if (!lead) return;
+    const round = new AbortController();
+    const partSignal = AbortSignal.any([signal, round.signal]);
+    const runs = [
+      this.#downloadPart(lead, opening, partSignal).finally(() => this.#learn(false)),
+      ...rest.map(async (p) => {
+        if (await this.#rangesKnown) await this.#downloadPart(p, opening, partSignal);
+      }),
+    ];
+    try {
+      await Promise.all(runs);
+    } catch (err) {
+      round.abort(err);
+      await Promise.allSettled(runs);
+      throw err;
+    }
+  }
+
+  #learn(honoured: boolean): void {
+    if (this.#ranges !== null) return;
+    this.#ranges = honoured;
+    this.#learnt(honoured);
+  }
+
+  /**
+   * Makes the download one stream from the blob's first byte: `part` (a new one by default)
+   * becomes the only part, with nothing received, and the hash begins again. Nothing else may be
+   * writing to the file.
+   */
+  async #startOver(file: BlobFile, part: Part = { start: 0, end: 0, completed: 0 }): Promise<Part> {
+    Object.assign(part, { start: 0, end: this.total - 1, completed: 0, written: 0 });
+    this.#parts = [part];
+    await file.restartHash();
+    this.#hasher.cursor = 0;
+    return part;
+  }
+
+  async #downloadPart(part: Part, opening: Promise<BlobFile>, signal: AbortSignal): Promise<void> {
     let failures = 0;
-    while (part.completed < size) {
-      const before = part.completed;
+    /** The most bytes an attempt reached: one that gets no further (a cut after a start over) made no progress. */
+    let reached = part.completed;
+    while (part.completed < part.end - part.start + 1) {
       try {
-        await this.#attempt(part, hasher, opening, signal);
-        if (part.completed < size) throw Object.assign(new Error('the registry closed the connection early'), { code: 'ECONNRESET' });
+        await this.#attempt(part, opening, signal);
+        if (part.completed < part.end - part.start + 1) throw Object.assign(new Error('the registry closed the connection early'), { code: 'ECONNRESET' });
       } catch (err) {
         if (signal.aborted) throw signal.reason;
-        if (!retryable(err) || err === this.#openFailure) throw err;
-        failures = part.completed > before ? 0 : failures + 1;
+        if (err instanceof RangeIgnored || !retryable(err) || err === this.#openFailure) throw err;
+        failures = part.completed > reached ? 0 : failures + 1;
+        reached = Math.max(reached, part.completed);
         if (failures > this.options.retries) {
           throw bodyError(err, this.repo.name.host, `download of ${this.digest}`);
         }
@@ -216,8 +292,8 @@ export class BlobDownload {
     }
   }
 
-  async #attempt(part: Part, hasher: Hasher | null, opening: Promise<BlobFile>, signal: AbortSignal): Promise<void> {
-    const from = part.start + part.completed;
+  async #attempt(part: Part, opening: Promise<BlobFile>, signal: AbortSignal): Promise<void> {
+    let from = part.start + part.completed;
     const answer = this.client.getBlob(this.repo, this.digest, [from, part.end], signal);
     answer.catch(() => undefined); // awaited below, unless the file fails first
     let file: BlobFile;
@@ -228,22 +304,29 @@ export class BlobDownload {
       throw err;
     }
     const res = await answer;
-    if (res.status === 200 && from !== 0) {
-      res.body.destroy();
-      throw Errors.badGateway(`registry ${this.repo.name.host} ignored a Range request for ${this.digest}`);
-    }
-    if (res.status !== 200 && res.status !== 206) {
+    if (res.status === 200) {
+      // The registry ignored the Range: the body is the whole blob, from its first byte.
+      if (this.#ranges === true && this.#parts.length > 1) {
+        res.body.destroy(); // other parts are downloading: they stop first (see #fetchParts)
+        throw new RangeIgnored(`registry ${this.repo.name.host} ignored a Range request for ${this.digest}`);
+      }
+      this.#learn(false);
+      if (from !== 0 || part.end !== this.total - 1) await this.#startOver(file, part);
+      from = 0;
+    } else if (res.status !== 206) {
       await this.client.expectOk(res, `download ${this.digest}`);
-    }
-    if (res.status === 206) {
+    } else {
       const m = /bytes (\d+)-/.exec(String(res.headers['content-range'] ?? ''));
       if (!m || Number(m[1]) !== from) {
         res.body.destroy();
         throw Errors.badGateway(`registry ${this.repo.name.host} answered a Range request with the wrong range`);
       }
+      this.#learn(true);
     }
-    // Hash inline only when this range continues exactly where the hash stopped.
-    const inline = hasher !== null && hasher.cursor === from ? hasher : null;
+    // Hash inline only when this range continues exactly where the hash stopped, in the part that
+    // begins the blob (the other parts' bytes are read back from the file at the end).
+    const hasher = this.#hasher;
+    const inline = part.start === 0 && hasher.cursor === from ? hasher : null;
     try {
       await receiveBody(res.body, {
         file,

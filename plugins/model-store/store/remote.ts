@@ -1,7 +1,8 @@
 /**
  * Remote models: the ones `hooks.modelSources` contributes (upstream engines, no local files). The
  * store lists and resolves them beside its own, by the same name rules, and refuses the operations
- * that need files (pull, push, copy, delete) with a 400 that says what such a model is.
+ * that need files (pull, push, copy, delete) with a 400 that says what such a model is. The store
+ * leaves out a remote model whose name a local model holds: the local one keeps it (store.ts).
  *
  * @module
  */

@@ -5,7 +5,7 @@
  *
  * @module
  */
-import { mkdirSync, statSync, type Stats } from 'node:fs';
+import { existsSync, mkdirSync, statSync, type Stats } from 'node:fs';
 import { mkdir, readdir, readFile, rm, rmdir, utimes } from 'node:fs/promises';
 import path from 'node:path';
 import { Errors, writeFileAtomic, type BeforeDeleteHook, type CatalogEntry, type ModelSource, type ModelStore, type ResolvedModel } from 'lia/plugin';
@@ -13,7 +13,7 @@ import { BlobStore } from './blobs.js';
 import { Describer, type Formats, type ModelView } from './describe.js';
 import { storageError } from './errors.js';
 import { readManifest, walkManifests, type StoredManifest } from './manifest.js';
-import { displayName, parseName, sameName, tryParseName, type ModelName } from './names.js';
+import { displayName, fullName, parseName, sameName, tryParseName, type ModelName } from './names.js';
 import { materialiseFolder } from './layout.js';
 import { findRemote, remoteEntry, remoteModels, remoteRefusal, remoteResolved, type RemoteView } from './remote.js';
 import { StorePaths } from './paths.js';
@@ -35,6 +35,12 @@ export class ModelStoreService implements ModelStore {
 
   /** The sources of remote models (`hooks.modelSources`); none by default. */
   readonly #sources: () => readonly ModelSource[];
+  /**
+   * The stored models' full names in lower case: filled by every walk of the manifests, kept up to
+   * date by this store's own writes and deletes. It lets the synchronous lookups of remote models
+   * (see {@link remotes}) know which names a local model holds.
+   */
+  readonly #localNames = new Set<string>();
 
   constructor(root: string, formats: Formats, sources: () => readonly ModelSource[] = () => []) {
     this.#sources = sources;
@@ -49,6 +55,7 @@ export class ModelStoreService implements ModelStore {
     await mkdir(this.paths.manifests, { recursive: true });
     await mkdir(this.paths.blobs, { recursive: true });
     await this.blobs.pruneTemp();
+    await this.manifests(); // fills the local names
   }
 
   /** Every stored manifest, newest first. */
@@ -60,6 +67,8 @@ export class ModelStoreService implements ModelStore {
       const stored = await readManifest(file, parsed.name);
       if (stored) out.push(stored);
     }
+    this.#localNames.clear();
+    for (const m of out) this.#localNames.add(fullName(m.name).toLowerCase());
     return out.sort((a, b) => b.modifiedAt.getTime() - a.modifiedAt.getTime());
   }
 
@@ -73,14 +82,37 @@ export class ModelStoreService implements ModelStore {
     return remote ? remoteEntry(remote) : catalogEntry(await this.get(raw));
   }
 
-  /** Every remote model (see remote.ts). */
+  /**
+   * Every remote model (see remote.ts) whose name no local model holds. A local model is never
+   * shadowed: on a name collision it keeps the name and the remote model is left out (the plugin
+   * that contributes it warns; the operator gives it another name in its configuration).
+   */
   remotes(): RemoteView[] {
-    return remoteModels(this.#sources());
+    return remoteModels(this.#sources()).filter((m) => !this.#isLocal(m.parsed));
   }
 
-  /** The remote model a client-supplied name denotes, if any (an invalid name is a 400). */
+  /**
+   * The remote model a client-supplied name denotes, if any and if no local model holds the name
+   * (an invalid name is a 400).
+   */
   remote(raw: string, field = 'model'): RemoteView | undefined {
-    return findRemote(this.#sources(), parseName(raw, field));
+    const name = parseName(raw, field);
+    const remote = findRemote(this.#sources(), name);
+    return remote && !this.#isLocal(name) ? remote : undefined;
+  }
+
+  /**
+   * Whether a local model holds a name (case-insensitively, as names compare). Synchronous: the
+   * names known from the last walk, or else the manifest file of that exact spelling, which covers
+   * a model another process stored since.
+   */
+  #isLocal(name: ModelName): boolean {
+    if (this.#localNames.has(fullName(name).toLowerCase())) return true;
+    try {
+      return existsSync(this.paths.manifest(name));
+    } catch {
+      return false; // a name that cannot be a path inside the store
+    }
   }
 
   /** Throws the 400 for `action` when `raw` names a remote model. */
@@ -89,12 +121,16 @@ export class ModelStoreService implements ModelStore {
     if (remote) throw remoteRefusal(remote, action);
   }
 
-  /** The stored manifests whose names no remote model hides. */
-  async localManifests(remote: RemoteView[] = this.remotes()): Promise<StoredManifest[]> {
+  /**
+   * Every stored manifest: local models are never hidden. For a listing of both kinds, it also
+   * takes out of `remote` (the caller's list from {@link remotes}) a remote model whose name this
+   * walk found stored, so that a model stored by another process since the last walk does not
+   * appear twice.
+   */
+  async localManifests(remote: RemoteView[] = []): Promise<StoredManifest[]> {
     const all = await this.manifests();
-    if (remote.length === 0) return all;
-    const hidden = new Set(remote.map((m) => displayName(m.parsed).toLowerCase()));
-    return all.filter((m) => !hidden.has(displayName(m.name).toLowerCase()));
+    for (let i = remote.length - 1; i >= 0; i--) if (this.#isLocal(remote[i]!.parsed)) remote.splice(i, 1);
+    return all;
   }
 
   /** The stored manifest of a name (exact path first, then a case-insensitive match), or null. */
@@ -129,7 +165,7 @@ export class ModelStoreService implements ModelStore {
   async resolve(raw: string): Promise<ResolvedModel> {
     const name = parseName(raw, 'model');
     const remote = findRemote(this.#sources(), name);
-    if (remote) return remoteResolved(remote);
+    if (remote && !this.#isLocal(name)) return remoteResolved(remote);
     const file = this.paths.manifest(name);
     let st: Stats | undefined;
     try {
@@ -204,6 +240,7 @@ export class ModelStoreService implements ModelStore {
     } catch (err) {
       throw storageError(err, 'writing the manifest');
     }
+    this.#localNames.add(fullName(name).toLowerCase());
     return file;
   }
 
@@ -229,6 +266,7 @@ export class ModelStoreService implements ModelStore {
     const model = { name: displayName(stored.name), digest: stored.digest };
     for (const hook of this.#beforeDelete) await hook(model);
     await rm(stored.file, { force: true });
+    this.#localNames.delete(fullName(stored.name).toLowerCase());
     await this.#pruneDirs(path.dirname(stored.file));
     await this.collectGarbage(stored);
   }
