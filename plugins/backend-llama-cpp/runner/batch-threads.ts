@@ -14,13 +14,14 @@
  * - generation steps: 16 streams 580-614 tokens/s against 428-455, 8 streams a median of 360
  *   against 295, 4 streams worse (289 against 319-340), 1 stream 50-120 against 184-224.
  *
- * The count is applied through the native context's `setThreads` right before each decode, on
- * the event loop's thread, while no decode of this context runs (the library decodes one batch
- * at a time).
+ * The count is applied through the native context's `setThreads` right before each decode
+ * (`wrapNativeBatch` in llama-internals.ts), on the event loop's thread, while no decode of this
+ * context runs (the library decodes one batch at a time).
  *
  * @module
  */
 import type { LlamaContext } from 'node-llama-cpp';
+import { wrapNativeBatch } from './llama-internals.js';
 
 /** The smallest batch (tokens) that runs on the batch thread count, for a small model. */
 export const MIN_BATCH_TOKENS = 8;
@@ -38,35 +39,28 @@ export function minBatchTokens(modelBytes: number): number {
   return modelBytes >= LARGE_MODEL_BYTES ? 2 : MIN_BATCH_TOKENS;
 }
 
-type Native = {
-  initBatch?: (size: number) => unknown;
-  decodeBatch?: () => Promise<unknown>;
-  setThreads?: (threads: number) => unknown;
-};
-
 /** Sets the thread count of large batches; the count of small ones stays as loaded. */
 export interface BatchThreads {
   set(batch: number): void;
 }
 
 /**
- * Wraps the context's native batch calls (`minTokens` defaults to {@link MIN_BATCH_TOKENS}); null (and no change) if the library's internals are not
- * the expected ones, in which case every decode keeps the context's own count.
+ * Wraps the context's native batch calls (`minTokens` defaults to {@link MIN_BATCH_TOKENS}); null
+ * (and no change) if the library's internals are not the expected ones, in which case every decode
+ * keeps the context's own count.
  */
 export function useBatchThreads(context: LlamaContext, threads: number, batch: number, minTokens = MIN_BATCH_TOKENS): BatchThreads | null {
-  const native = (context as unknown as { _ctx?: Native })._ctx;
-  const { initBatch, decodeBatch, setThreads } = native ?? {};
-  if (!native || typeof initBatch !== 'function' || typeof decodeBatch !== 'function' || typeof setThreads !== 'function') return null;
   let size = 0;
-  // Own properties on the native object shadow its prototype's (read-only) methods for every caller.
-  const own = (name: keyof Native, value: unknown): void => void Object.defineProperty(native, name, { value, writable: true, configurable: true });
-  own('initBatch', (n: number) => ((size = n), initBatch.call(native, n)));
-  own('decodeBatch', () => {
-    // Set every time: node-llama-cpp's thread splitter may have set its own count just before, and
-    // the native call changes nothing when the count is already the one asked for.
-    setThreads.call(native, size >= minTokens ? batch : threads);
-    return decodeBatch.call(native);
-  });
+  const wrapped = wrapNativeBatch(context, (native) => ({
+    initBatch: (n) => ((size = n), native.initBatch(n)),
+    decodeBatch: () => {
+      // Set every time: node-llama-cpp's thread splitter may have set its own count just before, and
+      // the native call changes nothing when the count is already the one asked for.
+      native.setThreads(size >= minTokens ? batch : threads);
+      return native.decodeBatch();
+    },
+  }));
+  if (!wrapped) return null;
   return {
     set(n: number) {
       batch = Math.max(1, Math.trunc(n));

@@ -1,6 +1,6 @@
 /**
- * Three fixes to how node-llama-cpp 3.22.1 fills a batch, applied by wrapping the context's
- * (internal) `_decodeTokens`; the library has no option for any of them.
+ * Three fixes to how node-llama-cpp 3.22.1 fills a batch, applied through the context's decode
+ * queue (`hookDecodeQueue` in llama-internals.ts); the library has no option for any of them.
  *
  * 1. "k−1 tokens per decode": after each batch, the context re-checks its queue
  *    while the last sequence to finish sampling has not yet re-queued its next token, so that
@@ -31,38 +31,24 @@
  * @module
  */
 import type { LlamaContext } from 'node-llama-cpp';
+import { hookDecodeQueue, type DecodeQueue } from './llama-internals.js';
 
 /** The longest wait after a batch for busy sequences to queue their next token. */
 const MAX_GATHER_MS = 1;
 /** At most one lock hand-over (see `yieldLock`) per this many milliseconds. */
 const MIN_YIELD_INTERVAL_MS = 10;
 
-type DecodeOptions = { sequenceId?: number; afterBatchAction?: (sequenceStateLength: number) => unknown } & Record<string, unknown>;
-type DecodeFn = (options: DecodeOptions, mapper: unknown) => Promise<unknown>;
-type Internal = {
-  _decodeTokens?: DecodeFn;
-  _queuedDecodes?: { sequenceId: number }[];
-  _queuedDecodeSequenceIds?: Set<number>;
-  _scheduleDecode?: () => void;
-};
-
 const nextMacrotask = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
 
+/** Puts the queued decodes in sequence order (a stable sort). */
+const sortQueue = ({ items }: DecodeQueue): void => void items.sort((a, b) => a.sequenceId - b.sequenceId);
+
 /**
- * Applies the fixes to one context; false (and no change) if the library's internals have changed.
- * `busy` lists the sequence ids with a generation running (fix 3; without it, fix 3 is off).
+ * Applies the fixes to one context; false (and no change) if the library's internals have changed
+ * (see `hookDecodeQueue` in llama-internals.ts). `busy` lists the sequence ids with a generation
+ * running (fix 3; without it, fix 3 is off).
  */
 export function fixBatchDispatch(context: LlamaContext, busy?: () => Iterable<number>): boolean {
-  const internal = context as unknown as Internal;
-  const original = internal._decodeTokens;
-  const queue = internal._queuedDecodes;
-  const queuedIds = internal._queuedDecodeSequenceIds;
-  const schedule = internal._scheduleDecode;
-  const hasNative = typeof (context as unknown as { _ctx?: { decodeBatch?: unknown } })._ctx?.decodeBatch === 'function';
-  if (typeof original !== 'function' || !Array.isArray(queue) || !(queuedIds instanceof Set) || typeof schedule !== 'function' || !hasNative) {
-    return false;
-  }
-  const sortQueue = (): void => void queue.sort((a, b) => a.sequenceId - b.sequenceId);
   /**
    * Ends the dispatch loop for a moment: with the queue empty it returns and releases the context
    * lock, which a request that must first trim a stale cache (`eraseContextTokenRanges`) waits
@@ -71,27 +57,27 @@ export function fixBatchDispatch(context: LlamaContext, busy?: () => Iterable<nu
    * macrotask later, behind the waiting requests.
    */
   let lastYield = 0;
-  const yieldLock = (): void => {
+  const yieldLock = (queue: DecodeQueue): void => {
     lastYield = performance.now();
-    const held = queue.splice(0);
-    for (const q of held) queuedIds.delete(q.sequenceId);
+    const held = queue.items.splice(0);
+    for (const q of held) queue.ids.delete(q.sequenceId);
     setImmediate(() => {
-      queue.push(...held);
-      sortQueue();
-      for (const q of held) queuedIds.add(q.sequenceId);
-      schedule.call(context);
+      queue.items.push(...held);
+      sortQueue(queue);
+      for (const q of held) queue.ids.add(q.sequenceId);
+      queue.schedule();
     });
   };
-  const gathered = async (): Promise<void> => {
+  const gathered = async (queue: DecodeQueue): Promise<void> => {
     const until = performance.now() + MAX_GATHER_MS;
     for (;;) {
       await nextMacrotask();
       if (!busy) return;
       let missing = false;
-      for (const id of busy()) if (!queuedIds.has(id)) missing = true;
+      for (const id of busy()) if (!queue.ids.has(id)) missing = true;
       if (!missing) return;
       if (performance.now() >= until) {
-        if (queue.length > 0 && performance.now() - lastYield > MIN_YIELD_INTERVAL_MS) yieldLock();
+        if (queue.items.length > 0 && performance.now() - lastYield > MIN_YIELD_INTERVAL_MS) yieldLock(queue);
         return;
       }
     }
@@ -100,44 +86,17 @@ export function fixBatchDispatch(context: LlamaContext, busy?: () => Iterable<nu
   // first one waits and the others of the same batch (same decode count) go straight through.
   let decodes = 0;
   let gatedAt = -1;
-  const native = (context as unknown as { _ctx: Record<string, unknown> })._ctx;
-  // The library reads `_ctx.<method>` several times per token: bind each method once.
-  const bound = new Map<PropertyKey, unknown>();
-  (context as unknown as { _ctx: unknown })._ctx = new Proxy(native, {
-    get(target, key) {
-      const value = target[key as string];
-      if (typeof value !== 'function') return value;
-      let fn = bound.get(key);
-      if (fn === undefined) {
-        const method = value as (...a: unknown[]) => unknown;
-        fn = key === 'decodeBatch' ? (...args: unknown[]) => (decodes++, method.apply(target, args)) : method.bind(target);
-        bound.set(key, fn);
-      }
-      return fn;
+  const queue = hookDecodeQueue(context, {
+    decoding: () => void decodes++,
+    queued: (queue) => {
+      const { items } = queue;
+      if (items.length > 1 && items.at(-1)!.sequenceId < items.at(-2)!.sequenceId) sortQueue(queue);
+    },
+    afterBatch: async (queue) => {
+      if (gatedAt === decodes) return;
+      gatedAt = decodes;
+      await gathered(queue);
     },
   });
-  const nextTurn = async (): Promise<void> => {
-    if (gatedAt === decodes) return;
-    gatedAt = decodes;
-    await gathered();
-  };
-  internal._decodeTokens = function (options, mapper) {
-    const inner = options.afterBatchAction;
-    const queued = original.call(
-      this,
-      {
-        ...options,
-        async afterBatchAction(length: number) {
-          const r = inner?.(length);
-          if (r instanceof Promise) await r;
-          await nextTurn();
-        },
-      },
-      mapper,
-    );
-    // The call queued its decode synchronously; keep the queue in sequence order (a stable sort).
-    if (queue.length > 1 && queue.at(-1)!.sequenceId < queue.at(-2)!.sequenceId) sortQueue();
-    return queued;
-  };
-  return true;
+  return queue !== null;
 }

@@ -6,7 +6,7 @@
  *
  * @module
  */
-import type { Llama, LlamaGrammar } from 'node-llama-cpp';
+import type { GbnfJsonSchema, Llama, LlamaGrammar } from 'node-llama-cpp';
 import type { OutputFormat, ToolDefinition } from 'lia/plugin';
 import { RequestError } from './errors.js';
 import { forcedToolSchema, ToolSchemaError, type ForcedToolChoice } from './forced-tools.js';
@@ -22,7 +22,7 @@ export class Grammars {
   forFormat(format: OutputFormat | undefined): Promise<LlamaGrammar | undefined> {
     if (format === undefined) return Promise.resolve(undefined);
     if (format === 'json') return this.#cached('json', () => this.llama.getGrammarFor('json'), 'invalid format');
-    return this.#cached(JSON.stringify(format), () => this.llama.createGrammarForJsonSchema(format as never), 'invalid format');
+    return this.#cached(JSON.stringify(format), () => this.llama.createGrammarForJsonSchema<GbnfJsonSchema>(format as GbnfJsonSchema), 'invalid format');
   }
 
   /** The grammar of a forced tool call (see forced-tools.ts); a bad tool schema is a 400. */
@@ -35,7 +35,7 @@ export class Grammars {
     }
     return this.#cached(
       `tool_choice:${JSON.stringify(schema)}`,
-      () => this.llama.createGrammarForJsonSchema(schema as never),
+      () => this.llama.createGrammarForJsonSchema<GbnfJsonSchema>(schema as GbnfJsonSchema),
       'the tool schema cannot be compiled to a grammar',
     );
   }

@@ -15,6 +15,7 @@
  * @module
  */
 import { LlamaChat, LlamaCompletion, type ChatWrapper, type LlamaContext, type LlamaContextSequence, type Token } from 'node-llama-cpp';
+import { canCopyPrefix, copyPrefix, sequenceId } from './llama-internals.js';
 
 export interface Slot {
   /** The sequence id in the context (node-llama-cpp hands out the lowest free one: creation order). */
@@ -111,9 +112,6 @@ function commonPrefix(a: readonly Token[], b: readonly Token[]): number {
   return i;
 }
 
-/** node-llama-cpp's internal copy of one sequence's KV cache into another, up to a token index. */
-type CopyState = (other: LlamaContextSequence, upToTokenIndex: number) => Promise<boolean>;
-
 /** How long a request waits at most for another sequence to evaluate the prefix it shares. */
 const MAX_PREFIX_WAIT_MS = 120_000;
 
@@ -137,9 +135,8 @@ export class SlotPool {
   constructor(context: LlamaContext, count: number, wrapper: ChatWrapper) {
     for (let i = 0; i < count; i++) {
       const seq = context.getSequence();
-      const id = (seq as unknown as { _sequenceId?: unknown })._sequenceId;
       this.#free.push({
-        index: typeof id === 'number' ? id : i,
+        index: sequenceId(seq) ?? i,
         seq,
         completion: new LlamaCompletion({ contextSequence: seq }),
         chat: new LlamaChat({ contextSequence: seq, chatWrapper: wrapper }),
@@ -148,7 +145,7 @@ export class SlotPool {
     for (const slot of this.#free) this.#all.set(slot.index, slot);
     const first = this.#free[0]?.seq;
     // Recurrent, hybrid and sliding-window models keep state a copy up to a token cannot cut.
-    this.sharing = !!first && typeof (first as unknown as { _copyStateFromOtherSequence?: unknown })._copyStateFromOtherSequence === 'function' && !first.needsCheckpoints;
+    this.sharing = !!first && canCopyPrefix(first) && !first.needsCheckpoints;
   }
 
   /**
@@ -207,8 +204,7 @@ export class SlotPool {
     if (upTo < own() + MIN_SHARED_TOKENS) return;
     // Busy from here: the batch loop then lets go of the context lock the copy needs (batching.ts).
     this.busy.add(slot.index);
-    const copy = (slot.seq as unknown as { _copyStateFromOtherSequence: CopyState })._copyStateFromOtherSequence.bind(slot.seq);
-    const ok = await copy(source.seq, upTo).catch(() => false);
+    const ok = await copyPrefix(slot.seq, source.seq, upTo).catch(() => false);
     if (!ok && slot.seq.nextTokenIndex > 0) await slot.seq.eraseContextTokenRanges([{ start: 0, end: slot.seq.nextTokenIndex }]);
   }
 
