@@ -1,13 +1,15 @@
 /**
  * Starts the appliance in its embedded default: every enabled plugin in this process, the
  * services started in order, TLS applied, HTTPS listening, the boot banner printed. Returns a
- * handle whose `close()` stops accepting, stops the services and closes the server.
+ * handle whose `close()` drains the server (new requests get 503, those in flight get
+ * `shutdownGraceMs`), then stops the services and closes every plugin (stores flushed).
  *
  * @module
  */
 import { mkdir } from 'node:fs/promises';
 import { ConfigError } from './config/load.js';
 import type { Config } from './config/schema.js';
+import { DEFAULT_SHUTDOWN_GRACE_MS } from './http/drain.js';
 import { applyTls, buildApp, type BuildOptions, type BuiltApp } from './http/app.js';
 import { bootBanner } from './banner.js';
 import { openControlSocket } from './services/control-socket.js';
@@ -48,11 +50,18 @@ export async function startAppliance(config: Config, options: BuildOptions = {})
     port,
     close() {
       closing ??= (async () => {
+        const graceMs = config.shutdownGraceMs ?? DEFAULT_SHUTDOWN_GRACE_MS;
+        app.log.info({ inFlight: built.drain.inFlight(), graceMs }, `draining: new requests get 503, requests in flight get ${graceMs / 1000} s`);
         await closeControl?.();
+        const { inFlight, aborted } = await built.drain.run(graceMs);
+        if (aborted > 0) app.log.warn({ aborted }, `${aborted} request(s) still running at the end of the grace period were ended with an error`);
+        app.log.info({ inFlight, aborted }, 'drained: every connection is closed; services stopping');
         const errors = await hooks.services.stopAll();
+        // Every plugin's onClose: the engine stops its runners, the stores write what they hold.
         await app.close();
         for (const b of hooks.backends.list()) await b.close?.();
         for (const err of errors) app.log.error({ err }, 'service failed to stop');
+        app.log.info('services stopped; stores flushed: stopped');
       })();
       return closing;
     },

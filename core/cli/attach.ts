@@ -2,13 +2,14 @@
  * `lia serve --service NAME` for every NAME but `svc-proxy`: the process a per-service systemd
  * unit runs. The appliance process itself is `svc-proxy`'s unit; this one attaches to it through
  * the control socket, starts its role, reports every state change on stdout (the unit's journal)
- * and stays as long as the role runs. SIGTERM (systemctl stop) stops the role and exits 0; a role
- * that fails, or an appliance that goes away, exits 1 so that systemd marks the unit failed and
- * restarts it (`Restart=on-failure`).
+ * and stays as long as the role runs. SIGTERM (systemctl stop) stops the role and exits 0 (a
+ * second signal exits at once); a role that fails, or an appliance that goes away, exits 1 so
+ * that systemd marks the unit failed and restarts it (`Restart=on-failure`).
  *
  * @module
  */
 import net from 'node:net';
+import os from 'node:os';
 import { controlSocketPath } from '../services/control-socket.js';
 import type { CliIO } from './types.js';
 
@@ -77,12 +78,15 @@ export async function attach(service: string, dataDir: string, io: CliIO): Promi
       if (!stopping) io.stderr.write(`lia: ${service}: the appliance went away\n`);
       resolve(stopping ? 0 : 1);
     });
-    const stop = (): void => {
+    // `on`, not `once`: a library that re-raises a signal once no other listener is left
+    // (signal-exit) would end the process before the role is stopped. A second signal exits at once.
+    const stop = (signal: NodeJS.Signals): void => {
+      if (stopping) return finish(128 + (os.constants.signals[signal] ?? 0));
       stopping = true;
       send('stop');
     };
-    process.once('SIGTERM', stop);
-    process.once('SIGINT', stop);
+    process.on('SIGTERM', stop);
+    process.on('SIGINT', stop);
     send('start');
   });
 }

@@ -1,10 +1,13 @@
 /**
  * `lia serve`: runs the appliance in the foreground (embedded default: every service in this
- * process). SIGINT/SIGTERM stop accepting, stop the services and exit 0; a configuration error
- * exits 2 with a message that names the key and the file.
+ * process). SIGINT/SIGTERM drain (new requests get 503, those in flight get `shutdownGraceMs`),
+ * stop the services, flush the stores and exit 0; a second signal during the drain exits at once
+ * (128 + the signal's number). A configuration error exits 2 with a message that names the key
+ * and the file.
  *
  * @module
  */
+import os from 'node:os';
 import { ConfigError, loadConfig } from '../../config/load.js';
 import { isServiceName } from '../../services/registry.js';
 import { attach } from '../attach.js';
@@ -64,15 +67,26 @@ export const commands: CliCommand[] = [
         throw err;
       }
       return await new Promise<number>((resolve) => {
-        const stop = (signal: string): void => {
-          appliance.app.log.info(`${signal} received: shutting down`);
+        let stopping = false;
+        // `on`, not `once`: a library that re-raises a signal when no other listener is left
+        // (signal-exit, loaded with node-llama-cpp) would otherwise kill the drain at once.
+        const onSignal = (signal: NodeJS.Signals): void => {
+          if (stopping) {
+            appliance.app.log.warn(`${signal} received again: exiting at once`);
+            process.exit(128 + (os.constants.signals[signal] ?? 0));
+          }
+          stopping = true;
+          appliance.app.log.info(`${signal} received: shutting down (a second signal exits at once)`);
           appliance.close().then(
             () => resolve(0),
-            () => resolve(1),
+            (err: unknown) => {
+              appliance.app.log.error({ err }, 'shutdown failed');
+              resolve(1);
+            },
           );
         };
-        process.once('SIGINT', () => stop('SIGINT'));
-        process.once('SIGTERM', () => stop('SIGTERM'));
+        process.on('SIGINT', onSignal);
+        process.on('SIGTERM', onSignal);
       });
     },
   },

@@ -86,8 +86,8 @@ export function completionsRoute(app: FastifyInstance, hooks: Hooks, options: Ro
       if (tr.includeUsage) sse.write(textCompletion(meta, [], sumUsage(usages)));
       sse.done();
     } catch (err) {
-      if (signal.aborted) sse.end();
-      else sse.fail(err);
+      // A client that left is only logged; a shutdown past its grace period gets the error frame.
+      sse.fail(err);
     }
   });
 }
