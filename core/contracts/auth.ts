@@ -27,11 +27,33 @@ export interface Principal {
   models?: readonly string[] | null;
   /**
    * Called by the engine before an inference request on `model` starts (after the allow-list):
-   * throws a typed error to refuse it (429 past a rate limit, with `Retry-After`), or returns the
-   * function the engine calls once the request is over (stream ended, failed or abandoned).
-   * Absent: no limits.
+   * throws a typed error to refuse it (429 past a rate limit, with `Retry-After`), or returns
+   * what the engine calls once the request is over (stream ended, failed or abandoned): a function,
+   * or an {@link Admission} that may also cap the tokens generated. Absent: no limits.
    */
-  admit?(model: string): () => void;
+  admit?(model: string, ask?: AdmissionAsk): Admission | (() => void);
+  /**
+   * Aborted when the credential stops being valid (revoked or rotated): the engine ends the
+   * principal's running generations with its reason (an error frame on a started stream).
+   * Absent: the credential is never withdrawn while requests run.
+   */
+  signal?: AbortSignal;
+}
+
+/** What an inference request may use, as the engine tells `Principal.admit` before it starts. */
+export interface AdmissionAsk {
+  /** The prompt's tokens, estimated from its length before it is tokenized. */
+  promptTokens: number;
+  /** The most tokens the request asks to generate (`num_predict`, `max_tokens`); null when unbounded; 0 for embeddings. */
+  maxTokens: number | null;
+}
+
+/** An admitted request: its release, and the cap the principal puts on what it generates. */
+export interface Admission {
+  /** At most this many tokens are generated (the engine lowers `num_predict` to it). Absent: no cap. */
+  maxTokens?: number;
+  /** Called once the request is over, with the tokens it used (prompt and generated) when known. */
+  release(usedTokens?: number): void;
 }
 
 /** The outcome of one strategy for one request. */

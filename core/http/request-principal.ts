@@ -13,6 +13,7 @@
  */
 import { AsyncLocalStorage } from 'node:async_hooks';
 import type { Principal } from '../contracts/auth.js';
+import { Errors } from '../errors.js';
 
 const current = new AsyncLocalStorage<Principal>();
 
@@ -51,4 +52,21 @@ export function modelAllowed(patterns: readonly string[] | null | undefined, mod
     const re = globToRegExp(p);
     return re.test(model) || (bare !== null && re.test(bare));
   });
+}
+
+/**
+ * Refuses (403, naming the model and `param`) a name outside the current principal's allow-list;
+ * outside a request, or for a principal without a list, every name passes. Routes that name a
+ * model call it on the name asked, before the store is asked, so the answer says nothing of which
+ * models exist outside the list.
+ */
+export function checkModelAllowed(model: string, param = 'model'): void {
+  if (!modelAllowed(currentPrincipal()?.models, model)) {
+    throw Errors.forbidden(`this API key may not use the model "${model}"`, { param });
+  }
+}
+
+/** Whether the current principal's allow-list admits `model` (for filtering listings). */
+export function principalMayUse(model: string): boolean {
+  return modelAllowed(currentPrincipal()?.models, model);
 }

@@ -21,6 +21,12 @@ declare module 'fastify' {
      * `core/http/scopes.ts`). Defaults to `*`: only a principal holding every scope.
      */
     scope?: Scope;
+    /**
+     * Request headers that carry the API key on this route besides `Authorization: Bearer`
+     * (`x-api-key` on Anthropic's routes). Auth strategies read a key there only on routes that
+     * declare it. Defaults to none.
+     */
+    credentialHeaders?: readonly string[];
   }
 }
 

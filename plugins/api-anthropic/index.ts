@@ -4,8 +4,9 @@
  * Code can use the appliance. Like api-openai it has no inference path of its own: `translate/`
  * holds pure functions between the Messages wire format and the native {@link InferenceService},
  * and `routes/` only validates, calls the engine and writes the translation. It also registers
- * Anthropic's error format for `/v1/messages` and an auth strategy that takes the appliance's
- * key from `x-api-key`, the header Anthropic's clients send. See docs/anthropic.md.
+ * Anthropic's error format for `/v1/messages`, and its routes declare `x-api-key` (the header
+ * Anthropic's clients send) as a credential header, which the key strategy reads there (`./auth.ts`).
+ * See docs/anthropic.md.
  *
  * It has no plugin dependency: the engine is looked up per request, so a configuration without
  * the engine still starts, and these routes then answer 503 naming the plugin to enable.
@@ -13,7 +14,6 @@
  * @module
  */
 import { definePlugin } from 'lia/plugin';
-import { xApiKeyStrategy } from './auth.js';
 import { anthropicErrorFormat } from './errors.js';
 import { messagesRoutes } from './routes/messages.js';
 
@@ -23,7 +23,6 @@ export default definePlugin({
   description: "Anthropic's Messages API (/v1/messages, count_tokens) over the native engine, with x-api-key auth",
   async setup(app, ctx) {
     ctx.hooks.errorFormats.register(anthropicErrorFormat);
-    ctx.hooks.auth.register(xApiKeyStrategy(ctx.hooks));
     messagesRoutes(app, ctx.hooks);
   },
 });

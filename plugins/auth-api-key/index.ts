@@ -38,6 +38,24 @@ function bearerToken(request: FastifyRequest): string | null {
   return m ? (m[1] as string) : null;
 }
 
+/**
+ * The key a request presents: `Authorization: Bearer`, or one of the headers its route declares
+ * in `config.credentialHeaders` (`x-api-key` on Anthropic's routes; ignored on every other
+ * route). `conflict` when two of them carry different keys: which one is meant cannot be known.
+ */
+export function presentedKey(request: FastifyRequest): string | null | 'conflict' {
+  const found = new Set<string>();
+  const bearer = bearerToken(request);
+  if (bearer !== null) found.add(bearer);
+  for (const name of request.routeOptions?.config?.credentialHeaders ?? []) {
+    const value = request.headers[name.toLowerCase()];
+    const key = typeof value === 'string' ? value.trim() : '';
+    if (key !== '') found.add(key);
+  }
+  if (found.size > 1) return 'conflict';
+  return found.size === 1 ? ([...found][0] as string) : null;
+}
+
 export default definePlugin({
   name: 'auth-api-key',
   apiVersion: 1,
@@ -51,10 +69,8 @@ export default definePlugin({
       debounceMs: ctx.options.usageSaveDelayMs,
       onError: (err) => ctx.log.error({ err }, 'saving API key usage failed'),
     });
-    ctx.hooks.inferenceObservers.register({ name: 'api-key-usage', onEvent: (event) => {
-      usage.record(event);
-      if (event.type === 'finished' && event.principal) named.get(event.principal)?.limiter.spendTokens(event.promptTokens + event.completionTokens);
-    } });
+    // Token limits are settled by the engine's admission (Principal.admit), not from these events.
+    ctx.hooks.inferenceObservers.register({ name: 'api-key-usage', onEvent: (event) => usage.record(event) });
     app.addHook('onClose', async () => usage.flush());
     const limiter = new FailureLimiter({ burst: ctx.options.failureBurst, refillSeconds: ctx.options.failureRefillSeconds });
     ctx.hooks.keys.provide(store, ctx.name);
@@ -72,8 +88,9 @@ export default definePlugin({
     ctx.hooks.auth.register({
       name: 'bearer-api-key',
       authenticate(request): AuthResult {
-        const token = bearerToken(request);
+        const token = presentedKey(request);
         if (token === null) return { kind: 'absent' };
+        if (token === 'conflict') return { kind: 'invalid', reason: 'the request carries two different API keys (Authorization and another key header); send one' };
         // A token without a LIA key's shape can never match one: another strategy may own it, so
         // it neither counts as a failed key nor meets the failure limiter.
         if (checkShape(token) === 'not-lia') return { kind: 'invalid', reason: 'invalid API key: LIA keys look like lia_<43 characters>_<6 characters>' };
@@ -103,7 +120,9 @@ export default definePlugin({
       },
     });
 
-    app.post('/system/api-keys/rotate', { config: { scope: 'keys:admin' } }, async (_request, reply) => {
+    // The master key holds everything: only a key that may administer the system takes it over
+    // (`keys:admin` alone is not enough; its keys are held to "no broader than itself").
+    app.post('/system/api-keys/rotate', { config: { scope: 'system:admin' } }, async (_request, reply) => {
       const { key, hint } = await store.rotateMaster();
       ctx.log.warn({ hint }, 'master API key rotated; the previous key no longer works');
       ctx.hooks.console(`\n  Master key rotated (new key ends in …${hint}); "lia key show" prints it. Old integrations fail until they use it.\n\n`);

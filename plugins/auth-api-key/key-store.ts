@@ -2,7 +2,8 @@
  * The master-key store. The key file (`<data dir>/keys/master.key`, 0600 in a 0700 directory)
  * holds the key so that `lia key show` on the appliance can print it; in memory only its SHA-256
  * is kept, compared in constant time. Rotation writes the new key atomically and swaps the
- * digest in one assignment, so the old key fails from the next request on. Rotations are
+ * digest in one assignment, so the old key fails from the next request on, and the generations
+ * the old key started end (its principal's `signal` is aborted). Rotations are
  * serialised, so concurrent ones cannot leave the file and the digest disagreeing.
  *
  * Named, scoped keys live beside it in `./named-keys.ts`.
@@ -12,11 +13,16 @@
 import { timingSafeEqual } from 'node:crypto';
 import { mkdir, readFile, stat } from 'node:fs/promises';
 import path from 'node:path';
-import { writeFileAtomic, type KeyStore, type Principal } from 'lia/plugin';
+import { Errors, writeFileAtomic, type KeyStore, type Principal } from 'lia/plugin';
 import { checkShape, digestOf, generateKey, hintOf } from './key-format.js';
 import { namedHint } from './named-keys.js';
 
-const MASTER: Principal = Object.freeze({ id: 'master', name: 'master', scopes: Object.freeze(['*']) });
+/** The master key's principal; a new one (with a fresh `signal`) after each rotation. */
+function masterPrincipal(): { principal: Principal; withdraw: (reason: Error) => void } {
+  const withdrawn = new AbortController();
+  const principal: Principal = Object.freeze({ id: 'master', name: 'master', scopes: Object.freeze(['*']), signal: withdrawn.signal });
+  return { principal, withdraw: (reason) => withdrawn.abort(reason) };
+}
 
 export class FileKeyStore implements KeyStore {
   readonly masterKeyPath: string;
@@ -27,6 +33,7 @@ export class FileKeyStore implements KeyStore {
   /** When the current key was written. */
   createdAt = new Date(0);
   #digest: Buffer = Buffer.alloc(32);
+  #master = masterPrincipal();
   /** The last rotation started; the next one waits for it. */
   #rotation: Promise<unknown> = Promise.resolve();
 
@@ -63,7 +70,7 @@ export class FileKeyStore implements KeyStore {
 
   /** {@link verify} for a secret already hashed (the auth strategy hashes once for every store). */
   verifyDigest(digest: Buffer): Principal | null {
-    return timingSafeEqual(digest, this.#digest) ? MASTER : null;
+    return timingSafeEqual(digest, this.#digest) ? this.#master.principal : null;
   }
 
   /**
@@ -76,6 +83,9 @@ export class FileKeyStore implements KeyStore {
       const key = generateKey();
       await writeFileAtomic(this.masterKeyPath, key + '\n');
       this.#digest = digestOf(key);
+      const old = this.#master;
+      this.#master = masterPrincipal();
+      old.withdraw(Errors.unauthorized('the master API key was rotated; use its new secret'));
       this.hint = namedHint(key);
       this.createdAt = new Date();
       this.firstBootKey = null;

@@ -13,7 +13,7 @@
  */
 import { timingSafeEqual } from 'node:crypto';
 import path from 'node:path';
-import { Errors, readTextOrNull, SCOPES, writeFileAtomic, type Principal } from 'lia/plugin';
+import { Errors, readTextOrNull, SCOPES, writeFileAtomic, type AdmissionAsk, type Principal } from 'lia/plugin';
 import { digestOf, generateKey } from './key-format.js';
 import { KeyLimiter, type KeyLimits } from './rate-limits.js';
 
@@ -47,6 +47,8 @@ export interface NamedKey {
   readonly expiresAt: number;
   /** `record.digest` as bytes, for the constant-time comparison. */
   readonly digest: Buffer;
+  /** Aborts `principal.signal`: the key's running generations end with `reason`. */
+  readonly withdraw: (reason: Error) => void;
 }
 
 /** `lia_ab…yz`: enough to tell keys apart, far too little to guess one. */
@@ -62,16 +64,34 @@ export const NAME_PATTERN = '^[a-z0-9][a-z0-9._-]{0,63}$';
  */
 export const RESERVED_NAMES: readonly string[] = ['master', 'rotate'];
 
-function load(record: KeyRecord): NamedKey {
-  const limiter = new KeyLimiter(record.limits);
+/** The record behind each named key's principal (also after a rotation replaced it). */
+const recordOf = new WeakMap<Principal, KeyRecord>();
+
+/** The named key's record whose principal this is, or null for the master key or another strategy's principal. */
+export function namedRecordOf(principal: Principal): KeyRecord | null {
+  return recordOf.get(principal) ?? null;
+}
+
+/** The key's in-memory form; `limiter` is kept across a rotation (limits and their state stay). */
+function load(record: KeyRecord, limiter = new KeyLimiter(record.limits)): NamedKey {
+  const withdrawn = new AbortController();
   const principal: Principal = Object.freeze({
     id: record.name,
     name: record.name,
     scopes: Object.freeze([...record.scopes]),
     models: record.models ? Object.freeze([...record.models]) : null,
-    admit: () => limiter.admit(),
+    admit: (_model: string, ask?: AdmissionAsk) => limiter.admit(ask),
+    signal: withdrawn.signal,
   });
-  return { record, principal, limiter, expiresAt: record.expires_at ? Date.parse(record.expires_at) : Infinity, digest: Buffer.from(record.digest, 'hex') };
+  recordOf.set(principal, record);
+  return {
+    record,
+    principal,
+    limiter,
+    expiresAt: record.expires_at ? Date.parse(record.expires_at) : Infinity,
+    digest: Buffer.from(record.digest, 'hex'),
+    withdraw: (reason) => withdrawn.abort(reason),
+  };
 }
 
 export class NamedKeyStore {
@@ -147,17 +167,21 @@ export class NamedKeyStore {
     });
   }
 
-  /** Revokes a key: refused from the next request on. */
+  /** Revokes a key: refused from the next request on; its running generations end. */
   revoke(name: string): Promise<void> {
     return this.#serial(async () => {
       const key = this.#need(name);
       // Out of memory first: whatever happens to the file, the key stops working now.
       this.#remove(key);
+      key.withdraw(Errors.unauthorized(`the API key "${name}" was revoked`));
       await this.#save(this.#records());
     });
   }
 
-  /** Gives a key a new secret (the old one is refused at once); settings and limits stay. */
+  /**
+   * Gives a key a new secret (the old one is refused at once, and the generations it started end);
+   * settings and limits stay.
+   */
   rotate(name: string): Promise<{ record: KeyRecord; key: string }> {
     return this.#serial(async () => {
       const old = this.#need(name);
@@ -170,7 +194,8 @@ export class NamedKeyStore {
         this.#add(old);
         throw err;
       }
-      this.#add({ ...old, record, digest: Buffer.from(record.digest, 'hex') });
+      this.#add(load(record, old.limiter));
+      old.withdraw(Errors.unauthorized(`the API key "${name}" was rotated; use its new secret`));
       return { record, key };
     });
   }

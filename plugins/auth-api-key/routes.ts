@@ -8,9 +8,10 @@
 import { Type, type Static } from '@sinclair/typebox';
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import type { FastifyBaseLogger } from 'fastify';
-import { Errors, grants } from 'lia/plugin';
+import { Errors, type Principal } from 'lia/plugin';
+import { broaderIn, UNBOUNDED, type Breadth } from './breadth.js';
 import type { FileKeyStore } from './key-store.js';
-import { NAME_PATTERN, type KeyRecord, type NamedKeyStore } from './named-keys.js';
+import { NAME_PATTERN, namedRecordOf, type KeyRecord, type NamedKeyStore } from './named-keys.js';
 import type { UsageStore } from './usage.js';
 
 const Limit = Type.Optional(Type.Integer({ minimum: 1, maximum: 1_000_000_000 }));
@@ -39,6 +40,30 @@ type CreateBody = Static<typeof CreateBody>;
 const NameParams = Type.Object({ name: Type.String({ maxLength: 64 }) });
 type NameParams = Static<typeof NameParams>;
 
+function breadthOf(record: KeyRecord): Breadth {
+  return { scopes: record.scopes, models: record.models, limits: record.limits, expiresAt: record.expires_at ? Date.parse(record.expires_at) : Infinity };
+}
+
+/**
+ * The breadth of the requesting principal: a named key's record; else (the master key, another
+ * strategy's principal) its scopes and allow-list, with no limits or expiry known to this plugin.
+ */
+function holderBreadth(principal: Principal | null): Breadth {
+  if (!principal) return { ...UNBOUNDED, scopes: [] };
+  const record = namedRecordOf(principal);
+  if (record) return breadthOf(record);
+  return { scopes: principal.scopes, models: principal.models ?? null, limits: null, expiresAt: Infinity };
+}
+
+/** Throws 403, naming the dimension, when the key to create or rotate is broader than the requesting one. */
+function mayHandOut(principal: Principal | null, action: 'create' | 'rotate', other: Breadth): void {
+  const broader = broaderIn(other, holderBreadth(principal));
+  if (broader !== null) {
+    const what = action === 'create' ? 'create' : 'rotate';
+    throw Errors.forbidden(`this API key may ${what} only keys no broader than itself; the key is broader in ${broader}`);
+  }
+}
+
 export interface KeyRoutesDeps {
   master: FileKeyStore;
   keys: NamedKeyStore;
@@ -66,11 +91,15 @@ export function keyRoutes(app: FastifyInstance, { master, keys, usage, log }: Ke
   });
 
   app.post<{ Body: CreateBody }>('/system/api-keys', { schema: { body: CreateBody }, config: { scope: 'keys:admin' } }, async (request, reply) => {
-    // A key may hand out only what it holds itself: a `keys:admin` key cannot mint a broader one.
-    const held = request.principal?.scopes ?? [];
-    const beyond = request.body.scopes.filter((s) => !grants(held, s));
-    if (beyond.length > 0) throw Errors.forbidden(`this API key may grant only scopes it holds; it lacks ${beyond.map((s) => `"${s}"`).join(', ')}`);
-    const { record, key } = await keys.create(request.body);
+    const body = request.body;
+    // A key may hand out only what it holds itself (breadth.ts): no scope, model, limit or expiry beyond its own.
+    mayHandOut(request.principal, 'create', {
+      scopes: body.scopes,
+      models: body.models ?? null,
+      limits: body.limits ?? null,
+      expiresAt: body.expires_at ? Date.parse(body.expires_at) : Infinity,
+    });
+    const { record, key } = await keys.create(body);
     log.info({ name: record.name, scopes: record.scopes, hint: record.hint }, 'API key created');
     return secret(reply).code(201).send({ ...show(record), key });
   });
@@ -83,6 +112,8 @@ export function keyRoutes(app: FastifyInstance, { master, keys, usage, log }: Ke
   });
 
   app.post<{ Params: NameParams }>('/system/api-keys/:name/rotate', { schema: { params: NameParams }, config: { scope: 'keys:admin' } }, async (request, reply) => {
+    const target = keys.get(request.params.name);
+    if (target) mayHandOut(request.principal, 'rotate', breadthOf(target.record));
     const { record, key } = await keys.rotate(request.params.name);
     log.warn({ name: record.name, hint: record.hint }, 'API key rotated; its previous secret no longer works');
     return secret(reply).send({ ...show(record), key });

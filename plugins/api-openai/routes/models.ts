@@ -1,11 +1,12 @@
 /**
  * `GET /v1/models` and `GET /v1/models/{id}`: the store's catalog in OpenAI's `Model` shape. The
  * owner is the name's namespace, as Ollama reports it; `created` is when the model last changed.
+ * A key with a model allow-list sees only its models; another model's id is a 404, as if absent.
  *
  * @module
  */
 import type { FastifyInstance } from 'fastify';
-import { Errors, Type, type CatalogEntry, type Hooks } from 'lia/plugin';
+import { Errors, principalMayUse, Type, type CatalogEntry, type Hooks } from 'lia/plugin';
 
 /**
  * OpenAI's `Model` object; the response schemas also make the serialiser's work cheap. A remote
@@ -29,7 +30,7 @@ export function modelsRoutes(app: FastifyInstance, hooks: Hooks): void {
   const list = { response: { 200: Type.Object({ object: Type.Literal('list'), data: Type.Array(Model) }) } };
   app.get('/v1/models', { schema: list, config: { scope: 'models:read' } }, async () => ({
     object: 'list' as const,
-    data: (await hooks.models.get().catalog()).map(openaiModel),
+    data: (await hooks.models.get().catalog()).filter((m) => principalMayUse(m.name)).map(openaiModel),
   }));
 
   // A wildcard, so ids with a raw slash (`user/model:tag`) match as well as percent-encoded ones.
@@ -42,6 +43,10 @@ export function modelsRoutes(app: FastifyInstance, hooks: Hooks): void {
     } catch {
       throw Errors.badRequest('the model id is not valid percent-encoding', { param: 'model' });
     }
-    return openaiModel(await hooks.models.get().entry(id));
+    // Outside the key's allow-list a model is answered as absent, before the store is asked.
+    if (!principalMayUse(id)) throw Errors.modelNotFound(`model '${id}' not found`, { param: 'model' });
+    const entry = await hooks.models.get().entry(id);
+    if (!principalMayUse(entry.name)) throw Errors.modelNotFound(`model '${id}' not found`, { param: 'model' });
+    return openaiModel(entry);
   });
 }

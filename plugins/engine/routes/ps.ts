@@ -4,7 +4,7 @@
  * @module
  */
 import type { FastifyInstance } from 'fastify';
-import { VERSION } from 'lia/plugin';
+import { principalMayUse, VERSION } from 'lia/plugin';
 import type { InferenceService } from 'lia/plugin';
 import type { ModelDetails } from 'lia/plugin';
 import { PsResponse, VersionResponse } from './schemas.js';
@@ -25,6 +25,7 @@ export function psRoutes(
   app.get('/api/ps', { schema: { response: { 200: PsResponse } }, config: { scope: 'models:read' } }, async () => ({
     models: service()
       .ps()
+      .filter((m) => principalMayUse(m.name)) // a key with a model allow-list sees only its models
       .map((m) => ({
         name: m.name,
         model: m.model,

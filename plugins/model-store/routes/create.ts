@@ -4,7 +4,7 @@
  * @module
  */
 import type { FastifyInstance } from 'fastify';
-import { Errors, type StoredMessage } from 'lia/plugin';
+import { checkModelAllowed, Errors, type StoredMessage } from 'lia/plugin';
 import { checkCreate, createModel, type CreateSpec } from '../store/create.js';
 import { parseName } from '../store/names.js';
 import type { ModelStoreService } from '../store/store.js';
@@ -34,8 +34,11 @@ export function registerCreateRoute(app: FastifyInstance, store: ModelStoreServi
     }
     if (optObject(body, 'adapters')) throw Errors.badRequest('LoRA adapters are not supported', { param: 'adapters' });
     const files = optObject(body, 'files') as Record<string, string> | undefined;
-    store.refuseRemote(modelField(body), 'create');
+    // A key's model allow-list: both the new name and the model it is made from.
+    checkModelAllowed(modelField(body));
     const from = optString(body, 'from');
+    if (from) checkModelAllowed(from, 'from');
+    store.refuseRemote(modelField(body), 'create');
     if (from) store.refuseRemote(from, 'copy', 'from');
     const spec: CreateSpec = {
       name: parseName(modelField(body)),

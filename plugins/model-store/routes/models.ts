@@ -2,11 +2,13 @@
  * The local model routes: `GET|HEAD /api/tags`, `POST /api/show`, `POST /api/copy`,
  * `DELETE /api/delete` (the OpenAI listing, `/v1/models`, is api-openai's). A model whose weights
  * cannot be described is listed with `details.broken` saying why; showing or loading it is a 4xx.
+ * A key's model allow-list holds here too: the listing shows only its models, and every name a
+ * request gives is checked before the store is asked (403).
  *
  * @module
  */
 import type { FastifyInstance } from 'fastify';
-import { Errors } from 'lia/plugin';
+import { checkModelAllowed, Errors, principalMayUse } from 'lia/plugin';
 import { renderModelfile, renderParameters } from '../modelfile/render.js';
 import { displayName } from '../store/names.js';
 import type { ModelStoreService } from '../store/store.js';
@@ -45,13 +47,15 @@ export function registerModelRoutes(app: FastifyInstance, store: ModelStoreServi
       remote_model: m.remote.model,
       remote_host: m.remote.host,
     }));
-    return { models: [...remotes, ...local] };
+    // A key with a model allow-list sees only its models.
+    return { models: [...remotes, ...local].filter((m) => principalMayUse(m.name)) };
   };
   app.get('/api/tags', { config: { scope: 'models:read' } }, tags);
 
   app.post('/api/show', { config: { scope: 'models:read' } }, async (request) => {
     const body = objectBody(request.body);
     const verbose = optBool(body, 'verbose') ?? false;
+    checkModelAllowed(modelField(body));
     const remote = store.remote(modelField(body));
     if (remote) {
       // What is known of a remote model: no files, so no template, parameters or model_info.
@@ -90,12 +94,16 @@ export function registerModelRoutes(app: FastifyInstance, store: ModelStoreServi
     const destination = optString(body, 'destination');
     if (!source) throw Errors.badRequest('source is required', { param: 'source' });
     if (!destination) throw Errors.badRequest('destination is required', { param: 'destination' });
+    checkModelAllowed(source, 'source');
+    checkModelAllowed(destination, 'destination');
     await store.copy(source, destination);
     return reply.code(200).send();
   });
 
   app.delete('/api/delete', { config: { scope: 'models:write' } }, async (request, reply) => {
-    await store.delete(modelField(objectBody(request.body)));
+    const name = modelField(objectBody(request.body));
+    checkModelAllowed(name);
+    await store.delete(name);
     return reply.code(200).send();
   });
 }

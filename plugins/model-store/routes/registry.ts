@@ -5,6 +5,7 @@
  * @module
  */
 import type { FastifyInstance } from 'fastify';
+import { checkModelAllowed } from 'lia/plugin';
 import { parseName } from '../store/names.js';
 import type { ModelStoreService } from '../store/store.js';
 import { repositoryUrl } from '../registry/client.js';
@@ -17,6 +18,7 @@ import { sendProgress } from './progress.js';
 export function registerRegistryRoutes(app: FastifyInstance, store: ModelStoreService, puller: Puller, pusher: Pusher): void {
   app.post('/api/pull', { config: { scope: 'models:write' } }, async (request, reply) => {
     const body = objectBody(request.body);
+    checkModelAllowed(modelField(body)); // a key's allow-list: the name the model is stored under
     const name = parseName(modelField(body));
     store.refuseRemote(modelField(body), 'pull');
     const repo = { name, insecure: optBool(body, 'insecure') ?? false };
@@ -27,6 +29,7 @@ export function registerRegistryRoutes(app: FastifyInstance, store: ModelStoreSe
   app.post('/api/push', { config: { scope: 'models:write' } }, async (request, reply) => {
     const body = objectBody(request.body);
     const raw = modelField(body);
+    checkModelAllowed(raw);
     const name = parseName(raw);
     store.refuseRemote(raw, 'push');
     const repo = { name, insecure: optBool(body, 'insecure') ?? false };
