@@ -6,7 +6,6 @@ import t from 'tap';
 import type { GenerationEvent } from '../../core/index.js';
 import { isAppError } from '../../core/index.js';
 import { anthropicErrorType } from '../../plugins/api-anthropic/errors.js';
-import { xApiKey } from '../../plugins/api-anthropic/auth.js';
 import { translateCountRequest, translateMessagesRequest } from '../../plugins/api-anthropic/translate/request.js';
 import { MessageCollector, StreamTranslator } from '../../plugins/api-anthropic/translate/response.js';
 import type { MessagesBody } from '../../plugins/api-anthropic/translate/schemas.js';
@@ -90,11 +89,15 @@ t.test('request: 400s naming the field', async (t) => {
   const cases: [string, Record<string, unknown>, string, RegExp][] = [
     ['image', { messages: [{ role: 'user', content: [image] }] }, 'messages[0].content[0].type', /text only/],
     ['image in a tool_result', { messages: [{ role: 'user', content: [{ type: 'tool_result', tool_use_id: 'a', content: [image] }] }] }, 'messages[0].content[0].content[0].type', /text only/],
-    ['unknown block', { messages: [{ role: 'user', content: [{ type: 'hologram' }] }] }, 'messages[0].content[0].type', /hologram/],
     ['tool_use from the user', { messages: [{ role: 'user', content: [{ type: 'tool_use', id: 'a', name: 'b', input: {} }] }] }, 'messages[0].content[0].type', /assistant/],
     ['tool_use without input', { messages: [{ role: 'assistant', content: [{ type: 'tool_use', id: 'a', name: 'b' }] }] }, 'messages[0].content[0].input', /object/],
     ['text without text', { messages: [{ role: 'user', content: [{ type: 'text' }] }] }, 'messages[0].content[0].text', /string/],
-    ['server tool', { tools: [{ type: 'web_search_20250305', name: 'web_search', input_schema: {} }] }, 'tools[0].type', /server tools/],
+    ['custom tool without input_schema', { tools: [{ name: 'f' }] }, 'tools[0].input_schema', /required/],
+    ['custom tool without name', { tools: [{ type: 'custom', input_schema: {} }] }, 'tools[0].name', /required/],
+    ['forced server tool', { tools: [tool, { type: 'web_search_20250305', name: 'web_search' }], tool_choice: { type: 'tool', name: 'web_search' } }, 'tool_choice.name', /cannot run/],
+    ['any with only server tools', { tools: [{ type: 'bash_20250124', name: 'bash' }], tool_choice: { type: 'any' } }, 'tool_choice', /needs 'tools'/],
+    ['output_config.format not json_schema', { output_config: { format: { type: 'yaml' } } }, 'output_config.format.type', /json_schema/],
+    ['output_config.format without a schema', { output_config: { format: { type: 'json_schema' } } }, 'output_config.format.schema', /required/],
     ['forced choice without tools', { tool_choice: { type: 'any' } }, 'tool_choice', /needs 'tools'/],
     ['forced unknown tool', { tools: [tool], tool_choice: { type: 'tool', name: 'nope' } }, 'tool_choice.name', /nope/],
   ];
@@ -110,8 +113,61 @@ t.test('request: 400s naming the field', async (t) => {
   }
 });
 
+t.test('request: what Claude Code sends and the spec defines is mapped or left out, never refused', async (t) => {
+  const cases: [string, Record<string, unknown>, Record<string, unknown>, string[]][] = [
+    [
+      'system turns: leading ones merged into the system prompt, later ones kept in place',
+      { system: 'base', messages: [{ role: 'system', content: 'lead' }, { role: 'user', content: 'hi' }, { role: 'system', content: [{ type: 'text', text: 'late', cache_control: { type: 'ephemeral' } }] }, { role: 'user', content: 'again' }] },
+      { messages: [{ role: 'system', content: 'base\n\nlead' }, { role: 'user', content: 'hi' }, { role: 'system', content: 'late' }, { role: 'user', content: 'again' }] },
+      [],
+    ],
+    ['developer is system', { messages: [{ role: 'developer', content: 'rules' }, { role: 'user', content: 'hi' }] }, { messages: [{ role: 'system', content: 'rules' }, { role: 'user', content: 'hi' }] }, []],
+    ['adaptive thinking', { thinking: { type: 'adaptive' }, output_config: { effort: 'high' } }, { think: 'auto' }, []],
+    ['enabled thinking with a budget', { thinking: { type: 'enabled', budget_tokens: 2048 } }, { think: 'auto' }, []],
+    ['disabled thinking', { thinking: { type: 'disabled' } }, { think: false }, []],
+    ['output_config.format → the schema', { output_config: { format: { type: 'json_schema', schema: { type: 'object' } } } }, { format: { type: 'object' } }, []],
+    ['output_format (older beta) → the schema', { output_format: { type: 'json_schema', schema: { type: 'object' } } }, { format: { type: 'object' } }, []],
+    [
+      'server and built-in tools left out, custom ones kept',
+      { tools: [{ type: 'web_search_20250305', name: 'web_search', max_uses: 3 }, tool, { type: 'text_editor_20250728', name: 'str_replace_based_edit_tool' }, { type: 'custom', ...other }] },
+      { tools: [{ function: { name: 'get_weather' } }, { function: { name: 'get_time' } }] },
+      ["tools[0] (type 'web_search_20250305')", "tools[2] (type 'text_editor_20250728')"],
+    ],
+    [
+      'server tool blocks and new block types left out, thinking dropped',
+      { messages: [{ role: 'user', content: 'hi' }, { role: 'assistant', content: [{ type: 'thinking', thinking: 'hm', signature: 's' }, { type: 'server_tool_use', id: 's1', name: 'web_search', input: {} }, { type: 'text', text: 'ok' }] }, { role: 'user', content: [{ type: 'hologram' }, { type: 'text', text: 'go' }] }] },
+      { messages: [{ role: 'user', content: 'hi' }, { role: 'assistant', content: 'ok' }, { role: 'user', content: 'go' }] },
+      ["messages[1].content[1] (type 'server_tool_use')", "messages[2].content[0] (type 'hologram')"],
+    ],
+    [
+      'fields without effect, and fields newer than this server',
+      { context_management: { edits: [{ type: 'clear_tool_uses_20250919' }] }, metadata: { user_id: 'u' }, service_tier: 'auto', container: null, brand_new_field: 1 },
+      { model: 'm' },
+      ['brand_new_field'],
+    ],
+  ];
+  for (const [name, extra, want, ignored] of cases) {
+    const r = translateMessagesRequest(body(extra));
+    t.match(r.native, want, name);
+    if ('think' in want && want['think'] === undefined) t.notOk('think' in r.native, `${name}: no think`);
+    t.same(r.ignored, ignored, `${name}: reported as ignored`);
+  }
+});
+
+t.test('the schema bound is reported under the client\'s path', async (t) => {
+  let deep: Record<string, unknown> = { type: 'string' };
+  for (let i = 0; i < 80; i++) deep = { type: 'object', properties: { a: deep } };
+  const cases: [string, Record<string, unknown>, string][] = [
+    ['input_schema', { tools: [{ type: 'web_search_20250305', name: 'web_search' }, { name: 'deep', input_schema: deep }] }, 'tools[1].input_schema'],
+    ['output_config.format.schema', { output_config: { format: { type: 'json_schema', schema: deep } } }, 'output_config.format.schema'],
+  ];
+  for (const [name, extra, param] of cases) {
+    t.throws(() => translateMessagesRequest(body(extra)), { statusCode: 400, param, message: new RegExp(`^${param.replace(/[[\].]/g, '\\$&')}.*nested too deeply`) }, name);
+  }
+});
+
 t.test('count request: no forced choice, the tools kept', async (t) => {
-  const native = translateCountRequest({ ...base, tools: [tool], tool_choice: { type: 'any' } } as MessagesBody);
+  const { native } = translateCountRequest({ ...base, tools: [tool], tool_choice: { type: 'any' } } as MessagesBody);
   t.equal(native.toolChoice, undefined);
   t.equal(native.tools!.length, 1, 'the tools stay: they are part of the prompt');
 });
@@ -190,8 +246,3 @@ t.test('error types follow the status', async (t) => {
   for (const [status, type] of cases) t.equal(anthropicErrorType(status), type, String(status));
 });
 
-t.test('x-api-key header', async (t) => {
-  t.equal(xApiKey({ headers: { 'x-api-key': ' lia_k ' } }), 'lia_k');
-  t.equal(xApiKey({ headers: { 'x-api-key': '' } }), null);
-  t.equal(xApiKey({ headers: {} }), null);
-});

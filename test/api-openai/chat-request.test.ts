@@ -122,6 +122,19 @@ t.test('translates what clients send', async (t) => {
       expect: { native: { format: { type: 'object', properties: { a: { type: 'string' } } } } },
     },
     {
+      name: 'custom tools left out; allowed_tools narrows and forces',
+      body: {
+        model: 'm', messages: [user, { role: 'user', content: [{ type: 'text', text: 'b' }, { type: 'hologram' }] }],
+        tools: [{ type: 'custom', custom: { name: 'x' } }, { type: 'function', function: { name: 'f' } }, { type: 'function', function: { name: 'g' } }],
+        tool_choice: { type: 'allowed_tools', allowed_tools: { mode: 'required', tools: [{ type: 'function', function: { name: 'g' } }] } },
+        prompt_cache_key: 'k', safety_identifier: 's', verbosity: 'low', web_search_options: {},
+      },
+      expect: {
+        native: { messages: [{ role: 'user', content: 'hi' }, { role: 'user', content: 'b' }], tools: [{ function: { name: 'g' } }], toolChoice: 'required' },
+        ignored: ["web_search_options", "tools[0] (type 'custom')"],
+      },
+    },
+    {
       name: 'tools with auto',
       body: {
         model: 'm', messages: [user], tool_choice: 'auto', parallel_tool_calls: false,
@@ -204,7 +217,7 @@ t.test('rejects bad input with a 400 naming the param', async (t) => {
     { body: { model: 'm', messages: [user], response_format: { type: 'yaml' } }, param: 'response_format.type' },
     { body: { model: 'm', messages: [user], response_format: { type: 'json_schema' } }, param: 'response_format.json_schema' },
     { body: { model: 'm', messages: [user], tools: {} }, param: 'tools' },
-    { body: { model: 'm', messages: [user], tools: [{ type: 'custom', custom: { name: 'x' } }] }, param: 'tools[0].type' },
+    { body: { model: 'm', messages: [user], tools: [{ type: 7 }] }, param: 'tools[0].type' },
     { body: { model: 'm', messages: [user], tools: [{ type: 'function', function: {} }] }, param: 'tools[0].function.name' },
     { body: { model: 'm', messages: [user], tool_choice: 'sometimes' }, param: 'tool_choice' },
     { body: { model: 'm', messages: [user], tools, tool_choice: 'sometimes' }, param: 'tool_choice' },

@@ -114,6 +114,62 @@ t.test('translates what clients send', async (t) => {
       },
     },
     { name: 'required', body: { model: 'm', input: 'x', tools: [weather], tool_choice: 'required' }, expect: { native: { toolChoice: 'required' } } },
+    {
+      name: 'a namespace is flattened; hosted tools are left out and echoed',
+      body: {
+        model: 'm', input: 'x',
+        tools: [weather, { type: 'web_search', external_web_access: false }, { type: 'namespace', name: 'mcp__docs__', description: 'Docs', tools: [{ type: 'function', name: 'search', parameters: { type: 'object' } }, { type: 'custom', name: 'raw' }] }, { type: 'namespace', name: 'crm', description: 'CRM', tools: [{ type: 'function', name: 'lookup' }] }],
+      },
+      expect: {
+        native: { tools: [{ function: { name: 'get_weather' } }, { function: { name: 'mcp__docs__search', parameters: { type: 'object' } } }, { function: { name: 'crm__lookup' } }] },
+        echo: { tools: [{ type: 'function', name: 'get_weather' }, { type: 'web_search' }, { type: 'namespace', name: 'mcp__docs__' }, { type: 'namespace', name: 'crm' }] },
+        names: new Map([['mcp__docs__search', { name: 'search', namespace: 'mcp__docs__' }], ['crm__lookup', { name: 'lookup', namespace: 'crm' }]]),
+        ignored: ["tools[1] (type 'web_search')", "tools[2].tools[1] (type 'custom')"],
+      },
+    },
+    {
+      name: 'a namespaced function is forced by its own name; allowed_tools narrows',
+      body: { model: 'm', input: 'x', tools: [weather, { type: 'namespace', name: 'crm', description: 'CRM', tools: [{ type: 'function', name: 'lookup' }] }], tool_choice: { type: 'function', name: 'lookup' } },
+      expect: { native: { tools: [{ function: { name: 'crm__lookup' } }], toolChoice: { name: 'crm__lookup' } }, echo: { tool_choice: { type: 'function', name: 'lookup' } } },
+    },
+    {
+      name: 'allowed_tools',
+      body: { model: 'm', input: 'x', tools: [weather, { type: 'function', name: 'other' }], tool_choice: { type: 'allowed_tools', mode: 'auto', tools: [{ type: 'function', name: 'other' }] } },
+      expect: { native: { tools: [{ function: { name: 'other' } }] }, echo: { tool_choice: { type: 'allowed_tools', mode: 'auto' } } },
+    },
+    {
+      name: 'input items: namespaced calls carried under the flattened name, other items left out',
+      body: {
+        model: 'm',
+        input: [
+          { type: 'message', role: 'user', content: [{ type: 'input_text', text: 'find' }, { type: 'future_part' }] },
+          { type: 'reasoning', id: 'rs_1', summary: [], encrypted_content: 'xyz' },
+          { type: 'web_search_call', id: 'ws_1', status: 'completed', action: { type: 'search', query: 'q' } },
+          { type: 'function_call', call_id: 'c1', name: 'lookup', namespace: 'crm', arguments: '{"id":1}' },
+          { type: 'function_call_output', call_id: 'c1', output: [{ type: 'input_text', text: 'found' }] },
+          { type: 'message', role: 'developer', content: 'late rule' },
+        ],
+      },
+      expect: {
+        native: {
+          messages: [
+            { role: 'user', content: 'find' },
+            { role: 'assistant', content: '', tool_calls: [{ id: 'c1', function: { name: 'crm__lookup', arguments: { id: 1 } } }] },
+            { role: 'tool', content: 'found', tool_name: 'crm__lookup' },
+            { role: 'system', content: 'late rule' },
+          ],
+        },
+        ignored: ["input[1] (type 'reasoning')", "input[2] (type 'web_search_call')"],
+      },
+    },
+    {
+      name: 'what Codex sends beside: include, store false, prompt_cache_key, client_metadata, reasoning.summary',
+      body: {
+        model: 'm', input: 'x', store: false, include: ['reasoning.encrypted_content'], prompt_cache_key: 'k', client_metadata: { session: 's' },
+        reasoning: { effort: 'medium', summary: 'auto' }, parallel_tool_calls: true, stream: true, service_tier: 'auto', safety_identifier: 's', truncation: 'auto', top_logprobs: 0, background: false,
+      },
+      expect: { native: { think: 'auto' }, stream: true, ignored: ['client_metadata'] },
+    },
     { name: 'none drops the tools but echoes them', body: { model: 'm', input: 'x', tools: [weather], tool_choice: 'none' }, expect: { echo: { tools: [{ name: 'get_weather' }], tool_choice: 'none' } } },
     { name: 'json_object', body: { model: 'm', input: 'x', text: { format: { type: 'json_object' } } }, expect: { native: { format: 'json' }, echo: { text: { format: { type: 'json_object' } } } } },
     {
@@ -127,6 +183,9 @@ t.test('translates what clients send', async (t) => {
   t.notOk('format' in plain.native || 'tools' in plain.native || 'toolChoice' in plain.native, 'text format and no tools add nothing');
 });
 
+let deep: Record<string, unknown> = { type: 'string' };
+for (let i = 0; i < 80; i++) deep = { type: 'object', properties: { a: deep } };
+
 t.test('refuses what it cannot serve, in OpenAI error shape, naming the param', async (t) => {
   const cases: { name: string; body: Record<string, unknown>; param: string | null; message?: RegExp }[] = [
     { name: 'no model', body: { input: 'x' }, param: 'model' },
@@ -138,10 +197,20 @@ t.test('refuses what it cannot serve, in OpenAI error shape, naming the param', 
     { name: 'bad role', body: { model: 'm', input: [{ role: 'tool', content: 'x' }] }, param: 'input[0].role' },
     { name: 'image part', body: { model: 'm', input: [{ role: 'user', content: [{ type: 'input_image', image_url: 'x' }] }] }, param: 'input[0].content[0].type', message: /text only/ },
     { name: 'item reference', body: { model: 'm', input: [{ type: 'item_reference', id: 'msg_1' }] }, param: 'input[0].type', message: /stores no items/ },
-    { name: 'unknown item', body: { model: 'm', input: [{ type: 'web_search_call' }] }, param: 'input[0].type' },
+    { name: 'item without type or role', body: { model: 'm', input: [{ content: 'x' }] }, param: 'input[0].type' },
     { name: 'call without call_id', body: { model: 'm', input: [{ type: 'function_call', name: 'f', arguments: '{}' }] }, param: 'input[0].call_id' },
     { name: 'arguments not JSON', body: { model: 'm', input: [{ type: 'function_call', call_id: 'c', name: 'f', arguments: '{' }] }, param: 'input[0].arguments' },
-    { name: 'web_search tool', body: { model: 'm', input: 'x', tools: [{ type: 'web_search' }] }, param: 'tools[0].type', message: /only 'function'/ },
+    { name: 'forced web_search', body: { model: 'm', input: 'x', tools: [weather, { type: 'web_search' }], tool_choice: { type: 'web_search_preview' } }, param: 'tool_choice.type', message: /cannot run/ },
+    { name: 'forced mcp', body: { model: 'm', input: 'x', tools: [weather], tool_choice: { type: 'mcp', server_label: 's' } }, param: 'tool_choice.type', message: /cannot run/ },
+    { name: 'allowed_tools required, no function listed', body: { model: 'm', input: 'x', tools: [weather], tool_choice: { type: 'allowed_tools', mode: 'required', tools: [{ type: 'web_search' }] } }, param: 'tool_choice' },
+    { name: 'namespace without tools', body: { model: 'm', input: 'x', tools: [{ type: 'namespace', name: 'ns', description: 'd' }] }, param: 'tools[0].tools' },
+    { name: 'namespaced function without name', body: { model: 'm', input: 'x', tools: [{ type: 'namespace', name: 'ns', description: 'd', tools: [{ type: 'function' }] }] }, param: 'tools[0].tools[0].name' },
+    { name: 'include not an array', body: { model: 'm', input: 'x', include: 'reasoning.encrypted_content' }, param: 'include' },
+    { name: 'prompt_cache_key not a string', body: { model: 'm', input: 'x', prompt_cache_key: 7 }, param: 'prompt_cache_key' },
+    { name: 'deep text.format schema', body: { model: 'm', input: 'x', text: { format: { type: 'json_schema', name: 'n', schema: deep } } }, param: 'text.format.schema', message: /^text\.format\.schema is nested too deeply/ },
+    { name: 'deep parameters', body: { model: 'm', input: 'x', tools: [weather, { type: 'function', name: 'f', parameters: deep }] }, param: 'tools[1].parameters', message: /^tools\[1\]\.parameters is nested/ },
+    { name: 'deep namespaced parameters', body: { model: 'm', input: 'x', tools: [{ type: 'namespace', name: 'ns', description: 'd', tools: [{ type: 'function', name: 'f', parameters: deep }] }] }, param: 'tools[0].tools[0].parameters' },
+    { name: 'stored prompt', body: { model: 'm', input: 'x', prompt: { id: 'pmpt_1' } }, param: 'prompt', message: /stored prompts/ },
     { name: 'tool without name', body: { model: 'm', input: 'x', tools: [{ type: 'function' }] }, param: 'tools[0].name' },
     { name: 'forced without tools', body: { model: 'm', input: 'x', tool_choice: 'required' }, param: 'tool_choice' },
     { name: 'forced unknown name', body: { model: 'm', input: 'x', tools: [weather], tool_choice: { type: 'function', name: 'nope' } }, param: 'tool_choice.name' },

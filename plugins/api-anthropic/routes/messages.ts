@@ -9,6 +9,7 @@
  */
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import { clientGone, primed, startSse, type Hooks } from 'lia/plugin';
+import { CREDENTIAL_HEADERS } from '../auth.js';
 import { anthropicErrorBody } from '../errors.js';
 import { translateCountRequest, translateMessagesRequest } from '../translate/request.js';
 import { MessageCollector, newId, StreamTranslator, type StreamEvent } from '../translate/response.js';
@@ -21,8 +22,9 @@ function requestIdHeader(reply: FastifyReply, id: string): void {
 
 /** Registers both routes. */
 export function messagesRoutes(app: FastifyInstance, hooks: Hooks): void {
-  app.post<{ Body: MessagesBody }>('/v1/messages', { schema: { body: MessagesBody }, config: { scope: 'inference' } }, async (request, reply) => {
-    const { native, stream } = translateMessagesRequest(request.body);
+  app.post<{ Body: MessagesBody }>('/v1/messages', { schema: { body: MessagesBody }, config: { scope: 'inference', credentialHeaders: CREDENTIAL_HEADERS } }, async (request, reply) => {
+    const { native, stream, ignored } = translateMessagesRequest(request.body);
+    if (ignored.length > 0) request.log.debug({ ignored }, 'accepted without effect');
     const signal = clientGone(reply);
     const generation = await hooks.inference.get().chat(stream ? native : { ...native, stream: false }, signal);
     // As in the OpenAI routes: the engine works on the first event while the id is set up.
@@ -52,17 +54,18 @@ export function messagesRoutes(app: FastifyInstance, hooks: Hooks): void {
       writeAll(translator.finish());
       sse.end();
     } catch (err) {
-      if (signal.aborted) sse.end();
-      else sse.fail(err);
+      // A client that left is only logged; a shutdown past its grace period gets the error frame.
+      sse.fail(err);
     }
   });
 
   app.post<{ Body: CountTokensBody }>(
     '/v1/messages/count_tokens',
-    { schema: { body: CountTokensBody }, config: { scope: 'inference' } },
+    { schema: { body: CountTokensBody }, config: { scope: 'inference', credentialHeaders: CREDENTIAL_HEADERS } },
     async (request, reply) => {
       const inference = hooks.inference.get();
-      const native = translateCountRequest(request.body);
+      const { native, ignored } = translateCountRequest(request.body);
+      if (ignored.length > 0) request.log.debug({ ignored }, 'accepted without effect');
       if (inference.countChatTokens) return { input_tokens: (await inference.countChatTokens(native, clientGone(reply))).promptTokens };
       // An inference service without a count: a one-token chat reports the prompt's length.
       const generation = await inference.chat({ ...native, options: { num_predict: 1, temperature: 0 } }, clientGone(reply));

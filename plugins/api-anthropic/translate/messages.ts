@@ -2,12 +2,19 @@
  * Anthropic messages and `system` → native {@link ChatMessage}s.
  *
  * - `system` (a string or text blocks) becomes one leading system message;
+ * - a `system` (or `developer`) turn inside `messages`, as Claude Code sends them, is merged into
+ *   that leading system message while no user or assistant turn came before it, and is a system
+ *   message at its own position after that (the same rule as the OpenAI surfaces). Its position is
+ *   kept, rather than moved into the system prompt, so the prompt's start stays the same as the
+ *   conversation grows and the engine can reuse what it already evaluated; a chat template that
+ *   has no place for a late system message gets it as user text (node-llama-cpp's fallback);
  * - `content` is a string or blocks: `text` blocks are joined with newlines; an assistant's
  *   `tool_use` blocks become its `tool_calls` (id, name, `input` as the arguments); a user's
  *   `tool_result` blocks become `tool` messages, placed before the user's own text and named
- *   after the `tool_use` they answer; `thinking` and `redacted_thinking` blocks (sent back by
- *   clients that keep them) are dropped; images and documents are a 400, as the native contract
- *   carries text only; any other block type is a 400 naming it.
+ *   after the `tool_use` they answer; images and documents are a 400, as the native contract
+ *   carries text only; every other block (`thinking` and `redacted_thinking` sent back, server
+ *   tool blocks such as `server_tool_use` and `web_search_tool_result`, types newer than this
+ *   server) is left out and reported in `ignored`. `cache_control` on any block has no effect.
  *
  * @module
  */
@@ -19,7 +26,6 @@ export function invalid(param: string, message: string): never {
   throw Errors.badRequest(`${param}: ${message}`, { param });
 }
 
-const DROPPED = new Set(['thinking', 'redacted_thinking']);
 const MEDIA = new Set(['image', 'document', 'search_result', 'container_upload']);
 
 /** The text of a `text` block, checked. */
@@ -40,26 +46,45 @@ function toolResultText(value: unknown, param: string): string {
       const block = b as ContentBlock;
       if (block.type === 'text') return blockText(block, p);
       if (MEDIA.has(block.type)) invalid(`${p}.type`, `'${block.type}' blocks are not supported: this server takes text only`);
-      return invalid(`${p}.type`, `unknown content block type '${block.type}' in a tool_result`);
+      return undefined;
     })
+    .filter((t) => t !== undefined)
     .join('\n');
 }
 
-/** `system` → its text, or undefined when absent or empty. */
+/** `system` → its text (the `text` of its text blocks), or undefined when absent or empty. */
 export function systemText(system: MessagesBody['system']): string | undefined {
   if (system === undefined) return undefined;
-  const text = typeof system === 'string' ? system : system.map((b) => b.text).join('\n');
+  const text = typeof system === 'string' ? system : system.flatMap((b) => (b.type === 'text' && typeof b.text === 'string' ? [b.text] : [])).join('\n');
   return text.length > 0 ? text : undefined;
 }
 
-/** Translates `system` and `messages`; throws a 400 naming the exact block for what it cannot carry. */
-export function toChatMessages(messages: MessagesBody['messages'], system?: MessagesBody['system']): ChatMessage[] {
+/** A system turn's text: a string, or its text blocks joined (other blocks left out). */
+function systemTurnText(content: string | ContentBlock[], p: string): string {
+  if (typeof content === 'string') return content;
+  return content.flatMap((b, j) => (b.type === 'text' ? [blockText(b as ContentBlock, `${p}[${j}]`)] : [])).join('\n');
+}
+
+/**
+ * Translates `system` and `messages`; throws a 400 naming the exact block for what it cannot
+ * carry. The paths of blocks left out are added to `ignored`.
+ */
+export function toChatMessages(messages: MessagesBody['messages'], system?: MessagesBody['system'], ignored: string[] = []): ChatMessage[] {
   const out: ChatMessage[] = [];
   const sys = systemText(system);
   if (sys !== undefined) out.push({ role: 'system', content: sys });
   const toolNames = new Map<string, string>();
+  let leadingSystem = true;
   messages.forEach((m, i) => {
     const p = `messages[${i}].content`;
+    if (m.role === 'system' || m.role === 'developer') {
+      const content = systemTurnText(m.content, p);
+      const prev = out.at(-1);
+      if (leadingSystem && prev?.role === 'system') prev.content = `${prev.content}\n\n${content}`;
+      else out.push({ role: 'system', content });
+      return;
+    }
+    leadingSystem = false;
     if (typeof m.content === 'string') {
       out.push({ role: m.role, content: m.content });
       return;
@@ -85,14 +110,13 @@ export function toChatMessages(messages: MessagesBody['messages'], system?: Mess
         const name = toolNames.get(id);
         if (name) result.tool_name = name;
         results.push(result);
-      } else if (DROPPED.has(block.type)) {
-        // Earlier reasoning a client sends back; the native contract has no place for it.
       } else if (MEDIA.has(block.type)) {
         invalid(`${bp}.type`, `'${block.type}' blocks are not supported: this server takes text only`);
       } else if (block.type === 'tool_use' || block.type === 'tool_result') {
         invalid(`${bp}.type`, `'${block.type}' blocks belong in ${block.type === 'tool_use' ? 'assistant' : 'user'} messages`);
-      } else {
-        invalid(`${bp}.type`, `unknown content block type '${block.type}'`);
+      } else if (block.type !== 'thinking' && block.type !== 'redacted_thinking') {
+        // Earlier reasoning is dropped without a note (clients send it back as a matter of course).
+        ignored.push(`${bp} (type '${block.type}')`);
       }
     });
     out.push(...results);

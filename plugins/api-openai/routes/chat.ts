@@ -17,8 +17,9 @@ import { startChat, type RouteOptions } from './common.js';
 /** Registers the route. */
 export function chatRoute(app: FastifyInstance, hooks: Hooks, options: RouteOptions): void {
   app.post<{ Body: ChatCompletionBody }>('/v1/chat/completions', { schema: { body: ChatCompletionBody }, config: { scope: 'inference' } }, async (request, reply) => {
-    const { native, stream, includeUsage } = translateChatRequest(request.body);
-    const { meta, events, signal } = await startChat(hooks, stream ? native : { ...native, stream: false }, options, reply, 'chatcmpl-');
+    const { native, stream, includeUsage, ignored } = translateChatRequest(request.body);
+    if (ignored.length > 0) request.log.debug({ ignored }, 'accepted without effect');
+    const { meta, events } = await startChat(hooks, stream ? native : { ...native, stream: false }, options, reply, 'chatcmpl-');
 
     if (!stream) {
       const collector = new ChatCollector(meta, undefined, native.logprobs !== undefined);
@@ -39,8 +40,8 @@ export function chatRoute(app: FastifyInstance, hooks: Hooks, options: RouteOpti
       if (includeUsage) sse.write(chunker.usage());
       sse.done();
     } catch (err) {
-      if (signal.aborted) sse.end();
-      else sse.fail(err);
+      // A client that left is only logged; a shutdown past its grace period gets the error frame.
+      sse.fail(err);
     }
   });
 }

@@ -20,9 +20,10 @@ const eventName = (body: unknown): string | undefined => (body as { type?: strin
 /** Registers the route. */
 export function responsesRoute(app: FastifyInstance, hooks: Hooks, options: RouteOptions): void {
   app.post<{ Body: ResponseBody }>('/v1/responses', { schema: { body: ResponseBody }, config: { scope: 'inference' } }, async (request, reply) => {
-    const { native, stream, echo } = translateResponseRequest(request.body);
-    const { meta, events, signal } = await startChat(hooks, stream ? native : { ...native, stream: false }, options, reply, 'resp_');
-    const emitter = new ResponseEmitter(meta, echo);
+    const { native, stream, echo, names, ignored } = translateResponseRequest(request.body);
+    if (ignored.length > 0) request.log.debug({ ignored }, 'accepted without effect');
+    const { meta, events } = await startChat(hooks, stream ? native : { ...native, stream: false }, options, reply, 'resp_');
+    const emitter = new ResponseEmitter(meta, echo, undefined, names);
 
     if (!stream) {
       for await (const event of events) emitter.next(event);
@@ -43,8 +44,8 @@ export function responsesRoute(app: FastifyInstance, hooks: Hooks, options: Rout
       write(emitter.finish());
       sse.end();
     } catch (err) {
-      if (signal.aborted) sse.end();
-      else sse.fail(err);
+      // A client that left is only logged; a shutdown past its grace period gets the error frame.
+      sse.fail(err);
     }
   });
 }

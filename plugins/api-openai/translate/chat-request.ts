@@ -17,7 +17,7 @@
 import { checkSchemaBounds, type InferenceChatRequest, type OutputFormat, type SamplingOptions, type ToolChoice, type ToolDefinition } from 'lia/plugin';
 import { invalid, singleChoice, stopSequences } from './fields.js';
 import { toChatMessages } from './messages.js';
-import type { ChatCompletionBody, CompletionBody } from './schemas.js';
+import { ChatCompletionBody, type CompletionBody } from './schemas.js';
 
 /** A translated chat request. */
 export interface ChatTranslation {
@@ -25,6 +25,13 @@ export interface ChatTranslation {
   stream: boolean;
   /** `stream_options.include_usage`: send a trailing usage chunk. */
   includeUsage: boolean;
+  /** What was accepted without effect (fields unknown to the spec, tools left out), for the debug log. */
+  ignored: string[];
+}
+
+/** The top-level fields of `body` that the route schema does not name (a spec newer than this server's). */
+function unknownFields(body: ChatCompletionBody): string[] {
+  return Object.keys(body).filter((k) => !Object.hasOwn(ChatCompletionBody.properties, k));
 }
 
 /** The fields chat and legacy completions share. */
@@ -63,10 +70,17 @@ export function outputFormat(rf: ChatCompletionBody['response_format']): OutputF
   return rf.json_schema.schema;
 }
 
-/** `tools` → definitions; a function tool needs its `function` (other tool types fail the schema). */
-function toolDefinitions(tools: ChatCompletionBody['tools']): ToolDefinition[] | undefined {
+/**
+ * `tools` → definitions; a function tool needs its `function`. Other types (`custom`, types newer
+ * than this server) are left out of the prompt and their paths added to `ignored`.
+ */
+function toolDefinitions(tools: ChatCompletionBody['tools'], ignored: string[]): ToolDefinition[] | undefined {
   if (!tools) return undefined;
-  return tools.map((tool, i) => {
+  return tools.flatMap((tool, i) => {
+    if (tool.type !== 'function') {
+      ignored.push(`tools[${i}] (type '${tool.type}')`);
+      return [];
+    }
     const fn = tool.function;
     if (!fn) return invalid(`tools[${i}].function`, `'tools[${i}].function' is required`);
     const def: ToolDefinition = { type: 'function', function: { name: fn.name } };
@@ -75,8 +89,29 @@ function toolDefinitions(tools: ChatCompletionBody['tools']): ToolDefinition[] |
       checkSchemaBounds(fn.parameters, `tools[${i}].function.parameters`);
       def.function.parameters = fn.parameters;
     }
-    return def;
+    return [def];
   });
+}
+
+/**
+ * `tool_choice` → the shared request form: a mode, a named function, or `allowed_tools` (the tools
+ * narrowed to the listed functions, its `mode` the choice). Forcing another type is a 400.
+ */
+function chatToolChoice(
+  choice: ChatCompletionBody['tool_choice'],
+  tools: ToolDefinition[] | undefined,
+): { request: ToolChoiceRequest; tools: ToolDefinition[] | undefined } {
+  if (choice === null || typeof choice !== 'object') return { request: choice, tools };
+  if (choice.type === 'function') {
+    if (!choice.function) return invalid('tool_choice.function', "'tool_choice.function' is required");
+    return { request: { name: choice.function.name }, tools };
+  }
+  if (choice.type === 'allowed_tools' && choice.allowed_tools) {
+    const listed = choice.allowed_tools.tools as { type?: unknown; function?: { name?: unknown } }[];
+    const names = new Set(listed.flatMap((t) => (t.type === 'function' ? [t.function?.name] : [])));
+    return { request: choice.allowed_tools.mode === 'required' ? 'required' : 'auto', tools: tools?.filter((d) => names.has(d.function.name)) };
+  }
+  return invalid('tool_choice.type', `'tool_choice' of type '${choice.type}' is not supported: use none, auto, required, a function or allowed_tools`);
 }
 
 /** `tool_choice` once its surface's shape is read: a mode, or the name of the one function to call. */
@@ -120,10 +155,10 @@ export function translateChatRequest(body: ChatCompletionBody): ChatTranslation 
   if (body.logprobs) native.logprobs = body.top_logprobs ?? 0;
   const format = outputFormat(body.response_format);
   if (format !== undefined) native.format = format;
-  const choice = body.tool_choice;
-  const request = choice !== null && typeof choice === 'object' ? { name: choice.function.name } : choice;
-  const { tools, toolChoice } = chooseTools(request, toolDefinitions(body.tools), 'tool_choice.function.name');
+  const ignored = unknownFields(body);
+  const choice = chatToolChoice(body.tool_choice, toolDefinitions(body.tools, ignored));
+  const { tools, toolChoice } = chooseTools(choice.request, choice.tools, 'tool_choice.function.name');
   if (tools) native.tools = tools;
   if (toolChoice) native.toolChoice = toolChoice;
-  return { native, ...streamFlags(body) };
+  return { native, ...streamFlags(body), ignored };
 }

@@ -40,6 +40,7 @@ import {
   type ResponseObject,
   type ResponseState,
 } from './responses-object.js';
+import type { QualifiedName } from './responses-tools.js';
 
 type Done = Extract<GenerationEvent, { type: 'done' }>;
 
@@ -63,6 +64,7 @@ export class ResponseEmitter {
   readonly #meta: ResponseMeta;
   readonly #echo: ResponseEcho;
   readonly #ids: ItemIds;
+  readonly #names: ReadonlyMap<string, QualifiedName>;
   readonly #state: ResponseState = { status: 'in_progress', output: [] };
   #seq = 0;
   /** The message being written, and its index in `output`. */
@@ -71,10 +73,12 @@ export class ResponseEmitter {
   #reasoning: { item: ReasoningItem; index: number } | undefined;
   #done: Done | undefined;
 
-  constructor(meta: ResponseMeta, echo: ResponseEcho, ids: ItemIds = defaultIds) {
+  /** `names`: flattened tool names → the namespaced function the client declared (responses-tools.ts). */
+  constructor(meta: ResponseMeta, echo: ResponseEcho, ids: ItemIds = defaultIds, names: ReadonlyMap<string, QualifiedName> = new Map()) {
     this.#meta = meta;
     this.#echo = echo;
     this.#ids = ids;
+    this.#names = names;
   }
 
   #event(type: string, fields: Record<string, unknown>): ResponseStreamEvent {
@@ -181,7 +185,11 @@ export class ResponseEmitter {
 
   #call(call: Parameters<typeof toOpenAIToolCall>[0]): ResponseStreamEvent[] {
     const { id: callId, function: fn } = toOpenAIToolCall(call, this.#ids.call);
-    const item: FunctionCallItem = { type: 'function_call', id: this.#ids.functionCall(), call_id: callId, name: fn.name, arguments: '', status: 'in_progress' };
+    // A flattened namespace function goes back under the name and namespace the client declared.
+    const qualified = this.#names.get(fn.name);
+    const name = qualified?.name ?? fn.name;
+    const item: FunctionCallItem = { type: 'function_call', id: this.#ids.functionCall(), call_id: callId, name, arguments: '', status: 'in_progress' };
+    if (qualified) item.namespace = qualified.namespace;
     const index = this.#state.output.push(item as OutputItem) - 1;
     const added = this.#event('response.output_item.added', { output_index: index, item });
     item.arguments = fn.arguments;
@@ -190,7 +198,7 @@ export class ResponseEmitter {
     return [
       added,
       this.#event('response.function_call_arguments.delta', { ...where, delta: fn.arguments }),
-      this.#event('response.function_call_arguments.done', { ...where, name: fn.name, arguments: fn.arguments }),
+      this.#event('response.function_call_arguments.done', { ...where, name, arguments: fn.arguments }),
       this.#event('response.output_item.done', { output_index: index, item }),
     ];
   }

@@ -5,21 +5,28 @@
  * - a message item (`type: "message"`, or no `type` and a `role`) has `role` `user`, `assistant`,
  *   `system` or `developer` (= `system`) and `content` as a string or a list of `input_text`,
  *   `output_text` (an earlier answer sent back) and `refusal` parts, joined with `\n`; image, file
- *   and audio parts are a 400 (the native contract carries text only);
+ *   and audio parts are a 400 (the native contract carries text only); part types newer than
+ *   this server are left out;
  * - a `function_call` item (an earlier call sent back) becomes a tool call of an assistant message,
  *   joined to the assistant message just before it; its `arguments` is a JSON string of an object;
+ *   a call with a `namespace` is named as the flattened tool is (responses-tools.ts);
  * - a `function_call_output` item is a `tool` message named after the call with its `call_id`;
- * - `reasoning` items are dropped (this server never makes them; clients may replay another's);
- * - an `item_reference` is a 400: there are no stored items to refer to.
+ *   its `output` is a string or a list of text parts;
+ * - an `item_reference` is a 400: there are no stored items to refer to;
+ * - every other item (`reasoning`, which this server makes but never reads back; the calls and
+ *   results of tools it cannot run, such as `web_search_call` or `custom_tool_call`; types newer
+ *   than this server) is left out and reported in `ignored`.
  *
  * `instructions` and the system/developer messages that open the input are merged into one
- * system message, as chat completions do (strict chat templates refuse a second one).
+ * system message, as chat completions do (strict chat templates refuse a second one); a later
+ * one is a system message at its position.
  *
  * @module
  */
 import type { ChatMessage } from 'lia/plugin';
 import { invalid, type Body } from './fields.js';
 import type { ResponseBody } from './responses-schema.js';
+import { flatName } from './responses-tools.js';
 
 const ROLES = new Set(['user', 'assistant', 'system', 'developer']);
 const MEDIA_PARTS = new Set(['input_image', 'input_file', 'input_audio']);
@@ -40,8 +47,10 @@ function contentText(value: unknown, param: string): string {
       if (typeof type === 'string' && MEDIA_PARTS.has(type)) {
         invalid(`${p}.type`, `content parts of type '${type}' are not supported: this endpoint takes text only`);
       }
-      return invalid(`${p}.type`, `unknown content part type '${String(type)}'`);
+      // A part type newer than this server: left out.
+      return undefined;
     })
+    .filter((t) => t !== undefined)
     .join('\n');
 }
 
@@ -66,7 +75,7 @@ function callArguments(value: unknown, param: string): Record<string, unknown> {
 }
 
 /** Translates `instructions` and `input` (already checked by the route schema). */
-export function toResponseMessages(input: ResponseBody['input'], instructions: string | null | undefined): ChatMessage[] {
+export function toResponseMessages(input: ResponseBody['input'], instructions: string | null | undefined, ignored: string[] = []): ChatMessage[] {
   const out: ChatMessage[] = [];
   if (typeof instructions === 'string' && instructions !== '') out.push({ role: 'system', content: instructions });
   if (typeof input === 'string') {
@@ -79,7 +88,7 @@ export function toResponseMessages(input: ResponseBody['input'], instructions: s
     const p = `input[${i}]`;
     const item = raw as Body;
     const type = item.type ?? (item.role !== undefined ? 'message' : undefined);
-    if (type === 'reasoning') return;
+    if (typeof type !== 'string') invalid(`${p}.type`, `'${p}.type' is required: an item is a message (with a 'role') or names its type`);
     if (type === 'message') {
       const role = item.role;
       if (typeof role !== 'string' || !ROLES.has(role)) {
@@ -99,7 +108,8 @@ export function toResponseMessages(input: ResponseBody['input'], instructions: s
     leadingSystem = false;
     if (type === 'function_call') {
       const callId = text(item, 'call_id', p);
-      const name = text(item, 'name', p);
+      const own = text(item, 'name', p);
+      const name = typeof item.namespace === 'string' && item.namespace !== '' ? flatName(item.namespace, own) : own;
       const call = { id: callId, function: { name, arguments: callArguments(item.arguments, `${p}.arguments`) } };
       callNames.set(callId, name);
       const prev = out.at(-1);
@@ -118,7 +128,7 @@ export function toResponseMessages(input: ResponseBody['input'], instructions: s
     if (type === 'item_reference') {
       invalid(`${p}.type`, 'item references are not supported: this server stores no items; send the items themselves');
     }
-    invalid(`${p}.type`, `input items of type '${String(type)}' are not supported: send messages, function_call and function_call_output items`);
+    ignored.push(`${p} (type '${String(type)}')`);
   });
   return out;
 }

@@ -26,7 +26,7 @@ export type TextFormatEcho =
   | { type: 'json_schema'; name: string; schema: Record<string, unknown>; strict: boolean | null; description?: string };
 
 /** `tool_choice` as the response echoes it. */
-export type ToolChoiceEcho = 'none' | 'auto' | 'required' | { type: 'function'; name: string };
+export type ToolChoiceEcho = 'none' | 'auto' | 'required' | { type: 'function'; name: string } | Record<string, unknown>;
 
 /** The request fields a response echoes (defaults applied). */
 export interface ResponseEcho {
@@ -34,7 +34,8 @@ export interface ResponseEcho {
   max_output_tokens: number | null;
   temperature: number | null;
   top_p: number | null;
-  tools: FunctionToolEcho[];
+  /** Function tools normalised; other tools (namespaces, hosted tools left out) as the client sent them. */
+  tools: (FunctionToolEcho | Record<string, unknown>)[];
   tool_choice: ToolChoiceEcho;
   text: { format: TextFormatEcho; verbosity: 'low' | 'medium' | 'high' };
   parallel_tool_calls: boolean;
@@ -68,6 +69,8 @@ export interface FunctionCallItem {
   id: string;
   call_id: string;
   name: string;
+  /** The namespace of a function the client declared inside a `namespace` tool. */
+  namespace?: string;
   arguments: string;
   status: ItemStatus;
 }

@@ -5,8 +5,9 @@
  *
  * The input items and tools are only shaped loosely here (an object with a `type`, a `role`):
  * which item and tool types this server serves, and what each needs, is the translator's rule
- * (responses-request.ts), so that an unsupported type gets a message naming it rather than a
- * schema union's "must match one of".
+ * (responses-input.ts, responses-tools.ts). The lists the spec keeps growing (item, content part
+ * and tool types, `include` values) are open strings: a type newer than this server is left out,
+ * not refused. The fields that have no effect here are still typed, so a wrong type is a 400.
  *
  * @module
  */
@@ -23,7 +24,10 @@ const InputItem = Type.Object(
   open,
 );
 
-/** A tool: `function` tools are flat (`name`, `parameters` beside `type`), unlike chat completions. */
+/**
+ * A tool: `function` tools are flat (`name`, `parameters` beside `type`), unlike chat completions;
+ * a `namespace` holds function tools in `tools`; other types are tools this server cannot run.
+ */
 const Tool = Type.Object(
   {
     type: Type.String(),
@@ -31,6 +35,7 @@ const Tool = Type.Object(
     description: Opt(Type.String()),
     parameters: Opt(AnyObject),
     strict: Opt(Type.Boolean()),
+    tools: Type.Optional(Type.Array(Type.Object({ type: Type.String(), name: Type.Optional(Type.String({ minLength: 1 })), parameters: Opt(AnyObject) }, open))),
   },
   open,
 );
@@ -65,13 +70,19 @@ export const ResponseBody = Type.Object(
     temperature: Opt(Type.Number({ minimum: 0, maximum: 2 })),
     top_p: Opt(Type.Number({ minimum: 0, maximum: 1 })),
     tools: Opt(Type.Array(Tool)),
-    /** `none`, `auto`, `required` or `{type: "function", name}`; other forced types are refused by the translator. */
+    /**
+     * `none`, `auto`, `required`, `{type: "function", name}` or `{type: "allowed_tools", mode, tools}`;
+     * a choice forcing a tool this server cannot run is refused by the translator.
+     */
     tool_choice: Type.Optional(
       Type.Union([OneOf(['none', 'auto', 'required'] as const), Type.Object({ type: Type.String(), name: Type.Optional(Type.String()) }, open), Type.Null()]),
     ),
     text: Opt(Type.Object({ format: Opt(TextFormat), verbosity: Opt(OneOf(['low', 'medium', 'high'] as const)) }, open)),
-    /** `effort: "none"` keeps a thinking model's reasoning in the message; otherwise it is a `reasoning` item. */
-    reasoning: Opt(Type.Object({ effort: Opt(Type.String()) }, open)),
+    /**
+     * `effort: "none"` keeps a thinking model's reasoning in the message; otherwise it is a
+     * `reasoning` item (the level is not applied). `summary` has no effect.
+     */
+    reasoning: Opt(Type.Object({ effort: Opt(Type.String()), summary: Opt(Type.String()), generate_summary: Opt(Type.String()) }, open)),
     /** Defaults to false. */
     stream: Opt(Type.Boolean()),
     /** Accepted; nothing is ever stored (the server is stateless). */
@@ -88,6 +99,17 @@ export const ResponseBody = Type.Object(
     user: Opt(Type.String()),
     /** Echoed in the response; one call per answer either way (see docs/openai.md). Defaults to true. */
     parallel_tool_calls: Opt(Type.Boolean()),
+    // Spec fields with no effect here (docs/compatibility.md), typed so a wrong type is a 400.
+    include: Opt(Type.Array(Type.String())),
+    prompt_cache_key: Opt(Type.String()),
+    prompt_cache_retention: Opt(Type.String()),
+    safety_identifier: Opt(Type.String()),
+    service_tier: Opt(Type.String()),
+    truncation: Opt(Type.String()),
+    top_logprobs: Opt(Type.Integer({ minimum: 0, maximum: 20 })),
+    max_tool_calls: Opt(Type.Integer({ minimum: 1 })),
+    stream_options: Opt(AnyObject),
+    prompt: Opt(AnyObject),
   },
   open,
 );

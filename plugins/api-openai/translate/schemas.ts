@@ -76,9 +76,10 @@ const Message = Type.Object(
   open,
 );
 
+/** A tool: `function` is served; other types (`custom`, newer ones) are left out by the translator. */
 const Tool = Type.Object(
   {
-    type: OneOf(['function'] as const),
+    type: Type.String(),
     /** Required for `type: "function"` (checked by the translator, after the type). */
     function: Type.Optional(
       Type.Object({ name: Type.String({ minLength: 1 }), description: Opt(Type.String()), parameters: Opt(AnyObject) }, open),
@@ -113,13 +114,35 @@ export const ChatCompletionBody = Type.Object(
       ),
     ),
     tools: Opt(Type.Array(Tool)),
+    /**
+     * `none`, `auto`, `required`, `{type: "function", function: {name}}` or `{type: "allowed_tools",
+     * allowed_tools: {mode, tools}}`; forcing another type (`custom`) is refused by the translator.
+     */
     tool_choice: Type.Optional(
       Type.Union([
         OneOf(['none', 'auto', 'required'] as const),
-        Type.Object({ type: OneOf(['function'] as const), function: Type.Object({ name: Type.String({ minLength: 1 }) }, open) }, open),
+        Type.Object(
+          {
+            type: Type.String(),
+            function: Type.Optional(Type.Object({ name: Type.String({ minLength: 1 }) }, open)),
+            allowed_tools: Type.Optional(Type.Object({ mode: Type.Optional(Type.String()), tools: Type.Array(AnyObject) }, open)),
+          },
+          open,
+        ),
         Type.Null(),
       ]),
     ),
+    // Spec fields with no effect here (docs/compatibility.md), typed so a wrong type is a 400.
+    user: Opt(Type.String()),
+    store: Opt(Type.Boolean()),
+    metadata: Opt(AnyObject),
+    service_tier: Opt(Type.String()),
+    parallel_tool_calls: Opt(Type.Boolean()),
+    prompt_cache_key: Opt(Type.String()),
+    safety_identifier: Opt(Type.String()),
+    logit_bias: Opt(Type.Record(Type.String(), Type.Number())),
+    modalities: Opt(Type.Array(Type.String())),
+    verbosity: Opt(Type.String()),
   },
   open,
 );

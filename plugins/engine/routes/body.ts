@@ -25,10 +25,14 @@ export function outputFormat(value: string | Record<string, unknown> | null | un
 
 const ROLES = new Set(['system', 'user', 'assistant', 'tool']);
 
-/** `messages` → chat messages: the role lower-cased (as Ollama decodes it), tool arguments parsed. */
+/**
+ * `messages` → chat messages: the role lower-cased (as Ollama decodes it; `developer`, OpenAI's
+ * newer name for `system`, is taken as `system`), tool arguments parsed.
+ */
 export function chatMessages(list: ChatBodyMessage[] | null | undefined): ChatMessage[] {
   return (list ?? []).map((msg, i): ChatMessage => {
-    const role = msg.role.toLowerCase();
+    const lower = msg.role.toLowerCase();
+    const role = lower === 'developer' ? 'system' : lower;
     if (!ROLES.has(role)) throw Errors.badRequest(`messages[${i}].role must be one of system, user, assistant, tool`, { param: `messages[${i}].role` });
     const out: ChatMessage = { role: role as ChatMessage['role'], content: msg.content ?? '' };
     if (msg.tool_calls) out.tool_calls = msg.tool_calls.map((c, j) => toolCall(c, `messages[${i}].tool_calls[${j}]`));
