@@ -76,6 +76,7 @@ export const Errors = {
   conflict: defineError('LIA_ERR_CONFLICT', 409, 'The action conflicts with the current state.'),
   payloadTooLarge: defineError('LIA_ERR_PAYLOAD_TOO_LARGE', 413, 'The body is over the size limit.'),
   uriTooLong: defineError('LIA_ERR_URI_TOO_LONG', 414, 'A path segment is longer than the router accepts.'),
+  contextLengthExceeded: defineError('LIA_ERR_CONTEXT_LENGTH_EXCEEDED', 400, "The prompt is longer than the model's context takes."),
   unsupportedMediaType: defineError('LIA_ERR_UNSUPPORTED_MEDIA_TYPE', 415, 'The body has a content type the route does not take.'),
   headersTooLarge: defineError('LIA_ERR_HEADERS_TOO_LARGE', 431, 'The request headers are larger than the server accepts.'),
   tooManyRequests: defineError('LIA_ERR_TOO_MANY_REQUESTS', 429, 'Too many requests (or failed keys) from this client.'),

@@ -110,6 +110,8 @@ export interface GenerateParams {
   logprobs?: number;
   /** See {@link ChatParams.whole}. */
   whole?: boolean;
+  /** See {@link ChatParams.think}. */
+  think?: boolean;
 }
 
 export interface ChatParams {
@@ -131,6 +133,13 @@ export interface ChatParams {
    * its replicas) and yield only a complete one. Defaults to false: events go out as they come.
    */
   whole?: boolean;
+  /**
+   * Whether a thinking model should think: `false` renders the prompt with its thinking switched
+   * off where the chat template can (Qwen3's `enable_thinking=false`), `true` with it on. Unset:
+   * the template's own default. Either way the backend emits the model's text as it is (a
+   * reasoning section between `<think>` and `</think>` included); the engine splits it.
+   */
+  think?: boolean;
 }
 
 /** One event of a generation stream. The last one is always `done`. */

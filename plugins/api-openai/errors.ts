@@ -25,6 +25,7 @@ const CODES: Readonly<Record<string, string>> = {
   LIA_ERR_METHOD_NOT_ALLOWED: 'method_not_allowed',
   LIA_ERR_CONFLICT: 'conflict',
   LIA_ERR_PAYLOAD_TOO_LARGE: 'payload_too_large',
+  LIA_ERR_CONTEXT_LENGTH_EXCEEDED: 'context_length_exceeded',
   LIA_ERR_TOO_MANY_REQUESTS: 'rate_limit_exceeded',
   LIA_ERR_ENGINE_FAILED: 'engine_error',
   LIA_ERR_BAD_GATEWAY: 'bad_gateway',

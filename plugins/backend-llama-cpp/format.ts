@@ -3,8 +3,9 @@
  * (one `application/vnd.ollama.image.model` layer, no file name), loaded from its blob. Its
  * capabilities follow Ollama: `embedding` when the GGUF declares a pooling type, else
  * `completion`; `tools` when the template layer uses `.Tools` or the GGUF chat template mentions
- * `tools`; `insert` for `.Suffix`; `thinking` for `.Thinking` (the engine then splits the output
- * on `<think>…</think>` when asked); `vision` with a projector layer.
+ * `tools`; `insert` for `.Suffix`; `thinking` for `.Thinking` in the template layer or, in the
+ * GGUF's Jinja chat template, a `<think>` section or an `enable_thinking` switch (Qwen3, QwQ,
+ * DeepSeek-R1; see {@link jinjaThinks}); `vision` with a projector layer.
  *
  * @module
  */
@@ -43,9 +44,19 @@ export function ggufFormat(): FormatHandler {
       const goTemplate = template ?? '';
       if (goTemplate.includes('.Tools') || /\btools\b/.test(gguf.chatTemplate ?? '')) capabilities.push('tools');
       if (goTemplate.includes('.Suffix')) capabilities.push('insert');
-      if (goTemplate.includes('.Thinking')) capabilities.push('thinking');
+      if (goTemplate.includes('.Thinking') || jinjaThinks(gguf.chatTemplate)) capabilities.push('thinking');
       if (layers.some((l) => l.mediaType === PROJECTOR_MEDIA_TYPE)) capabilities.push('vision');
       return { details: gguf.details, capabilities, modelInfo: gguf.modelInfo };
     },
   };
+}
+
+/**
+ * Whether a GGUF Jinja chat template is a thinking model's: it writes or strips a `<think>`
+ * section (the tag the engine splits the output on) or takes `enable_thinking`. The runner's chat
+ * format agrees for the families node-llama-cpp knows (its Qwen and DeepSeek wrappers have a
+ * thought section), and this needs no model load, so `/api/show` can answer at once.
+ */
+export function jinjaThinks(template: string | undefined): boolean {
+  return template !== undefined && (template.includes('<think>') || /\benable_thinking\b/.test(template));
 }

@@ -64,8 +64,11 @@ export type ParentMessage =
   | { t: 'threads'; batch: number }
   | { t: 'unload' };
 
-/** How the parent should classify an error: the client's fault (400) or the engine's (500). */
-export type RunnerErrorKind = 'bad_request' | 'engine';
+/**
+ * How the parent should classify an error: the client's fault (400), a prompt longer than the
+ * context (400, `LIA_ERR_CONTEXT_LENGTH_EXCEEDED`), or the engine's (500).
+ */
+export type RunnerErrorKind = 'bad_request' | 'context_length' | 'engine';
 
 export type RunnerMessage =
   | { t: 'ready'; info: RunnerInfo }

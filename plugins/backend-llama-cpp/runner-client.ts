@@ -25,7 +25,7 @@ import type {
 import type { ModelCapability } from 'lia/plugin';
 import { EventQueue } from './event-queue.js';
 import { runnerTunables, type HugePagesMode } from './huge-pages.js';
-import type { LoadSpec, ParentMessage, RunnerInfo, RunnerMessage } from './protocol.js';
+import type { LoadSpec, ParentMessage, RunnerErrorKind, RunnerInfo, RunnerMessage } from './protocol.js';
 
 /** How long a runner may take to load its model. Defaults to 5 minutes (Ollama's load timeout). */
 const LOAD_TIMEOUT_MS = 5 * 60_000;
@@ -288,7 +288,7 @@ export class RunnerModel implements LoadedModel {
         this.#pending.get(m.id)?.result(m.result);
         return;
       case 'error':
-        this.#pending.get(m.id)?.error(m.kind === 'bad_request' ? Errors.badRequest(m.message) : Errors.engineFailed(m.message));
+        this.#pending.get(m.id)?.error(runnerError(m.kind, m.message));
         return;
       case 'log':
         this.#options.log[m.level]({ runner: this.#child.pid }, m.message);
@@ -339,4 +339,10 @@ function forwardLines(stream: NodeJS.ReadableStream | null, sink: (line: string)
       if (line) sink(line);
     }
   });
+}
+
+/** The appliance's error for a runner's error message. */
+function runnerError(kind: RunnerErrorKind, message: string): Error {
+  if (kind === 'context_length') return Errors.contextLengthExceeded(message);
+  return kind === 'bad_request' ? Errors.badRequest(message) : Errors.engineFailed(message);
 }

@@ -7,7 +7,7 @@
  * @module
  */
 import { checkSchemaBounds, currentPrincipal, Errors, modelAllowed } from 'lia/plugin';
-import type { ChatMessage, ChatParams, GenerationEvent, OutputFormat, ToolChoice, ToolDefinition } from 'lia/plugin';
+import type { Admission, ChatMessage, ChatParams, GenerationEvent, OutputFormat, SamplingOptions, ToolChoice, ToolDefinition } from 'lia/plugin';
 import type {
   EmbedResponse,
   GenerationStream,
@@ -45,11 +45,12 @@ export class EngineService implements InferenceService {
     const started = process.hrtime.bigint();
     const model = await this.#resolve(req.model, 'generate');
     const think = thinks(model, req.think, req.model);
-    const options = mergeOptions(model.parameters, req.options);
-    const asker = admitted(model.name);
+    const system = req.system ?? model.system;
+    const asker = admitted(model.name, estimateTokens([req.prompt, system, req.suffix]), mergeOptions(model.parameters, req.options), signal);
+    const { options } = asker;
+    signal = asker.signal;
     this.#observe({ type: 'request', model: model.name, kind: 'generate', ...asker.label });
     const lease = await this.#acquire(model, req.keep_alive, options.num_ctx, signal).catch(asker.fail);
-    const system = req.system ?? model.system;
     const events = lease.model.generate(
       {
         prompt: req.prompt,
@@ -61,11 +62,12 @@ export class EngineService implements InferenceService {
         ...(req.context?.length ? { context: req.context } : {}),
         ...(req.logprobs !== undefined ? { logprobs: req.logprobs } : {}),
         ...(req.stream === false ? { whole: true } : {}),
+        ...thinkField(req.think, think),
         ...formatField(req.format),
       },
       signal,
     );
-    return { model: model.name, loadNs: lease.loadNs, events: leased(lease, asker.done, observed(model.name, asker.label, started, this.#observe, think ? splitThinking(events) : events)) };
+    return { model: model.name, loadNs: lease.loadNs, events: leased(lease, asker.settle, observed(model.name, asker.label, started, this.#observe, think ? splitThinking(events) : events)) };
   }
 
   async chat(req: InferenceChatRequest, signal: AbortSignal): Promise<GenerationStream> {
@@ -73,11 +75,12 @@ export class EngineService implements InferenceService {
     const started = process.hrtime.bigint();
     const model = await this.#resolve(req.model, 'chat');
     const think = thinks(model, req.think, req.model);
-    const options = mergeOptions(model.parameters, req.options);
-    const asker = admitted(model.name);
+    const messages = withStored(model, req.messages);
+    const asker = admitted(model.name, estimateTokens(messages.map((m) => m.content)), mergeOptions(model.parameters, req.options), signal);
+    const { options } = asker;
+    signal = asker.signal;
     this.#observe({ type: 'request', model: model.name, kind: 'chat', ...asker.label });
     const lease = await this.#acquire(model, req.keep_alive, options.num_ctx, signal).catch(asker.fail);
-    const messages = withStored(model, req.messages);
     const events = lease.model.chat(
       {
         messages,
@@ -86,10 +89,11 @@ export class EngineService implements InferenceService {
         ...formatField(req.format),
         ...(req.logprobs !== undefined ? { logprobs: req.logprobs } : {}),
         ...(req.stream === false ? { whole: true } : {}),
+        ...thinkField(req.think, think),
       },
       signal,
     );
-    return { model: model.name, loadNs: lease.loadNs, events: leased(lease, asker.done, observed(model.name, asker.label, started, this.#observe, think ? splitThinking(events) : events)) };
+    return { model: model.name, loadNs: lease.loadNs, events: leased(lease, asker.settle, observed(model.name, asker.label, started, this.#observe, think ? splitThinking(events) : events)) };
   }
 
   async countChatTokens(req: InferenceChatRequest, signal: AbortSignal): Promise<{ model: string; promptTokens: number }> {
@@ -97,7 +101,7 @@ export class EngineService implements InferenceService {
     const model = await this.#resolve(req.model, 'chat');
     const options = mergeOptions(model.parameters, req.options);
     const lease = await this.#acquire(model, req.keep_alive, options.num_ctx, signal);
-    const params: ChatParams = { messages: withStored(model, req.messages), options, ...tools };
+    const params: ChatParams = { messages: withStored(model, req.messages), options, ...tools, ...thinkField(req.think, thinks(model, req.think, req.model)) };
     try {
       if (lease.model.countChatTokens) return { model: model.name, promptTokens: await lease.model.countChatTokens(params, signal) };
       // A backend without a count: one greedy token, whose `done` event reports the prompt's length.
@@ -113,8 +117,10 @@ export class EngineService implements InferenceService {
   async embed(req: InferenceEmbedRequest, signal: AbortSignal): Promise<EmbedResponse> {
     const started = process.hrtime.bigint();
     const model = await this.#resolve(req.model, 'embed');
-    const options = mergeOptions(model.parameters, req.options);
-    const asker = admitted(model.name);
+    const asker = admitted(model.name, estimateTokens(req.input), mergeOptions(model.parameters, req.options), signal, 'embed');
+    const { options } = asker;
+    signal = asker.signal;
+    let used: number | undefined;
     this.#observe({ type: 'request', model: model.name, kind: 'embed', ...asker.label });
     const lease = await this.#acquire(model, req.keep_alive, options.num_ctx, signal).catch(asker.fail);
     try {
@@ -130,6 +136,7 @@ export class EngineService implements InferenceService {
               },
               signal,
             );
+      used = result.promptTokens;
       this.#observe({ type: 'finished', model: model.name, promptTokens: result.promptTokens, completionTokens: 0, ...asker.label });
       return {
         model: model.name,
@@ -140,7 +147,7 @@ export class EngineService implements InferenceService {
       };
     } finally {
       lease.release();
-      asker.done();
+      asker.done(used);
     }
   }
 
@@ -178,7 +185,7 @@ export class EngineService implements InferenceService {
     if (typeof name !== 'string' || name.trim() === '') throw Errors.badRequest('model is required', { param: 'model' });
     // A key's model allow-list, checked on the name asked (before the store is asked, so a key
     // cannot learn which models exist outside its list) and on the name it resolves to.
-    const allowList = action === 'unload' ? null : currentPrincipal()?.models;
+    const allowList = currentPrincipal()?.models;
     if (!modelAllowed(allowList, name)) throw notAllowed(name);
     const model = await this.#store().resolve(name);
     if (!modelAllowed(allowList, model.name)) throw notAllowed(name);
@@ -245,6 +252,16 @@ function thinks(model: ResolvedModel, think: Think | undefined, asked: string): 
   return true;
 }
 
+/**
+ * `think` as the backend gets it: false when the request switched thinking off (the prompt then
+ * asks the model not to think, where its template can), true when the output is split, else unset
+ * (the template's default).
+ */
+function thinkField(think: Think | undefined, split: boolean): { think?: boolean } {
+  if (think === false) return { think: false };
+  return split ? { think: true } : {};
+}
+
 /** The output format as the backend gets it; a schema is bounded here too, whichever surface sent it. */
 function formatField(format: OutputFormat | undefined | null | ''): { format?: OutputFormat } {
   if (format && typeof format === 'object') checkSchemaBounds(format, 'format');
@@ -258,31 +275,50 @@ function notAllowed(model: string): Error {
 }
 
 /** The asking principal's admission for one request: its label for events, and its release. */
-interface Admission {
+interface Admitted {
   label: { principal?: string };
-  /** Called once the request is over; idempotent. */
-  done: () => void;
+  /** The request's options, `num_predict` lowered to the principal's cap. */
+  options: SamplingOptions;
+  /** The request's signal, also aborted when the principal's credential is withdrawn (revoked, rotated). */
+  signal: AbortSignal;
+  /** Called once the request is over, with the tokens it used when known; idempotent. */
+  done: (usedTokens?: number) => void;
+  /** {@link done} for a generation: its counts when it reported them, else the estimate and the tokens seen. */
+  settle: (counts: { promptTokens: number; completionTokens: number } | null, tokensSeen: number) => void;
   /** Releases, then rethrows (for a failure before the generation starts). */
   fail: (err: unknown) => never;
 }
 
+/** A prompt's tokens before it is tokenized: one per 4 characters, rounded up (the usual rule of thumb for BPE vocabularies). */
+function estimateTokens(texts: ReadonlyArray<string | undefined>): number {
+  return texts.reduce((sum, t) => sum + Math.ceil((t?.length ?? 0) / 4), 0);
+}
+
 /**
  * Admits the request for the current principal (`Principal.admit`: rate limits, concurrent
- * streams), which throws to refuse it. Outside a request, or for a principal without limits,
- * everything is admitted.
+ * streams, a cap on the tokens generated), which throws to refuse it. Outside a request, or for a
+ * principal without limits, everything is admitted. An embedding generates nothing (`maxTokens` 0).
  */
-function admitted(model: string): Admission {
+function admitted(model: string, promptTokens: number, options: SamplingOptions, signal: AbortSignal, kind: 'generation' | 'embed' = 'generation'): Admitted {
   const principal = currentPrincipal();
-  const release = principal?.admit?.(model);
+  const embedding = kind === 'embed';
+  const asked = embedding ? 0 : options.num_predict !== undefined && options.num_predict >= 0 ? options.num_predict : null;
+  const granted = principal?.admit?.(model, { promptTokens, maxTokens: asked });
+  const admission: Admission | undefined = typeof granted === 'function' ? { release: granted } : granted;
+  const cap = admission?.maxTokens;
+  const capped = embedding || cap === undefined || (asked !== null && asked <= cap) ? options : { ...options, num_predict: cap };
   let released = false;
-  const done = (): void => {
+  const done = (usedTokens?: number): void => {
     if (released) return;
     released = true;
-    release?.();
+    admission?.release(usedTokens);
   };
   return {
     label: principal ? { principal: principal.id } : {},
+    options: capped,
+    signal: principal?.signal ? AbortSignal.any([signal, principal.signal]) : signal,
     done,
+    settle: (counts, seen) => done(counts ? counts.promptTokens + counts.completionTokens : promptTokens + seen),
     fail: (err) => {
       done();
       throw err;
@@ -325,30 +361,33 @@ function observed(model: string, label: { principal?: string }, started: bigint,
 
 /**
  * Gives the slot back, and tells the principal's admission, as soon as the generation is over: on
- * its `done` event, on an error, or when the consumer stops iterating (also when it never started).
+ * its `done` event (with its token counts), on an error, or when the consumer stops iterating (also
+ * when it never started; then with the tokens seen so far).
  */
-function leased(lease: Lease, admitted: () => void, source: AsyncIterable<GenerationEvent>): AsyncIterable<GenerationEvent> {
+function leased(lease: Lease, settle: Admitted['settle'], source: AsyncIterable<GenerationEvent>): AsyncIterable<GenerationEvent> {
   return {
     [Symbol.asyncIterator]() {
       const it = source[Symbol.asyncIterator]();
+      let seen = 0;
       return {
         async next() {
           try {
             const r = await it.next();
+            if (!r.done && r.value.type === 'token') seen++;
             if (r.done || r.value.type === 'done') {
               lease.release();
-              admitted();
+              settle(!r.done && r.value.type === 'done' ? r.value : null, seen);
             }
             return r;
           } catch (err) {
             lease.release();
-            admitted();
+            settle(null, seen);
             throw err;
           }
         },
         async return(value?: unknown) {
           lease.release();
-          admitted();
+          settle(null, seen);
           await it.return?.();
           return { done: true as const, value: value as GenerationEvent };
         },

@@ -8,7 +8,7 @@
  * @module
  */
 import type { ParentMessage, RunnerMessage } from '../protocol.js';
-import { RequestError } from './errors.js';
+import { ContextLengthError, RequestError } from './errors.js';
 import { ModelSession, prepareLlama, type Prepared } from './session.js';
 
 let session: ModelSession | null = null;
@@ -41,7 +41,7 @@ const sendNow = (message: RunnerMessage): void => {
 };
 
 function fail(id: number, err: unknown): void {
-  const kind = err instanceof RequestError ? 'bad_request' : 'engine';
+  const kind = err instanceof ContextLengthError ? 'context_length' : err instanceof RequestError ? 'bad_request' : 'engine';
   send({ t: 'error', id, kind, message: err instanceof Error ? err.message : String(err) });
 }
 

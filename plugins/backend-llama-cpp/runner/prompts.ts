@@ -7,8 +7,8 @@
  */
 import { LlamaText, type ChatHistoryItem, type ChatModelFunctions, type ChatWrapper, type LlamaModel, type Token } from 'node-llama-cpp';
 import type { GenerateParams } from 'lia/plugin';
-import { RequestError } from './errors.js';
-import { renderGoTemplate, wrapperForGoTemplate, type PromptFormat } from './templates.js';
+import { ContextLengthError } from './errors.js';
+import { renderGoTemplate, withoutThinking, wrapperForGoTemplate, type PromptFormat } from './templates.js';
 
 /**
  * A chat format's stop triggers, split by how they are best detected. node-llama-cpp stops on an
@@ -69,7 +69,7 @@ export class Prompts {
   checkLength(tokens: Token[]): number {
     const promptTokens = this.#length(tokens);
     if (promptTokens >= this.contextLength) {
-      throw new RequestError(`the prompt is ${promptTokens} tokens long; the context length is ${this.contextLength}`);
+      throw new ContextLengthError(promptTokens, this.contextLength, this.model.trainContextSize);
     }
     return promptTokens;
   }
@@ -83,11 +83,13 @@ export class Prompts {
    * history it was rendered from. A conversation longer than the context loses its oldest messages
    * until it fits, as Ollama truncates a chat: system messages and the last message always stay
    * (then, if it still does not fit, a 400 as for generate). The cut is found by bisection, so a
-   * long history is rendered a few times, not once per message.
+   * long history is rendered a few times, not once per message. `think` false renders it with
+   * the model's thinking switched off where its format can (see {@link wrapper}).
    */
-  forChat(history: ChatHistoryItem[], functions?: ChatModelFunctions): ChatPrompt {
+  forChat(history: ChatHistoryItem[], functions?: ChatModelFunctions, think?: boolean): ChatPrompt {
+    const wrapper = this.wrapper(think);
     const render = (items: ChatHistoryItem[]): ChatPrompt => {
-      const { tokens, stops } = this.#render(this.format.wrapper, items, functions);
+      const { tokens, stops } = this.#render(wrapper, items, functions);
       return { history: items, tokens, stops, promptTokens: this.#length(tokens) };
     };
     const whole = render(history);
@@ -117,9 +119,21 @@ export class Prompts {
   }
 
   /** A conversation's prompt length as evaluated (BOS included), whole: nothing dropped to fit. */
-  count(history: ChatHistoryItem[], functions?: ChatModelFunctions): number {
-    return this.#length(this.#render(this.format.wrapper, history, functions).tokens);
+  count(history: ChatHistoryItem[], functions?: ChatModelFunctions, think?: boolean): number {
+    return this.#length(this.#render(this.wrapper(think), history, functions).tokens);
   }
+
+  /**
+   * The model's chat format, with its thinking switched off when `think` is false and the format
+   * can do that (templates.ts, `withoutThinking`); the variant is made once, on first use.
+   */
+  wrapper(think?: boolean): ChatWrapper {
+    if (think !== false) return this.format.wrapper;
+    if (this.#noThinking === undefined) this.#noThinking = withoutThinking(this.format.wrapper, this.model);
+    return this.#noThinking ?? this.format.wrapper;
+  }
+
+  #noThinking: ChatWrapper | null | undefined;
 
   /**
    * The prompt of a generate request (without BOS) and the template's stop triggers: raw text, a
@@ -129,7 +143,7 @@ export class Prompts {
   forGenerate(params: GenerateParams): { tokens: Token[]; stops: Stops } {
     const plain = (text: string) => ({ tokens: this.model.tokenize(text, false, 'trimLeadingSpace'), stops: NO_STOPS });
     if (params.raw) return plain(params.prompt);
-    let wrapper: ChatWrapper = this.format.wrapper;
+    let wrapper: ChatWrapper = this.wrapper(params.think);
     if (params.template !== undefined && params.template !== '') {
       const rendered = renderGoTemplate(params.template, { System: params.system, Prompt: params.prompt });
       if (rendered !== null) return plain(rendered);

@@ -6,7 +6,7 @@
  *
  * @module
  */
-import { getLlama, type Llama, type LlamaContext, type LlamaGrammar, type LlamaModel, type Token } from 'node-llama-cpp';
+import { getLlama, LlamaChat, LlamaLogLevel, type ChatWrapper, type Llama, type LlamaContext, type LlamaGrammar, type LlamaModel, type Token } from 'node-llama-cpp';
 import type { ChatParams, EmbedParams, EmbedResult, GenerateParams, GenerationEvent } from 'lia/plugin';
 import type { ModelCapability } from 'lia/plugin';
 import type { LoadSpec, RunnerInfo } from '../protocol.js';
@@ -17,12 +17,13 @@ import { RequestError } from './errors.js';
 import { forcedChoice, parseForcedCall, type ForcedToolChoice } from './forced-tools.js';
 import { generation, now, prefill, type Emit } from './generation.js';
 import { Grammars } from './grammars.js';
+import { versionWarning } from './llama-internals.js';
 import { generateWithLogprobs } from './logprobs.js';
 import { toChatHistory, toFunctions, toToolCalls } from './history.js';
 import { Prompts, type Stops } from './prompts.js';
 import { maxTokensFor, toLlamaSampling, type LlamaSampling } from './sampling.js';
 import { SlotPool, type Slot } from './slots.js';
-import { resolvePromptFormat, type PromptFormat } from './templates.js';
+import { hasThoughts, resolvePromptFormat, type PromptFormat } from './templates.js';
 
 /** Bindings loaded ahead of the model (a spare runner does this while it waits). */
 export interface Prepared {
@@ -35,7 +36,7 @@ export interface Prepared {
  * prebuilt binary for it works. The thread ceiling is set when the model is loaded.
  */
 export function prepareLlama(gpu: 'auto' | false): Prepared {
-  return { gpu, llama: getLlama({ gpu, build: 'never', maxThreads: 1, logLevel: 'error' as never }) };
+  return { gpu, llama: getLlama({ gpu, build: 'never', maxThreads: 1, logLevel: LlamaLogLevel.error }) };
 }
 
 export class ModelSession {
@@ -90,7 +91,7 @@ export class ModelSession {
       contextSize: contextLength,
       batchSize: Math.min(spec.batchSize, contextLength * spec.parallel),
       threads: spec.threads,
-      flashAttention: 'auto' as never,
+      flashAttention: 'auto',
     });
     const t2 = performance.now();
     const format = resolvePromptFormat(model, spec.template, spec.knownChatWrapper);
@@ -99,6 +100,7 @@ export class ModelSession {
     const capabilities: ModelCapability[] = ['completion'];
     const jinja = model.fileInfo.metadata.tokenizer?.chat_template;
     if (typeof jinja === 'string' && /\btools\b/.test(jinja)) capabilities.push('tools');
+    if (hasThoughts(format.wrapper)) capabilities.push('thinking');
     if (model.tokens.infill.prefix != null && model.tokens.infill.suffix != null) capabilities.push('insert');
     const info: RunnerInfo = {
       contextLength,
@@ -109,7 +111,10 @@ export class ModelSession {
       gpu: llama.gpu,
       loadMs: { model: Math.round(t1 - t0), context: Math.round(t2 - t1), template: Math.round(t3 - t2) },
     };
-    return new ModelSession(llama, model, context, spec, info, format);
+    const session = new ModelSession(llama, model, context, spec, info, format);
+    const drift = await versionWarning();
+    if (drift) session.warnings.push(drift);
+    return session;
   }
 
   /** The thread count of large batches from now on (the parent lowers it while other models are loaded). */
@@ -161,12 +166,14 @@ export class ModelSession {
   }
 
   /**
-   * A conversation with the model's chat template (`/api/chat`). Without tools, and for chat
-   * formats without thought segments, the rendered prompt is completed like a templated generate
-   * (LlamaCompletion with the format's stop triggers): LlamaChat renders and tokenizes the history
-   * again and runs a heavier loop per token (measured, bench-random-135m: 0.963 of generate's
-   * decode rate and 0.5 ms more to the first token). Tools need LlamaChat's function calling, and
-   * thought segments its parsing (it leaves them out of the answer).
+   * A conversation with the model's chat template (`/api/chat`). Without tools the rendered prompt
+   * is completed like a templated generate (LlamaCompletion with the format's stop triggers):
+   * LlamaChat renders and tokenizes the history again and runs a heavier loop per token (measured,
+   * bench-random-135m: 0.963 of generate's decode rate and 0.5 ms more to the first token). The
+   * text goes out as the model writes it, a `<think>…</think>` section included (the engine splits
+   * it when asked). Tools need LlamaChat's function calling; its thought segments are put back
+   * between the same tags (see {@link thoughtsAsText}). `params.think` false renders the prompt
+   * with the model's thinking switched off where the format can (prompts.ts, `wrapper`).
    */
   async chat(params: ChatParams, signal: AbortSignal, emit: Emit): Promise<void> {
     const tools = params.tools ?? [];
@@ -179,36 +186,47 @@ export class ModelSession {
     const grammar = await this.#grammars.forFormat(params.format);
     const functions = tools.length > 0 ? toFunctions(tools) : undefined;
     const sampling = toLlamaSampling(params.options, this.info.contextLength);
-    const prompt = this.#prompts.forChat(toChatHistory(params.messages), functions);
+    const wrapper = this.#prompts.wrapper(params.think);
+    const prompt = this.#prompts.forChat(toChatHistory(params.messages), functions, params.think);
     const { tokens, promptTokens } = prompt;
     await this.#slots.with(this.#prompts.withBos(tokens), async (slot) => {
       const started = now();
       await prefill(slot.seq, this.#prompts.withBos(tokens), signal);
       const maxTokens = maxTokensFor(params.options, this.info.contextLength, promptTokens);
-      if (functions === undefined && (!this.#thoughts || params.logprobs !== undefined)) {
+      // A format that opens the thought in the prompt (Qwen 3.5): the output starts inside it.
+      if (opensThought(wrapper)) emit({ type: 'token', text: '<think>' });
+      if (functions === undefined) {
         const { done } = await this.#complete(slot, prompt, { sampling, maxTokens, grammar, signal, emit, started, logprobs: params.logprobs });
         emit(done);
         return;
       }
+      // The LlamaChat of the slot speaks the model's default format; another one is made for a
+      // request with thinking switched off, so that it renders the prompt just prefilled.
+      const chat = wrapper === slot.chat.chatWrapper ? slot.chat : new LlamaChat({ contextSequence: slot.seq, chatWrapper: wrapper });
       type ChatResult = { metadata: { stopReason: string }; functionCalls?: readonly { functionName: string; params: unknown }[] };
-      const { result, done } = await generation<ChatResult>(
-        signal,
-        { request: sampling.customStopTriggers },
-        emit,
-        started,
-        promptTokens,
-        (o) =>
-          slot.chat.generateResponse(prompt.history, {
-            ...sampling,
-            ...o,
-            customStopTriggers: [],
-            maxTokens,
-            ...(functions ? { functions } : grammar ? { grammar } : {}),
-          }) as Promise<ChatResult>,
-      );
-      const calls = result?.functionCalls;
-      if (calls && calls.length > 0) emit({ type: 'tool_calls', calls: toToolCalls(calls) });
-      emit(done);
+      try {
+        const { result, done } = await generation<ChatResult>(
+          signal,
+          { request: sampling.customStopTriggers },
+          emit,
+          started,
+          promptTokens,
+          (o) =>
+            chat.generateResponse(prompt.history, {
+              ...sampling,
+              ...o,
+              ...thoughtsAsText(o.onTextChunk),
+              customStopTriggers: [],
+              maxTokens,
+              functions,
+            }) as Promise<ChatResult>,
+        );
+        const calls = result?.functionCalls;
+        if (calls && calls.length > 0) emit({ type: 'tool_calls', calls: toToolCalls(calls) });
+        emit(done);
+      } finally {
+        if (chat !== slot.chat) chat.dispose({ disposeSequence: false });
+      }
     });
   }
 
@@ -264,11 +282,6 @@ export class ModelSession {
     );
   }
 
-  /** Whether the chat format has thought segments (see {@link chat}). */
-  get #thoughts(): boolean {
-    return this.#format.wrapper.settings.segments?.thought !== undefined;
-  }
-
   /**
    * A chat turn that must be one tool call (`toolChoice` `required` or named; see forced-tools.ts):
    * the prompt is the one {@link chat} builds (tools documented), the answer is sampled under the
@@ -313,7 +326,7 @@ export class ModelSession {
    */
   countChatTokens(params: ChatParams): number {
     const tools = params.tools ?? [];
-    return this.#prompts.count(toChatHistory(params.messages), tools.length > 0 ? toFunctions(tools) : undefined);
+    return this.#prompts.count(toChatHistory(params.messages), tools.length > 0 ? toFunctions(tools) : undefined, params.think);
   }
 
   /** Embeddings (see embedding.ts). */
@@ -354,4 +367,39 @@ export class ModelSession {
       emit(done);
     });
   }
+}
+
+/** Whether a chat format opens its thought section in the prompt (the answer starts inside it). */
+function opensThought(wrapper: ChatWrapper): boolean {
+  const thought = wrapper.settings.segments?.thought as { openOnResponseStart?: boolean } | undefined;
+  return thought?.openOnResponseStart === true;
+}
+
+/**
+ * LlamaChat's streaming hooks for a chat with tools: its thought segments, which it keeps out of
+ * the answer text, go to `text` between `<think>` and `</think>`, ahead of the answer, as a
+ * completion writes them (the engine splits them off when the request asked for thinking).
+ */
+function thoughtsAsText(text: (chunk: string) => void): {
+  onTextChunk: undefined;
+  onResponseChunk: (chunk: { type: 'segment' | undefined; segmentType?: string | undefined; text: string; segmentEndTime?: Date | undefined }) => void;
+} {
+  let open = false;
+  return {
+    onTextChunk: undefined,
+    onResponseChunk(chunk) {
+      if (chunk.type === 'segment') {
+        if (chunk.segmentType !== 'thought') return;
+        let out = chunk.text;
+        if (!open) out = `<think>${out}`;
+        open = chunk.segmentEndTime === undefined;
+        if (!open) out += '</think>';
+        if (out !== '') text(out);
+        return;
+      }
+      if (open) text('</think>');
+      open = false;
+      if (chunk.text !== '') text(chunk.text);
+    },
+  };
 }

@@ -13,9 +13,11 @@
 import {
   ChatMLChatWrapper,
   GemmaChatWrapper,
+  JinjaTemplateChatWrapper,
   Llama2ChatWrapper,
   Llama3ChatWrapper,
   MistralChatWrapper,
+  QwenChatWrapper,
   resolveChatWrapper,
   type ChatWrapper,
   type LlamaModel,
@@ -85,6 +87,33 @@ export function resolvePromptFormat(model: LlamaModel, storeTemplate: string | u
     if (family) return { wrapper: wrapperForFamily(family), source: 'store', untemplated: false };
   }
   return { wrapper: new ChatMLChatWrapper(), source: 'fallback', untemplated: !storeTemplate };
+}
+
+/** Whether a chat format has a thought section (Qwen3, DeepSeek-R1, gpt-oss, ...). */
+export function hasThoughts(wrapper: ChatWrapper): boolean {
+  return wrapper.settings.segments?.thought !== undefined;
+}
+
+/**
+ * The same chat format with the model's thinking switched off, as the model's own template does
+ * it: Qwen's wrapper with `thoughts: "discourage"` (an empty `<think>\n\n</think>\n\n` opens the
+ * answer, what Qwen3's template renders for `enable_thinking=false`), a GGUF Jinja template
+ * rendered with `enable_thinking=false`. Null for formats that cannot switch it off (their models
+ * think anyway, as gpt-oss and DeepSeek-R1 do under Ollama).
+ */
+export function withoutThinking(wrapper: ChatWrapper, model: LlamaModel): ChatWrapper | null {
+  if (wrapper instanceof QwenChatWrapper) {
+    return new QwenChatWrapper({ variation: wrapper.variation, keepOnlyLastThought: wrapper.keepOnlyLastThought, thoughts: 'discourage' });
+  }
+  const jinja = model.fileInfo.metadata.tokenizer?.chat_template;
+  if (wrapper instanceof JinjaTemplateChatWrapper && typeof jinja === 'string') {
+    try {
+      return new JinjaTemplateChatWrapper({ template: jinja, tokenizer: model.tokenizer, reasoning: false });
+    } catch {
+      return null;
+    }
+  }
+  return null;
 }
 
 /** A wrapper for a request's own Go template, when it belongs to a known family. */
