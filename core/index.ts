@@ -11,7 +11,7 @@
  */
 import './http/route-config.js';
 export { SCOPES, grants, type Scope } from './http/scopes.js';
-export { currentPrincipal, modelAllowed } from './http/request-principal.js';
+export { checkModelAllowed, currentPrincipal, modelAllowed, principalMayUse } from './http/request-principal.js';
 export { definePlugin, PLUGIN_API_VERSION, type LiaPlugin, type PluginContext, type PluginSpec } from './plugin/define.js';
 export { Slot, Registry, Extensions, type Hooks, type BannerSection, type ErrorFormat, type CustomHooks } from './plugin/hooks.js';
 export { BackendRegistry } from './plugin/hooks.js';

@@ -20,8 +20,11 @@ export interface CliIO {
    * configuration's `dataDir`): where local commands read the key file and the CA.
    */
   dataDir: string;
-  /** A client for the appliance named by `--url`/`LIA_URL` (default https://localhost:8443). */
-  client(): Promise<ApiClient>;
+  /**
+   * A client for the appliance named by `url`, else `--url`/`LIA_URL` (default
+   * https://localhost:8443), trusting `LIA_CA_CERT` (default: the data directory's CA).
+   */
+  client(url?: string): Promise<ApiClient>;
 }
 
 export interface CliArgs {

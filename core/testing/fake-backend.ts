@@ -15,6 +15,11 @@
  * stream still flowing while they act. `options.num_predict` cuts the answer after that many words (`done_reason: "length"`). A model
  * created with a `template` that uses `.Thinking` has the `thinking` capability, so a prompt such
  * as `"<think> why </think> because"` exercises the engine's split of thinking and answer.
+ * A scripted model (`createScriptedModel` from `lia/testing`; its text is {@link SCRIPT_MARK} and a
+ * JSON {@link FakeScript}) calls tools instead: while the request offers the script's tools and
+ * the conversation holds no tool result yet, it answers with the script's tool calls;
+ * otherwise with the script's answer, where `{{result}}` stands for the last tool result's text,
+ * so a test sees the result carried back. An agent's loop runs against it turn by turn.
  * Embeddings are deterministic 8-dimensional unit vectors derived from each input's SHA-256, so
  * equal inputs give equal vectors. Nothing is loaded into memory; the model's size is its file's.
  *
@@ -22,7 +27,7 @@
  */
 import { createHash } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
-import type { FormatHandler, GenerationEvent, InferenceBackend, LoadedModel, SamplingOptions } from '../contracts/backend.js';
+import type { ChatParams, FormatHandler, GenerationEvent, InferenceBackend, LoadedModel, SamplingOptions } from '../contracts/backend.js';
 import { Errors } from '../errors.js';
 import { definePlugin } from '../plugin/define.js';
 import { Type } from '@sinclair/typebox';
@@ -46,13 +51,46 @@ export const fakeFormat: FormatHandler = {
   },
   async describe({ weights, template }) {
     const text = await readFile(weights[0]!.path, 'utf8');
+    const script = parseScript(text);
     return {
       details: { family: 'fake', families: ['fake'], parameter_size: String(words(text).length), quantization_level: 'none' },
-      capabilities: ['completion', 'embedding', ...(template?.includes('.Thinking') ? (['thinking'] as const) : [])],
+      capabilities: ['completion', 'embedding', ...(script ? (['tools'] as const) : []), ...(template?.includes('.Thinking') ? (['thinking'] as const) : [])],
       modelInfo: { 'fake.prefix': text.trim() },
     };
   },
 };
+
+/** The first line of a scripted fake model's text; the rest is a JSON {@link FakeScript}. */
+export const SCRIPT_MARK = '#fake-script';
+
+/** What a scripted fake model does (see the module comment). */
+export interface FakeScript {
+  /** The calls it makes, in one turn, when the request offers every tool they name. */
+  toolCalls: Array<{ name: string; arguments: Record<string, unknown> }>;
+  /** The answer once a tool result came back (or when the tools are not offered); `{{result}}` is the last tool result's text. */
+  answer: string;
+}
+
+/** The script in a fake model's text, or null for a plain prefix model. */
+export function parseScript(text: string): FakeScript | null {
+  if (!text.startsWith(`${SCRIPT_MARK}\n`)) return null;
+  return JSON.parse(text.slice(SCRIPT_MARK.length + 1)) as FakeScript;
+}
+
+/** A scripted model's turn: its tool calls, or its answer. */
+async function* scripted(script: FakeScript, params: ChatParams, signal: AbortSignal, delayMs = 0): AsyncIterable<GenerationEvent> {
+  const answered = params.messages.some((m) => m.role === 'tool');
+  const offered = new Set((params.tools ?? []).map((t) => t.function.name));
+  if (!answered && script.toolCalls.length > 0 && script.toolCalls.every((c) => offered.has(c.name))) {
+    if (signal.aborted) throw signal.reason;
+    const calls = script.toolCalls.map((c, index) => ({ id: `call_${index}_${Date.now().toString(36)}`, function: { index, name: c.name, arguments: c.arguments } }));
+    yield { type: 'tool_calls', calls };
+    yield { type: 'done', reason: 'stop', promptTokens: 1, completionTokens: 1, promptEvalNs: 1000, evalNs: 1000 };
+    return;
+  }
+  const result = params.messages.findLast((m) => m.role === 'tool')?.content.trim() ?? '';
+  yield* answer('', script.answer.replaceAll('{{result}}', result), params.options, signal, delayMs);
+}
 
 /** Streams `prefix + input` word by word, honouring `num_predict` and the abort signal. */
 async function* answer(prefix: string, input: string, options: SamplingOptions, signal: AbortSignal, delayMs = 0): AsyncIterable<GenerationEvent> {
@@ -82,10 +120,12 @@ export function fakeBackendWith({ tokenDelayMs = 0 }: { tokenDelayMs?: number } 
   return { ...fakeInferenceBackend, load: async (model, options) => {
     const loaded = await fakeInferenceBackend.load(model, options);
     const prefix = await readFile(model.modelPath, 'utf8');
+    const script = parseScript(prefix);
     return {
       ...loaded,
-      generate: (params, signal) => answer(prefix, params.prompt, params.options, signal, tokenDelayMs),
-      chat: (params, signal) => answer(prefix, params.messages.findLast((m) => m.role === 'user')?.content ?? '', params.options, signal, tokenDelayMs),
+      generate: (params, signal) => answer(script ? '' : prefix, script ? script.answer : params.prompt, params.options, signal, tokenDelayMs),
+      chat: (params, signal) =>
+        script ? scripted(script, params, signal, tokenDelayMs) : answer(prefix, params.messages.findLast((m) => m.role === 'user')?.content ?? '', params.options, signal, tokenDelayMs),
     };
   } };
 }
@@ -99,13 +139,15 @@ export const fakeInferenceBackend: InferenceBackend = {
   },
   async load(model, options): Promise<LoadedModel> {
     const prefix = await readFile(model.modelPath, 'utf8');
+    const script = parseScript(prefix);
     return {
-      capabilities: ['completion', 'embedding'],
+      capabilities: ['completion', 'embedding', ...(script ? (['tools'] as const) : [])],
       contextLength: options.contextLength ?? 4096,
       sizeBytes: model.sizeBytes,
       vramBytes: 0,
-      generate: (params, signal) => answer(prefix, params.prompt, params.options, signal),
-      chat: (params, signal) => answer(prefix, params.messages.findLast((m) => m.role === 'user')?.content ?? '', params.options, signal),
+      generate: (params, signal) => answer(script ? '' : prefix, script ? script.answer : params.prompt, params.options, signal),
+      chat: (params, signal) =>
+        script ? scripted(script, params, signal) : answer(prefix, params.messages.findLast((m) => m.role === 'user')?.content ?? '', params.options, signal),
       embed: async (params) => {
         if (params.inputs.some((i) => i.length === 0)) throw Errors.badRequest('the fake backend cannot embed an empty input');
         return { embeddings: params.inputs.map((i) => vector(i, params.dimensions ?? 8)), promptTokens: params.inputs.reduce((n, i) => n + words(i).length, 0) };

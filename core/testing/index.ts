@@ -45,7 +45,8 @@ import type { PluginEntry } from '../config/schema.js';
 import { startAppliance, type Appliance } from '../main.js';
 import type { Hooks } from '../plugin/hooks.js';
 
-export { default as fakeBackend, fakeFormat, fakeInferenceBackend, FAKE_MEDIA_TYPE } from './fake-backend.js';
+export { default as fakeBackend, fakeFormat, fakeInferenceBackend, FAKE_MEDIA_TYPE, SCRIPT_MARK, type FakeScript } from './fake-backend.js';
+import { SCRIPT_MARK, type FakeScript } from './fake-backend.js';
 export type { PluginEntry };
 
 /** The config entry that enables the `fake-backend` plugin: `plugins: { 'fake-backend': FAKE_BACKEND }`. */
@@ -70,6 +71,8 @@ export interface TestApplianceOptions {
   dataDir?: string;
   /** Keep the temporary data directory on close. Defaults to false. */
   keepDataDir?: boolean;
+  /** The address to listen on. Defaults to `127.0.0.1`; `::` (the appliance's default) is dual stack. */
+  host?: string;
 }
 
 export interface TestAppliance {
@@ -99,7 +102,7 @@ export interface TestAppliance {
 export async function startTestAppliance(options: TestApplianceOptions = {}): Promise<TestAppliance> {
   const dataDir = options.dataDir ?? (await mkdtemp(path.join(os.tmpdir(), 'lia-test-')));
   const env = { LIA_LOG_LEVEL: process.env['LIA_TEST_LOG_LEVEL'] ?? 'silent', ...options.env };
-  const base = await loadConfig({ env, cwd: dataDir, flags: { host: '127.0.0.1', port: '0', dataDir } });
+  const base = await loadConfig({ env, cwd: dataDir, flags: { host: options.host ?? '127.0.0.1', port: '0', dataDir } });
   const config = Object.freeze({
     ...base,
     plugins: Object.freeze({ ...base.plugins, 'host-network': { options: { mdns: 'off' } }, ...options.plugins }),
@@ -160,4 +163,18 @@ export async function createFakeModel(app: Pick<TestAppliance, 'fetch'>, name: s
     body: JSON.stringify({ model: name, files: { 'model.fake': digest }, stream: false }),
   });
   if (res.status !== 200) throw new Error(`creating the fake model "${name}": HTTP ${res.status} ${await res.text()}`);
+}
+
+/**
+ * Creates a scripted fake model (needs {@link FAKE_BACKEND} enabled): offered the script's tools,
+ * it calls them; once a tool result came back, it answers `script.answer` with `{{result}}`
+ * replaced by that result. A test drives an agent's tool loop with it. Throws on failure.
+ *
+ * @example
+ * ```js
+ * await createScriptedModel(app, 'agent', { toolCalls: [{ name: 'shell', arguments: { command: 'ls' } }], answer: 'saw: {{result}}' })
+ * ```
+ */
+export async function createScriptedModel(app: Pick<TestAppliance, 'fetch'>, name: string, script: FakeScript): Promise<void> {
+  await createFakeModel(app, name, `${SCRIPT_MARK}\n${JSON.stringify(script)}`);
 }
