@@ -6,7 +6,6 @@
  * `read`; opencode reads the file and sends it back as a `tool` message; `opencode run` prints
  * the scripted answer carrying it. (a) The real GGUF takes opencode's whole prompt.
  */
-import { writeFile } from 'node:fs/promises';
 import t from 'tap';
 import { clientBin, describeRun, longContextModel, metric, runClient, scriptedModel, startAgentAppliance, type AgentAppliance } from './agent-appliance.js';
 
@@ -34,9 +33,10 @@ const opencodeEnv = (a: AgentAppliance, model: string): Record<string, string> =
 t.test('opencode run reads a file the scripted model asks for and prints the answer built on it', async (t) => {
   const a = await startAgentAppliance('agent-opencode');
   t.teardown(a.close);
-  await scriptedModel(a, 'scripted', { toolCalls: [{ name: 'read', arguments: { filePath: `${a.dir}/note.txt` } }], answer: 'scripted answer: {{result}}' });
-  await writeFile(`${a.dir}/note.txt`, `${MARKER}\n`);
-  const run = await runClient(a, await clientBin('opencode'), () => ['run', `Read ${a.dir}/note.txt`], opencodeEnv(a, 'scripted'));
+  // A path inside the workspace opencode runs in (a path outside it needs a permission that
+  // `opencode run` refuses without asking).
+  await scriptedModel(a, 'scripted', { toolCalls: [{ name: 'read', arguments: { filePath: 'note.txt' } }], answer: 'scripted answer: {{result}}' });
+  const run = await runClient(a, await clientBin('opencode'), () => ['run', 'Read note.txt'], opencodeEnv(a, 'scripted'), { files: { 'note.txt': `${MARKER}\n` } });
   t.equal(run.code, 0, describeRun(run));
   t.match(run.stdout, /scripted answer:/, 'the scripted answer is printed');
   t.match(run.stdout, MARKER, 'it carries the file, sent back as a tool message');
