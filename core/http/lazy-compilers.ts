@@ -1,8 +1,8 @@
 /**
  * Route schemas compiled on their first use instead of at start. Fastify compiles every route's
- * validator (Ajv) and serializer (fast-json-stringify) while the app becomes ready; with the
- * request schemas of the inference APIs that took about 300 ms of a 1.5 s start on a 2-core
- * machine, for routes a given appliance may never serve. The compilers are Fastify's own
+ * validator (Ajv) and serializer (fast-json-stringify) while the app becomes ready; for the
+ * request schemas of the inference APIs that is a fifth of the start (bench/results/2026-11-27-code-notes.md), for routes a given
+ * appliance may never serve. The compilers are Fastify's own
  * (`@fastify/ajv-compiler`, `@fastify/fast-json-stringify-compiler`) with the same options; only
  * the moment changes: the first request of each route pays its compile.
  *

@@ -4,8 +4,8 @@
  * handler runs (an `AsyncLocalStorage`), so whatever the handler awaits sees it too; outside an
  * HTTP request it is null. This covers every surface, including plugins' own, without each having
  * to pass the principal along (a surface that forgot would bypass the model allow-list). The cost:
- * on Node 20, once an `AsyncLocalStorage` is in use every promise pays about 0.1-0.15 µs more
- * (measured on the 2-core development machine), a few µs per request.
+ * every promise pays a little more once an `AsyncLocalStorage` is in use, a few µs per request
+ * (bench/results/2026-11-27-code-notes.md).
  *
  * Also the model allow-list rule of `Principal.models`, so the engine and the docs agree.
  *

@@ -3,8 +3,8 @@
  * before it writes anything (see primed.ts), so the head and the frames written for that event
  * (the OpenAI role chunk and the first token, say) are all ready in the same run of the microtask
  * queue. Corking until that run ends makes them one TLS record and one socket write; a
- * `setImmediate` instead waited for the next event-loop turn (measured: 0.2–0.5 ms of time to
- * first token on a busy 2-core machine).
+ * `setImmediate` instead waited for the next event-loop turn, which showed in the time to first
+ * token (bench/results/2026-11-engine.md).
  *
  * @module
  */

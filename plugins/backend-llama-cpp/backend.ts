@@ -152,10 +152,9 @@ export class LlamaCppBackend implements InferenceBackend {
   /**
    * Starts the next spare once no loaded model has had a request in flight for
    * {@link SPARE_QUIET_MS}, not right after the load that took the last one: a spare's start-up
-   * (Node, node-llama-cpp's import and binary probe) spends about 1.3 s of CPU over 2 s, and on a
-   * 2-core machine that landed on the new model's first requests (measured, one-token generates
-   * 20 ms apart right after a load: 13.8 ms in the runner to the first token, 7.9 ms with no
-   * spare starting). On a server that is never quiet the next load starts a runner of its own.
+   * (Node, node-llama-cpp's import and binary probe) takes seconds of CPU, which on a small machine
+   * lands on the new model's first requests (bench/results/2026-11-engine.md, *Spare runner start-up*). On a server that is
+   * never quiet the next load starts a runner of its own.
    */
   #refillWhenQuiet(): void {
     if (!this.#options.prewarm || this.#closed || this.#spare || this.#refillTimer) return;

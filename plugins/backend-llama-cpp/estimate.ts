@@ -8,7 +8,7 @@
  */
 import { stat } from 'node:fs/promises';
 
-/** Resident memory of an idle runner process (Node + the llama.cpp bindings), measured ~45 MB. */
+/** Resident memory of an idle runner process (Node + the llama.cpp bindings), with a margin (bench/results/2026-11-27-code-notes.md). */
 export const RUNNER_OVERHEAD_BYTES = 48 * 1024 * 1024;
 
 /** The GGUF facts the estimate needs. */
@@ -25,7 +25,7 @@ const IGNORED = ['tokenizer.ggml.merges', 'tokenizer.ggml.token_type', 'tokenize
 
 /** Reads the shape of a model from its GGUF header. */
 export async function readShape(modelPath: string): Promise<GgufShape> {
-  // Imported on first use: node-llama-cpp's JavaScript alone holds ~20 MB that an idle appliance
+  // Imported on first use: node-llama-cpp's JavaScript holds memory that an idle appliance
   // without a loaded model should not pay for.
   const { readGgufFileInfo } = await import('node-llama-cpp');
   const info = await readGgufFileInfo(modelPath, { readTensorInfo: false, ignoreKeys: IGNORED, logWarnings: false });

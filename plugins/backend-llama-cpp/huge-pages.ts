@@ -10,10 +10,9 @@
  *
  * Why on by default (docs/engine.md, *Transparent huge pages*): node-llama-cpp allocates a fresh
  * candidate array for every generation (n_vocab × 12 bytes: 590 kB for a 49k vocabulary) and the
- * kernel faults it in page by page. On the development VM, where a first touch measured about
- * 8.5 µs per 4 KiB page, that was 1.23 ms per request, and 0.025 ms with the tunable; the runner's
- * time to the first token fell by 1.2-1.5 ms. The decode rate gains little (within the noise of the VMs
- * measured). The cost: a large buffer rounds up by at most 2 MiB.
+ * kernel faults it in page by page, which on a VM shows in every request's time to first token;
+ * with the tunable it is one large page (bench/results/2026-11-engine.md). The cost: a large buffer rounds up by at most
+ * 2 MiB.
  * A GLIBC_TUNABLES the operator already set is kept, and its own `glibc.malloc.hugetlb` wins.
  *
  * @module

@@ -8,12 +8,10 @@
  *
  * Why one would: a token is a decode job on a libuv thread, then a sampling job, each handed over
  * by the runner's event loop; bound to its own cores, a runner's hand-overs stay there and the API
- * process has the rest. Why it is off by default: measured with the engine benchmark (3 pairs of
- * runs, `LIA_CPU_AFFINITY` off and auto alternating, docs/engine.md), it changed single-stream
- * decode and time to first token by less than the machine's noise and 16 streams by +3 %, while a
- * bound runner cannot move away from a core that something else keeps busy (a compile beside one
- * bound run cut its decode to 0.79 of llama-server's). Ollama and llama-server leave placement to
- * the kernel too; llama.cpp offers the same control (`--cpu-mask`).
+ * process has the rest. Why it is off by default: in the engine benchmark it gained less than the
+ * machine's noise, while a bound runner cannot move away from a core that something else keeps
+ * busy (bench/results/2026-11-engine.md). Ollama and llama-server leave placement to the kernel too; llama.cpp offers the same
+ * control (`--cpu-mask`).
  *
  * @module
  */

@@ -11,6 +11,7 @@ import { fork, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import type { FastifyBaseLogger } from 'fastify';
 import { Errors } from 'lia/plugin';
@@ -21,11 +22,15 @@ import type {
   GenerateParams,
   GenerationEvent,
   LoadedModel,
+  RankParams,
+  RankResult,
+  TokenizeParams,
+  TokenizeResult,
 } from 'lia/plugin';
 import type { ModelCapability } from 'lia/plugin';
 import { EventQueue } from './event-queue.js';
 import { runnerTunables, type HugePagesMode } from './huge-pages.js';
-import type { LoadSpec, ParentMessage, RunnerErrorKind, RunnerInfo, RunnerMessage } from './protocol.js';
+import type { LoadSpec, ParentMessage, RunnerErrorKind, RunnerInfo, RunnerMessage, RunnerResult } from './protocol.js';
 
 /** How long a runner may take to load its model. Defaults to 5 minutes (Ollama's load timeout). */
 const LOAD_TIMEOUT_MS = 5 * 60_000;
@@ -34,16 +39,15 @@ const EXIT_GRACE_MS = 5_000;
 
 interface Pending {
   event(e: GenerationEvent): void;
-  result(r: EmbedResult | number): void;
+  result(r: RunnerResult): void;
   error(err: Error): void;
 }
 
 /**
- * V8 flags of every runner. A runner's JavaScript keeps little alive (about 15 MB of heap with a
- * model loaded) and allocates a few kilobytes per token, so V8's default young generation (up to
- * 16 MB per semi-space, kept committed once grown) is mostly empty space: 1 MB semi-spaces cut a
- * loaded runner's resident memory by about 30 MB, for a scavenge of a mostly dead megabyte every
- * few hundred tokens.
+ * V8 flags of every runner. A runner's JavaScript keeps little alive and allocates a few kilobytes
+ * per token, so V8's default young generation (up to 16 MB per semi-space, kept committed once
+ * grown) is mostly empty space: 1 MB semi-spaces save resident memory for a scavenge of a mostly
+ * dead megabyte every few hundred tokens (bench/results/2026-11-26-runs.md).
  */
 const RUNNER_V8_FLAGS = ['--max-semi-space-size=1'];
 
@@ -70,9 +74,7 @@ export interface RunnerOptions {
  * libuv pool threads of a runner: one per core, 2 to 6. Its jobs are one decode at a time per
  * context (generation and embedding), a model load, and the per-sequence sampling after each
  * decode, which is short and CPU-bound: threads beyond the cores only make 16 sampling jobs fight
- * over them. Measured, raw node-llama-cpp, 16 streams on 2 cores: sampling and bookkeeping took
- * 2.2-2.6 ms per step with 2 threads, 2.6-3.0 with 6 and about 2.8 with libuv's default 4 (and
- * 16 threads gave 5 % fewer tokens/s than 4).
+ * over them (bench/results/2026-11-27-code-notes.md).
  */
 const RUNNER_POOL_THREADS = Math.min(6, Math.max(2, os.availableParallelism()));
 
@@ -212,8 +214,20 @@ export class RunnerModel implements LoadedModel {
     return this.#call<number>({ t: 'count', params }, signal);
   }
 
+  rank(params: RankParams, signal: AbortSignal): Promise<RankResult> {
+    return this.#call<RankResult>({ t: 'rank', params }, signal);
+  }
+
+  tokenize(params: TokenizeParams, signal: AbortSignal): Promise<TokenizeResult> {
+    return this.#call<TokenizeResult>({ t: 'tokenize', params }, signal);
+  }
+
+  detokenize(tokens: number[], signal: AbortSignal): Promise<string> {
+    return this.#call<string>({ t: 'detokenize', tokens }, signal);
+  }
+
   /** One request answered by one `result` message. */
-  #call<R extends EmbedResult | number>(message: { t: 'embed'; params: EmbedParams } | { t: 'count'; params: ChatParams }, signal: AbortSignal): Promise<R> {
+  #call<R extends RunnerResult>(message: DistributiveOmit<Extract<ParentMessage, { id: number }>, 'id'>, signal: AbortSignal): Promise<R> {
     if (this.#dead) return Promise.reject(this.#dead);
     const id = this.#nextId++;
     return new Promise<R>((resolve, reject) => {
@@ -326,18 +340,15 @@ export class RunnerModel implements LoadedModel {
   }
 }
 
+/** Sends each non-empty line of a runner's output to `sink` (a last line without a newline too). */
+/** `Omit` over each member of a union. */
+type DistributiveOmit<T, K extends PropertyKey> = T extends unknown ? Omit<T, K> : never;
+
 function forwardLines(stream: NodeJS.ReadableStream | null, sink: (line: string) => void): void {
   if (!stream) return;
-  let buffer = '';
-  stream.setEncoding('utf8');
-  stream.on('data', (chunk: string) => {
-    buffer += chunk;
-    let nl: number;
-    while ((nl = buffer.indexOf('\n')) >= 0) {
-      const line = buffer.slice(0, nl).trim();
-      buffer = buffer.slice(nl + 1);
-      if (line) sink(line);
-    }
+  createInterface({ input: stream, crlfDelay: Infinity }).on('line', (raw) => {
+    const line = raw.trim();
+    if (line) sink(line);
   });
 }
 

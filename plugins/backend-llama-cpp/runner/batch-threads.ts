@@ -8,11 +8,7 @@
  * is followed by hand-overs of each token to the runner's event loop, the sampler and the API
  * process, which a second spinning llama.cpp thread takes the CPU from. llama.cpp itself uses
  * `n_threads_batch` for every batch of more than one token; here 4-token steps were slower that
- * way. Measured on 2 vCPUs, bench-random-135m, small batches on 1 thread, large ones on 2:
- * - a 505-token prompt at 964-1,087 tokens/s against 691-712 on 1 thread, a 1,305-token one at
- *   793-857 against 522-541 (bench/engine/prompt.ts);
- * - generation steps: 16 streams 580-614 tokens/s against 428-455, 8 streams a median of 360
- *   against 295, 4 streams worse (289 against 319-340), 1 stream 50-120 against 184-224.
+ * way, while prompts and steps of 8 streams or more were faster on 2 threads (bench/results/2026-11-27-code-notes.md).
  *
  * The count is applied through the native context's `setThreads` right before each decode
  * (`wrapNativeBatch` in llama-internals.ts), on the event loop's thread, while no decode of this
@@ -28,9 +24,9 @@ export const MIN_BATCH_TOKENS = 8;
 
 /**
  * Weights (bytes) from which a model's generation steps are costly enough that the hand-overs no
- * longer dominate, so steps of two streams or more take the batch count as llama.cpp would.
- * Measured on 2 vCPUs with 4 streams against llama-server: a 1.1B Q4_0 model (620 MB) went from
- * 0.58x on 1 thread to 0.94x on 2, while the 135M model (about 80 MB) was slower on 2.
+ * longer dominate, so steps of two streams or more take the batch count as llama.cpp would: a
+ * 1.1B model's 4-stream steps gained from a second thread where a 135M model's lost
+ * (bench/results/2026-11-25-performance.md).
  */
 export const LARGE_MODEL_BYTES = 400 * 1024 * 1024;
 

@@ -17,8 +17,7 @@ import { renderGoTemplate, withoutThinking, wrapperForGoTemplate, type PromptFor
  * stream with the request's stop sequences (stops.ts), because the library's token triggers
  * re-tokenize the text they hold back and can lose a space, as they did for stop sequences; the
  * rest (special tokens that do not end generation) stay token triggers for the library. The speed
- * is the same either way (measured, alternating requests: templated generate 0.998, chat 0.992
- * of the library detector's decode rate, against 1.029 for raw generate, which has no triggers).
+ * is the same either way (bench/results/2026-11-27-code-notes.md).
  */
 export interface Stops {
   /** For the library's `customStopTriggers`. */

@@ -10,7 +10,7 @@ import { readdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { GpuProvider, GpuReport } from 'lia/plugin';
 import { firstLine, runTool } from 'lia/plugin';
-import { which } from '../which.js';
+import which from 'which';
 import { parseAmdSmiJson, parseAmdSysfs, parseRocmSmiJson, type SysfsCard } from './amd-parse.js';
 
 /** Options of the AMD provider. */
@@ -68,8 +68,8 @@ export async function readAmdSysfs(root: string): Promise<SysfsCard[]> {
 
 async function chooseTool(options: AmdOptions): Promise<'rocm-smi' | 'amd-smi' | 'sysfs'> {
   if (options.tool === 'rocm-smi' || options.tool === 'amd-smi' || options.tool === 'sysfs') return options.tool;
-  if (await which(options.rocmSmi)) return 'rocm-smi';
-  if (await which(options.amdSmi)) return 'amd-smi';
+  if (await which(options.rocmSmi, { nothrow: true })) return 'rocm-smi';
+  if (await which(options.amdSmi, { nothrow: true })) return 'amd-smi';
   return 'sysfs';
 }
 

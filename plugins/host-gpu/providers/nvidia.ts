@@ -8,7 +8,7 @@
  */
 import type { GpuDevice, GpuProvider, GpuReport } from 'lia/plugin';
 import { firstLine, runTool } from 'lia/plugin';
-import { which } from '../which.js';
+import which from 'which';
 
 /** The fields asked for, in this order (the order gpustat and telegraf use). */
 export const NVIDIA_QUERY = ['index', 'uuid', 'name', 'temperature.gpu', 'utilization.gpu', 'memory.used', 'memory.total'];
@@ -71,7 +71,7 @@ export function nvidiaProvider(options: NvidiaOptions): GpuProvider & { name: st
     name: 'nvidia',
     vendor: 'nvidia',
     async detect() {
-      return (await which(options.command)) !== null;
+      return (await which(options.command, { nothrow: true })) !== null;
     },
     async probe(signal): Promise<GpuReport> {
       const args = [`--query-gpu=${NVIDIA_QUERY.join(',')}`, '--format=csv,noheader,nounits'];

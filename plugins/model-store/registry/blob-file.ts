@@ -8,9 +8,9 @@
  * event loop, which is what lets a pull keep up with `curl` while it also checks the digest.
  *
  * Why a shared ring rather than moving each batch's memory to the worker: every ArrayBuffer that
- * arrives in a thread counts there as new external memory, and 71 MB of them per pull made V8 run
- * major collections in the middle of pulls (15-45 ms pauses, plus its marking threads competing
- * for two cores). With the ring, no memory crosses threads after the first message, and the
+ * arrives in a thread counts there as new external memory, and a pull's worth of them made V8 run
+ * major collections in the middle of pulls (bench/results/2026-11-pull.md). With the ring, no
+ * memory crosses threads after the first message, and the
  * HTTP client's chunks die young on the main thread.
  *
  * Workers are pooled with their rings: an idle one is kept (unreferenced) for the next download.

@@ -47,8 +47,8 @@ const readers = new WeakMap<net.Socket, Reader>();
 /**
  * Plain-HTTP connections that read up to 1 MiB at a time instead of Node's fixed 64 KiB. A blob
  * download is CPU-bound on a small machine, and per read the HTTP client pays a parse, a buffer
- * and an event: reading 71 MB in about 90 reads instead of 1,100 halves what receiving costs
- * (measured per pull: 30-60 ms of event-loop CPU instead of 60-100). The read size follows the
+ * and an event: a blob in about a tenth as many reads costs about half as much to receive
+ * (bench/results/2026-11-27-code-notes.md). The read size follows the
  * last read: small while answers are small, large while a body streams. The bytes go to the HTTP
  * client through the socket's 'data' event, which is how it reads a socket, unless a tap takes them.
  *

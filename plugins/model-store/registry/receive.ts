@@ -5,7 +5,7 @@
  * thread. Otherwise (HTTPS, a chunked body, a blob downloaded in several parts at once, which
  * share the ring) the HTTP client's chunks are gathered into batches and copied into the ring.
  *
- * Measured on the 71 MB benchmark blob: see docs/model-store.md.
+ * The runs: bench/results/2026-11-pull.md.
  *
  * @module
  */

@@ -159,8 +159,8 @@ export class ModelStoreService implements ModelStore {
    * so while a manifest file is unchanged its answer is too: it is kept per manifest file and
    * checked with one `stat`, instead of reading the manifest and its small layers each time. The
    * stat is synchronous: a manifest's inode is in the kernel's cache, so it takes microseconds,
-   * where the thread-pool round trip of an asynchronous one added 0.2 ms to every request's time
-   * to first token (measured on the 2-core machine).
+   * where the thread-pool round trip of an asynchronous one showed in every request's time to
+   * first token (bench/results/2026-11-engine.md).
    */
   async resolve(raw: string): Promise<ResolvedModel> {
     const name = parseName(raw, 'model');
