@@ -22,6 +22,10 @@
  * the TTFT figure would have charged to the server. Requests go over open connections (see
  * bench/lib/connections.ts: otherwise most of them paid the appliance's TLS handshake).
  *
+ * It prints the machine (CPU, cores, load before the run) first and with the results, and stops
+ * with an error naming the setting when the two servers do not run the same context per sequence
+ * or slot count.
+ *
  * Run: `node --conditions=lia-source --import tsx bench/engine/run.ts [--model 135m|1b-q4_0|1b-q8_0] [--reps 3] [--tokens 128] [--slots 16] [--context 512] [--no-library]`
  * (the 512-token prompt needs a context above 512 per slot: `--context 1024`). Results are also written to
  * `bench/results/engine-<time>.json` (next to the dated logs of earlier runs).
@@ -43,6 +47,7 @@ import { benchModelPath, createBenchModel, modelLabel } from '../models/models.j
 import { measureFigures, PROMPT, type Figures, type Generate } from './figures.js';
 import { applianceGenerate, llamaServerGenerate } from './targets.js';
 import { amxNote, benchThreads, buildLlamaServer, startLlamaServer } from './llama-server.js';
+import { assertSameConfiguration, machineInfo, machineLine } from '../lib/machine.js';
 
 const { values } = parseArgs({
   options: {
@@ -83,7 +88,22 @@ async function measureLibrary(model: string): Promise<Figures> {
   return JSON.parse(stdout.trim().split('\n').at(-1)!) as Figures;
 }
 
+/**
+ * Stops the benchmark unless both servers run what it asked for: the context per sequence on each
+ * side (`/api/ps`, llama-server's `/props`) and llama-server's slot count.
+ */
+async function checkConfiguration(app: { fetch(p: string): Promise<{ json(): Promise<unknown> }> }, port: number): Promise<void> {
+  const ps = (await (await app.fetch('/api/ps')).json()) as { models: { name: string; context_length?: number }[] };
+  const props = (await (await fetch(`http://127.0.0.1:${port}/props`)).json()) as { total_slots?: number; default_generation_settings?: { n_ctx?: number } };
+  assertSameConfiguration([
+    { name: 'context per sequence', wanted: CONTEXT, sides: { appliance: ps.models.find((m) => m.name.startsWith('bench'))?.context_length, 'llama-server': props.default_generation_settings?.n_ctx } },
+    { name: 'slots', wanted: SLOTS, sides: { 'llama-server': props.total_slots } },
+  ]);
+}
+
 async function main(): Promise<void> {
+  const machine = machineInfo();
+  console.log(machineLine(machine));
   const model = await benchModelPath(values.model!);
   const binary = await buildLlamaServer();
   let port = Number(values.port);
@@ -118,6 +138,7 @@ async function main(): Promise<void> {
       }
     };
     await warm();
+    await checkConfiguration(app, port);
     const connections = countConnections();
     const results: Record<string, Figures[]> = { appliance: [], 'llama-server': [], library: [] };
     for (let r = 0; r < REPS; r++) {
@@ -131,6 +152,7 @@ async function main(): Promise<void> {
         plain = keepAlivePool(`http://127.0.0.1:${port}`);
         await app.fetch('/api/generate', { method: 'POST', body: JSON.stringify({ model: 'bench', prompt: '', keep_alive: 0 }) }).then((res) => res.text());
         await warm();
+        await checkConfiguration(app, port);
       }
       connections.on = true;
       for (const target of r % 2 === 0 ? [appliance, llamaServer] : [llamaServer, appliance]) {
@@ -161,7 +183,8 @@ async function main(): Promise<void> {
       libraryRatio: paired('library', key),
     }));
     const labels = { decode: 'single-stream decode (tok/s)', ttft: 'time to first token (ms)', agg4: 'aggregate, 4 streams (tok/s)', agg16: 'aggregate, 16 streams (tok/s)', ttftLong: 'TTFT, 512-token prompt (ms)' };
-    console.log(`\n${modelLabel(model)}, ${TOKENS} tokens per stream, threads ${THREADS} (batches ${BATCH_THREADS}), ${SLOTS} slots × ${CONTEXT} context, median of ${REPS}`);
+    console.log(`\n${machineLine(machine)}`);
+    console.log(`${modelLabel(model)}, ${TOKENS} tokens per stream, threads ${THREADS} (batches ${BATCH_THREADS}), ${SLOTS} slots × ${CONTEXT} context, median of ${REPS}`);
     const amx = amxNote();
     if (amx) console.log(`WARNING: ${amx}: the llama-server ratios are not like-for-like on this machine`);
     console.log('(figures: medians over the repetitions; ratios: medians of the ratios within each repetition)');
@@ -176,7 +199,7 @@ async function main(): Promise<void> {
     const out = path.join(ROOT, 'bench/results');
     await mkdir(out, { recursive: true });
     console.log(`connections opened while timing: ${JSON.stringify(connections.opened)}; requests sent again on a new connection (timedPost): ${JSON.stringify(resent)}`);
-    await writeFile(path.join(out, `engine-${new Date().toISOString().replace(/[:.]/g, '-')}.json`), JSON.stringify({ model: modelLabel(model), date: new Date().toISOString(), loadavg: os.loadavg(), threads: THREADS, batchThreads: BATCH_THREADS, tokens: TOKENS, slots: SLOTS, context: CONTEXT, rows, raw: results }, null, 2));
+    await writeFile(path.join(out, `engine-${new Date().toISOString().replace(/[:.]/g, '-')}.json`), JSON.stringify({ model: modelLabel(model), date: new Date().toISOString(), machine, loadavg: os.loadavg(), threads: THREADS, batchThreads: BATCH_THREADS, tokens: TOKENS, slots: SLOTS, context: CONTEXT, rows, raw: results }, null, 2));
     await plain.close();
   } finally {
     await app.close();
