@@ -77,7 +77,8 @@ function merge(base: Raw, over: Raw): Raw {
 function coerce(key: string, value: string, origin: string): unknown {
   if (key === 'backends') return backendChoices(value, origin);
   if (key === 'corsOrigins') return value.split(',').map((o) => o.trim()).filter(Boolean);
-  const numeric = key === 'port' || key === 'bodyLimit';
+  // Every setting whose default is a number is an integer (port, limits, timeouts).
+  const numeric = typeof SETTINGS.find((s) => s.key === key)?.default === 'number';
   if (!numeric) return value;
   if (!/^\d+$/.test(value)) throw new ConfigError(`${origin}: "${key}" must be an integer, got "${value}"`);
   return Number(value);

@@ -40,10 +40,33 @@ export const ConfigSchema = Type.Object(
     /** How log lines are written: `auto` (readable on a terminal, JSON otherwise), `json` or `pretty`. Defaults to `auto`. */
     logFormat: Type.Union([Type.Literal('auto'), Type.Literal('json'), Type.Literal('pretty')]),
     bodyLimit: Type.Integer({ minimum: 1024 }),
+    /**
+     * Milliseconds the requests in flight get to finish after SIGTERM/SIGINT before they are
+     * ended with an error (core/http/drain.ts). Defaults to 10000.
+     */
+    shutdownGraceMs: Type.Integer({ minimum: 0 }),
+    /** Milliseconds a client gets to finish the TLS handshake (core/http/connections.ts). Defaults to 10000. */
+    tlsHandshakeTimeoutMs: Type.Integer({ minimum: 500 }),
+    /**
+     * Milliseconds from a connection being ready (or a kept-alive request's first byte) until the
+     * request's headers must be complete, else 408 and the connection closes. Defaults to 10000.
+     */
+    headersTimeoutMs: Type.Integer({ minimum: 500 }),
+    /** Milliseconds an idle kept-alive connection stays open. Defaults to 72000. */
+    keepAliveTimeoutMs: Type.Integer({ minimum: 1000 }),
+    /**
+     * Open connections on which no request has passed the auth gate yet; over it, the one idle
+     * the longest is closed. Defaults to 256.
+     */
+    maxUnauthenticatedConnections: Type.Integer({ minimum: 1 }),
+    /** Open connections in all; over it, the one idle the longest is closed (one without a key first). Defaults to 1024. */
+    maxConnections: Type.Integer({ minimum: 1 }),
     plugins: Type.Record(Type.String({ pattern: '^[a-z0-9@][a-z0-9._/@-]*$' }), PluginEntrySchema),
     /**
-     * Which backend serves a model format that several enabled backends claim: format name →
-     * backend name (`llama-cpp`) or plugin name (`backend-llama-cpp`). Defaults to `{}`.
+     * Which backend serves a model format that several enabled backends claim, or one that runs
+     * it beside its own backend: format name → backend name (`llama-cpp`) or plugin name
+     * (`backend-llama-cpp`); a key with a `:` names one model (`llava:7b: llama-server`).
+     * Defaults to `{}`.
      */
     /**
      * Origins (`https://app.example.com`, scheme, host and port, no path) whose browser pages may
@@ -52,7 +75,7 @@ export const ConfigSchema = Type.Object(
     corsOrigins: Type.Array(
       Type.String({ pattern: '^https?://[^/?#*\\s]+$', errorMessage: 'an origin is a scheme and a host with an optional port, e.g. https://app.example.com' }),
     ),
-    backends: Type.Record(Type.String({ pattern: '^[a-z0-9][a-z0-9_-]{0,31}$' }), Type.String({ minLength: 1 })),
+    backends: Type.Record(Type.String({ pattern: '^([a-z0-9][a-z0-9_-]{0,31}|[^\\s:]{1,256}:[^\\s:]{1,128})$' }), Type.String({ minLength: 1 })),
   },
   { additionalProperties: false },
 );
@@ -121,6 +144,46 @@ export const SETTINGS: readonly SettingDoc[] = [
     description: 'Largest JSON request body in bytes; larger ones get 413. Blob uploads have their own limit.',
   },
   {
+    key: 'shutdownGraceMs',
+    env: 'LIA_SHUTDOWN_GRACE_MS',
+    default: 10_000,
+    description:
+      'At SIGTERM or SIGINT, how long the requests in flight get to finish, in milliseconds. New requests get 503 meanwhile; a stream still running at the end ends with an error frame. Keep it well below systemd\'s stop timeout (90 s).',
+  },
+  {
+    key: 'tlsHandshakeTimeoutMs',
+    env: 'LIA_TLS_HANDSHAKE_TIMEOUT_MS',
+    default: 10_000,
+    description: 'How long a client gets to finish the TLS handshake, in milliseconds; then the connection is closed.',
+  },
+  {
+    key: 'headersTimeoutMs',
+    env: 'LIA_HEADERS_TIMEOUT_MS',
+    default: 10_000,
+    description:
+      'How long a connection may stay without complete request headers, in milliseconds, counted from the end of the handshake (or from the first byte of a request on a kept-alive connection); then 408 and the connection is closed. Checked every second. Request bodies and responses have no time limit.',
+  },
+  {
+    key: 'keepAliveTimeoutMs',
+    env: 'LIA_KEEP_ALIVE_TIMEOUT_MS',
+    default: 72_000,
+    description: 'How long an idle kept-alive connection stays open between requests, in milliseconds.',
+  },
+  {
+    key: 'maxUnauthenticatedConnections',
+    env: 'LIA_MAX_UNAUTHENTICATED_CONNECTIONS',
+    default: 256,
+    description:
+      'Open connections on which no request has shown a valid key yet (handshaking, idle, `/health` probes). Over it, the one idle the longest is closed; a new connection is refused only when every one is busy.',
+  },
+  {
+    key: 'maxConnections',
+    env: 'LIA_MAX_CONNECTIONS',
+    default: 1024,
+    description:
+      'Open connections in all. Over it, the one idle the longest is closed, one without a key first, else an idle kept-alive one with a key; a new connection is refused only when every one is busy.',
+  },
+  {
     key: 'corsOrigins',
     env: 'LIA_ORIGINS',
     default: [],
@@ -132,6 +195,6 @@ export const SETTINGS: readonly SettingDoc[] = [
     env: 'LIA_BACKENDS',
     default: {},
     description:
-      'Which inference backend serves a model format that two enabled backends claim: format → backend or plugin name, e.g. `{ gguf: backend-llama-cpp }`; the variable takes `gguf=backend-llama-cpp,onnx=transformers`. Without it such a start stops with exit code 2 naming both.',
+      'Which inference backend serves a model format that two enabled backends claim, or that a backend such as `llama-server` runs beside the format\'s own: format → backend or plugin name, e.g. `{ gguf: backend-llama-cpp }`; a key with a `:` chooses for one model, e.g. `{ "qwen2.5vl:3b": llama-server }`. The variable takes `gguf=backend-llama-cpp,onnx=transformers`. Without a choice, two claimants stop the start with exit code 2 naming both, and a model with a vision projector goes to a backend that takes images (docs/backends.md).',
   },
 ];

@@ -15,6 +15,8 @@ import { createHooks, type Hooks } from '../plugin/hooks.js';
 import { loadPlugins, registerPlugins, type LoadedPlugin } from '../plugin/host.js';
 import { VERSION } from '../version.js';
 import { installAuthGate } from './auth-hook.js';
+import { installConnectionGuard, serverTimeouts } from './connections.js';
+import { DEFAULT_SHUTDOWN_GRACE_MS, installDrain, type Drain } from './drain.js';
 import { createClientErrorHandler, createErrorHandler, createFrameworkErrorHandler } from './error-handler.js';
 import { lazyCompilers } from './lazy-compilers.js';
 import { installRouting, RouteTable } from './routing.js';
@@ -23,6 +25,8 @@ import { TLS_POLICY } from './tls-policy.js';
 
 export interface BuiltApp {
   app: FastifyInstance;
+  /** The shutdown drain: stop accepting, give requests in flight `shutdownGraceMs` (./drain.ts). */
+  drain: Drain;
   hooks: Hooks;
   routes: RouteTable;
   plugins: LoadedPlugin[];
@@ -63,22 +67,6 @@ function parseJsonBody(_req: unknown, body: string, done: (err: Error | null, va
 }
 
 /**
- * Timeouts of the HTTPS server. Idle keep-alive connections stay open 72 s (Fastify's figure,
- * longer than the 60 s of common proxies and clients), where Node's own 5 s made clients that
- * pause between requests (a CLI, a web UI) reconnect and pay a TLS handshake each time. No limit
- * on receiving a whole request, where Node's is 5 minutes: a large blob upload takes longer.
- */
-const SERVER_TIMEOUTS = { keepAliveTimeout: 72_000, requestTimeout: 0 };
-
-/**
- * Once the appliance closes (SIGTERM, SIGINT), requests in flight get this long to finish before
- * their connections are cut: idle connections close at once, and a long stream or a connection
- * the server still counts as busy can no longer hold the shutdown open until its keep-alive
- * timeout (72 s), past systemd's stop timeout. 10 s.
- */
-const SHUTDOWN_GRACE_MS = 10_000;
-
-/**
  * Ajv options of route schemas. Fastify's defaults coerce types (`"5"` → 5) and strip unknown
  * properties; here a value of the wrong type is a 400, as in Ollama and OpenAI, and unknown fields
  * reach the handler untouched (both APIs ignore them). No schema defaults are filled in: handlers
@@ -100,8 +88,9 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   const destination = await logOutput(config, options.logDestination === undefined ? process.stdout : options.logDestination);
   const hooks = createHooks(logs, options.console ?? ((text) => process.stdout.write(text)));
   const app = Fastify({
-    // Fastify applies its server timeouts only to servers it creates itself, so the factory sets them.
-    serverFactory: (handler) => Object.assign(https.createServer({ ...TLS_POLICY }, handler), SERVER_TIMEOUTS),
+    // Fastify applies its server timeouts only to servers it creates itself, so the factory sets
+    // them: per phase (handshake, headers, keep-alive), none on a whole request (./connections.ts).
+    serverFactory: (handler) => https.createServer({ ...TLS_POLICY, ...serverTimeouts(config) }, handler),
     logger: {
       level: config.logLevel,
       redact: { paths: REDACT_PATHS, censor: '[redacted]' },
@@ -120,6 +109,8 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     clientErrorHandler: createClientErrorHandler(hooks.errorFormats),
   }) as unknown as FastifyInstance;
 
+  // Caps the connections without a key, so idle sockets cannot exhaust file descriptors.
+  installConnectionGuard(app.server as https.Server, config, app.log);
   const routes = new RouteTable();
   app.setErrorHandler(createErrorHandler(hooks.errorFormats));
   app.removeAllContentTypeParsers();
@@ -129,13 +120,15 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   // table (it only answers preflights; any other OPTIONS request meets the gate, then 404/405).
   await registerSecurityHeaders(app, config.corsOrigins ?? []);
   installRouting(app, routes);
+  // Before the auth gate: a request arriving during the shutdown drain gets 503 at once.
+  const drain = installDrain(app);
+  // A close without the drain first (tests, a failed start) still ends within the grace period.
+  app.addHook('preClose', async () => {
+    await drain.run(config.shutdownGraceMs ?? DEFAULT_SHUTDOWN_GRACE_MS);
+  });
   installAuthGate(app, hooks);
   // Once every plugin is registered: one backend per model format, as the config's `backends` picks.
   app.addHook('onReady', async () => hooks.backends.configure(config.backends ?? {}, config.source ?? 'the configuration'));
-  app.addHook('preClose', (done) => {
-    setTimeout(() => app.server.closeAllConnections(), SHUTDOWN_GRACE_MS).unref();
-    done();
-  });
 
   installProxyRole(app, hooks);
   installRequestObservers(app, hooks);
@@ -153,7 +146,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
 
   const plugins = options.plugins ?? (await loadPlugins(config, options.env ?? process.env));
   await registerPlugins(app, plugins, config, hooks);
-  return { app, hooks, routes, plugins };
+  return { app, drain, hooks, routes, plugins };
 }
 
 /**

@@ -16,6 +16,7 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { Principal } from '../contracts/auth.js';
 import { Errors } from '../errors.js';
 import type { Hooks } from '../plugin/hooks.js';
+import { markAuthenticated } from './connections.js';
 import { isConsoleOffRequest } from './console-off.js';
 import { runAs } from './request-principal.js';
 import { grants, requiredScope } from './scopes.js';
@@ -49,6 +50,8 @@ export function installAuthGate(app: FastifyInstance, hooks: Hooks): void {
     // The "console switched off" page (webui disabled) is as public as the console itself.
     if (isConsoleOffRequest(request)) return;
     request.principal = await authenticate(request, hooks);
+    // The connection has shown a key: it leaves the cap on unauthenticated connections.
+    markAuthenticated(request.raw.socket);
     if (request.is404 === true) return;
     const needed = requiredScope(request.routeOptions.config?.scope);
     if (!grants(request.principal.scopes, needed)) {
