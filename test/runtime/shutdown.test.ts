@@ -37,7 +37,9 @@ plugins:
  * The environment without tap's process-info hook (`NODE_OPTIONS=--import …processinfo`), which
  * listens to SIGTERM/SIGINT in every child: with it, a child keeps a signal listener of its own and
  * a library that re-raises the signal once no other listener is left would never do so here, as it
- * does in production.
+ * does in production. The hook also puts `NODE_OPTIONS` back into the environment of every process
+ * a test spawns, so `lia serve` is started through `env -u NODE_OPTIONS`, which drops it after the
+ * hook has run and before node starts.
  */
 function operatorEnv(): NodeJS.ProcessEnv {
   return Object.fromEntries(Object.entries(process.env).filter(([k]) => k !== 'NODE_OPTIONS' && !k.startsWith('_TAPJS_')));
@@ -57,7 +59,7 @@ async function serve(t: Test): Promise<Served> {
   t.teardown(() => rm(cwd, { recursive: true, force: true }));
   const dataDir = path.join(cwd, 'data');
   await writeFile(path.join(cwd, 'lia.config.yaml'), CONFIG);
-  const child = spawn(process.execPath, [LIA, 'serve', '--host', '127.0.0.1', '--port', '0'], {
+  const child = spawn('/usr/bin/env', ['-u', 'NODE_OPTIONS', process.execPath, LIA, 'serve', '--host', '127.0.0.1', '--port', '0'], {
     cwd,
     env: { ...operatorEnv(), LIA_DATA_DIR: dataDir, LIA_LOG_FORMAT: 'json' },
   });
