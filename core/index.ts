@@ -1,47 +1,39 @@
 /**
- * `lia/plugin`: the public API for plugin authors, and the only module of core that plugins import,
- * built-in ones included. It holds the plugin contract, the hook interfaces and contracts, the
- * error registry, the streaming helpers, the CLI command contract and a few file and host helpers.
+ * `lia/plugin`: the versioned plugin contract, and the module of core that every plugin imports,
+ * built-in ones included. It holds what a plugin is ({@link definePlugin}, its spec and context),
+ * the hooks it reaches the others through and the kinds of extension a third party implements,
+ * the error registry, the streaming writers and the CLI command contract.
  *
- * Versioning: this module follows {@link PLUGIN_API_VERSION}. Within one major version, exports
- * are only added; a removal or an incompatible change of a signature raises the major, and core
- * refuses plugins written for another major at load (exit code 2).
+ * The shapes those contracts carry (generation events, model descriptions, the services the
+ * built-in plugins offer each other) are in `lia/plugin/contracts`, under the same version.
+ * Helpers that are not part of the contract (formatting, atomic writes, paths, the CLI's HTTP
+ * client, host tools, TypeBox) are in `lia/utils`, which follows no API version.
+ *
+ * Versioning: this module and `lia/plugin/contracts` follow {@link PLUGIN_API_VERSION}. Within
+ * one major version, exports are only added; a removal or an incompatible change of a signature
+ * raises the major, and core refuses plugins written for another major at load (exit code 2).
+ * `etc/lia-plugin.api.md` and `etc/lia-plugin-contracts.api.md` record the surface; `npm run
+ * api:check` fails when it changes without them.
  *
  * @module
  */
 import './http/route-config.js';
-export { SCOPES, grants, type Scope } from './http/scopes.js';
-export { checkModelAllowed, currentPrincipal, modelAllowed, principalMayUse } from './http/request-principal.js';
 export { definePlugin, PLUGIN_API_VERSION, type LiaPlugin, type PluginContext, type PluginSpec } from './plugin/define.js';
 export { Slot, Registry, Extensions, type Hooks, type BannerSection, type ErrorFormat, type CustomHooks } from './plugin/hooks.js';
-export { BackendRegistry } from './plugin/hooks.js';
+export type { BackendRegistry } from './plugin/backend-registry.js';
+export type { ServiceRegistry, ServiceRole } from './services/registry.js';
+export type { LogHub } from './logging.js';
 export { AppError, Errors, defineError, isAppError, type AppErrorOptions, type ErrorFactory } from './errors.js';
 export { startNdjson, clientGone, type StreamWriter } from './streaming/ndjson.js';
 export { startSse, type SseOptions } from './streaming/sse.js';
 export { primed } from './streaming/primed.js';
-export { toAppError } from './http/error-handler.js';
-export { normalizePath } from './http/surface.js';
-export { SERVICE_NAMES, isServiceName, ServiceRegistry, type ServiceName, type ServiceRole, type ServiceState } from './services/registry.js';
-export { LogHub } from './logging.js';
-export { readTextOrNull } from './fs/read.js';
-export { flushToDisk, writeFileAtomic, type AtomicWriteOptions } from './fs/write-atomic.js';
-export { VERSION } from './version.js';
-export { advertisedUrls, certificateCovers, type AdvertiseInput } from './banner.js';
-export { formatBytes } from './format/bytes.js';
-export { humanNumber } from './format/human-number.js';
-export { checkSchemaBounds, SCHEMA_MAX_DEPTH, SCHEMA_MAX_NODES } from './format/json-bounds.js';
-export { PROJECT_ROOT, projectPath } from './paths.js';
+export { currentPrincipal } from './http/request-principal.js';
+export type { Scope } from './http/scopes.js';
 export type { Config } from './config/schema.js';
-export type * from './contracts/auth.js';
-export type * from './contracts/backend.js';
-export type * from './contracts/host.js';
-export type * from './contracts/inference.js';
-export type * from './contracts/model-store.js';
-export type * from './contracts/network.js';
-export type * from './contracts/observe.js';
-export type * from './contracts/tls.js';
+export type { Principal, AuthResult, AuthStrategy } from './contracts/auth.js';
+export type { InferenceBackend, FormatHandler, LoadedModel } from './contracts/backend.js';
+export type { GpuProvider } from './contracts/host.js';
+export type { ModelSource } from './contracts/model-store.js';
+export type { RequestObserver, InferenceObserver } from './contracts/observe.js';
 export { CliError, isCliError, type CliCommand, type CliIO, type CliArgs } from './cli/types.js';
-export { responseError, type ApiClient } from './cli/client.js';
-export { runTool, firstLine, ToolError, type ToolResult } from './host/run-tool.js';
-/** TypeBox, for option and route schemas, so that a plugin needs no copy of its own. */
-export { Type, type Static, type TObject, type TSchema } from '@sinclair/typebox';
+export type { ApiClient } from './cli/client.js';

@@ -95,6 +95,6 @@ function listenTextResolver(address: string): string {
 async function ready({ app, hooks }: BuiltApp, config: Config): Promise<void> {
   await app.ready();
   if (!hooks.tls.provided) {
-    throw new ConfigError(`${config.source ?? 'the default configuration'}: no enabled plugin provides TLS, and LIA serves only HTTPS; enable "pki-local-ca" (or a plugin that provides hooks.tls)`);
+    throw new ConfigError(`${config.source ?? 'the default configuration'}: no enabled plugin provides TLS ("tls"), and LIA serves only HTTPS; enable a plugin that provides it`);
   }
 }

@@ -1,116 +1,49 @@
 /**
- * Builds llama.cpp's own `llama-server` from the source bundle node-llama-cpp ships
- * (`node_modules/node-llama-cpp/llama/gitRelease.bundle`: the same llama.cpp release as the
- * appliance's engine), CPU only, with cmake. The build is cached under `bench/.cache/` (git-ignored)
- * and reused while the bundle's commit is unchanged.
+ * llama.cpp's own `llama-server` for the benchmarks: built by the same code as `lia engine build`
+ * (plugins/backend-llama-server/build.ts: the source bundle node-llama-cpp ships, the same
+ * llama.cpp release as the appliance's engine, CPU only, cached under `~/.cache/lia/llama-server/`
+ * or `LIA_CACHE_DIR`), checked once here for the AMX kernels (see {@link setAsideAmx}), and
+ * started with the thread counts every side of a benchmark gets.
  *
  * Run alone to build: `node --conditions=lia-source --import tsx bench/engine/llama-server.ts`.
  *
  * @module
  */
-import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
-import { closeSync, existsSync, openSync, readFileSync } from 'node:fs';
-import { mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
-import os from 'node:os';
+import { type ChildProcess, spawn } from 'node:child_process';
+import { existsSync, readFileSync } from 'node:fs';
+import { mkdir, rename, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { buildLlamaServer as buildServer, llamaCppSource as cachedSource } from '../../plugins/backend-llama-server/build.js';
 import { inferenceBatchThreads, inferenceThreads } from '../../plugins/engine/threads.js';
 import { fixture } from '../../test/helpers/fixtures.js';
 import { freePort } from '../lib/appliance-process.js';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
-const BUNDLE = path.join(ROOT, 'node_modules/node-llama-cpp/llama/gitRelease.bundle');
 const CACHE = path.join(ROOT, 'bench/.cache/llama-server');
 
-function sh(cmd: string, args: string[], cwd: string): string {
-  return execFileSync(cmd, args, { cwd, encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] });
-}
-
-/** Runs a build step with its (long) output going to `bench/.cache/llama-server/build.log`. */
-function logged(cmd: string, args: string[], cwd: string): void {
-  const fd = openSync(path.join(CACHE, 'build.log'), 'a');
-  try {
-    execFileSync(cmd, args, { cwd, stdio: ['ignore', fd, fd] });
-  } catch (err) {
-    throw new Error(`${cmd} ${args.join(' ')} failed; see ${path.join(CACHE, 'build.log')}`, { cause: err });
-  } finally {
-    closeSync(fd);
-  }
-}
-
 /**
- * The llama.cpp source tree of the bundle's commit (cloned once into `bench/.cache/llama-server/src`),
- * for the server build and for its Python `gguf-py` (bench/models/build-1b.ts).
+ * The llama.cpp source tree of the bundled release, for its Python `gguf-py`
+ * (bench/models/build-1b.ts) and the web UI size check.
  */
 export async function llamaCppSource(log: (line: string) => void = console.error): Promise<string> {
-  const commit = sh('git', ['bundle', 'list-heads', BUNDLE], ROOT).trim().split(/\s+/)[0] as string;
-  const src = path.join(CACHE, 'src');
-  await mkdir(CACHE, { recursive: true });
-  if (!existsSync(path.join(src, '.git'))) {
-    log(`cloning llama.cpp ${commit.slice(0, 12)} from node-llama-cpp's bundle`);
-    sh('git', ['clone', '--quiet', BUNDLE, src], CACHE);
-  }
-  if (sh('git', ['rev-parse', 'HEAD'], src).trim() !== commit) sh('git', ['checkout', '--quiet', commit], src);
-  return src;
-}
-
-/** True when the binary starts (its shared libraries resolve). */
-function starts(binary: string): boolean {
-  try {
-    execFileSync(binary, ['--version'], { stdio: 'ignore' });
-    return true;
-  } catch {
-    return false;
-  }
+  return cachedSource(process.env, (p) => p.kind === 'step' && log(p.text));
 }
 
 /**
- * Build options beyond the CPU-only defaults, chosen so that llama-server runs the engine code the
- * appliance's node-llama-cpp prebuilt runs: its CPU backend as loadable variants, one per x86
- * generation, of which the best the CPU supports is picked at start (so AMX on a CPU that has it,
- * as the prebuilt's Sapphire Rapids variant does), on ggml's own thread pool rather than OpenMP
- * (the prebuilt's CPU backends do not link libgomp). A `-march=native` build died of SIGILL in its
- * first AMX matrix product on a 2-vCPU Sapphire Rapids guest where the prebuilt runs AMX fine, and
- * one without AMX ran at half the prebuilt's speed there, which would have flattered the appliance.
+ * The path of a built `llama-server` (building it first when the cache is missing or stale), its
+ * AMX variant set aside where it dies of SIGILL on this machine.
  */
-const BUILD_OPTIONS = ['-DGGML_NATIVE=OFF', '-DGGML_BACKEND_DL=ON', '-DGGML_CPU_ALL_VARIANTS=ON', '-DGGML_OPENMP=OFF'];
-
-/** The path of a built `llama-server`, building it first when the cache is missing or stale. */
 export async function buildLlamaServer(log: (line: string) => void = console.error): Promise<string> {
-  const commit = `${sh('git', ['bundle', 'list-heads', BUNDLE], ROOT).trim().split(/\s+/)[0] as string} ${BUILD_OPTIONS.join(' ')}`;
-  const src = path.join(CACHE, 'src');
-  const build = path.join(CACHE, 'build');
-  const binary = path.join(build, 'bin', 'llama-server');
-  const stamp = path.join(CACHE, 'commit');
-  if (existsSync(binary) && (await readFile(stamp, 'utf8').catch(() => '')) === commit && starts(binary)) return binary;
-
-  await llamaCppSource(log);
-  // A build configured elsewhere (the cache copied or moved) cannot be reconfigured in place.
-  if (existsSync(path.join(build, 'CMakeCache.txt')) && !(await readFile(path.join(build, 'CMakeCache.txt'), 'utf8')).includes(`CMAKE_CACHEFILE_DIR:INTERNAL=${build}\n`)) {
-    await rm(build, { recursive: true, force: true });
-  }
-  log('configuring (CPU only, Release)');
-  logged(
-    'cmake',
-    [
-      '-S', src, '-B', build, '-G', 'Ninja', '-DCMAKE_BUILD_TYPE=Release',
-      '-DGGML_CUDA=OFF', '-DGGML_VULKAN=OFF', '-DGGML_METAL=OFF',
-      '-DLLAMA_CURL=OFF', '-DLLAMA_BUILD_TESTS=OFF', '-DLLAMA_BUILD_EXAMPLES=OFF', '-DLLAMA_BUILD_SERVER=ON',
-      // Libraries found beside the binary ($ORIGIN), so the cache still works after it is moved.
-      '-DCMAKE_BUILD_RPATH_USE_ORIGIN=ON',
-      ...BUILD_OPTIONS,
-    ],
-    CACHE,
-  );
-  log(`building llama-server with ${os.availableParallelism()} jobs (minutes)`);
-  // The CPU variants are loaded at run time, so llama-server's target does not pull them in.
-  const variants = sh('cmake', ['--build', build, '--target', 'help'], CACHE)
-    .split('\n')
-    .map((line) => /^(ggml-cpu-[\w.-]+):/.exec(line.trim())?.[1])
-    .filter((name): name is string => Boolean(name));
-  logged('cmake', ['--build', build, '--target', 'llama-server', ...variants, '-j', String(os.availableParallelism())], CACHE);
+  let tenth = -1;
+  const binary = await buildServer({
+    onProgress: (p) => {
+      if (p.kind === 'step') return log(p.text);
+      const now = Math.floor((p.done / Math.max(1, p.total)) * 10);
+      if (now > tenth) log(`compiling: ${(tenth = now) * 10}%`);
+    },
+  });
   await setAsideAmx(binary, log);
-  await writeFile(stamp, commit);
   return binary;
 }
 
@@ -126,17 +59,22 @@ const AMX_NOTE = path.join(CACHE, 'amx-set-aside');
  */
 async function setAsideAmx(binary: string, log: (line: string) => void): Promise<void> {
   const variant = path.join(path.dirname(binary), AMX_VARIANT);
+  const probed = path.join(CACHE, 'amx-probed');
+  if (existsSync(probed) && readFileSync(probed, 'utf8') === binary) return; // probed this binary already
+  await mkdir(CACHE, { recursive: true });
   await rm(AMX_NOTE, { force: true });
-  if (!existsSync(variant)) return;
+  if (!existsSync(variant)) return void (await writeFile(probed, binary));
   const model = fixture('gguf/bench-random-135m-q4_0.gguf');
   try {
     const server = await startLlamaServer(binary, { model, port: await freePort(), threads: 1, parallel: 1, contextPerSlot: 256 });
     server.kill();
+    await writeFile(probed, binary);
     return;
   } catch (err) {
     if (!/exited \(SIGILL\)/.test((err as Error).message)) throw err;
   }
   await rename(variant, `${variant}.sigill`);
+  await writeFile(probed, binary);
   await writeFile(AMX_NOTE, `llama-server died of SIGILL in its AMX kernels on this machine; it runs without AMX, while the appliance's node-llama-cpp uses AMX here\n`);
   log(`llama-server: ${AMX_VARIANT} died of SIGILL here and was set aside; figures against it flatter the appliance wherever AMX helps`);
 }

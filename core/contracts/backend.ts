@@ -51,6 +51,11 @@ export interface ChatMessage {
   tool_calls?: ToolCall[];
   /** For `tool` messages: the name of the tool that produced the content. */
   tool_name?: string;
+  /**
+   * Images the message carries, base64 (Ollama's `images`), checked by the engine (see
+   * `checkImage`); only a model with the `vision` capability gets them.
+   */
+  images?: string[];
 }
 
 /**
@@ -89,6 +94,8 @@ export interface GenerateParams {
   system?: string;
   /** Text after the insertion point (fill-in-the-middle), where the model supports it. */
   suffix?: string;
+  /** Images for the prompt, base64 (see {@link ChatMessage.images}). */
+  images?: string[];
   raw: boolean;
   /**
    * A prompt template (Ollama Go-template text, e.g. the request's `template` field) used instead
@@ -162,6 +169,12 @@ export type GenerationEvent =
        */
       stopSequence?: string;
       promptTokens: number;
+      /**
+       * Of `promptTokens`, those the backend found already in its cache (its own sequence's, or
+       * copied from another sequence's) and did not evaluate again; absent where the backend does
+       * not know. OpenAI's `usage.prompt_tokens_details.cached_tokens`.
+       */
+      cachedTokens?: number;
       completionTokens: number;
       /** Nanoseconds spent on the prompt and on decoding. */
       promptEvalNs: number;
@@ -190,6 +203,44 @@ export interface EmbedResult {
   /** Vectors, one per input, in input order; L2-normalised unless `normalize` was false. */
   embeddings: number[][];
   promptTokens: number;
+}
+
+/** What {@link LoadedModel.rank} scores: one query against each of the documents. */
+export interface RankParams {
+  query: string;
+  documents: string[];
+  /**
+   * Cut a query and document pair longer than the model's context to fit (true), or fail with a
+   * 400 (false). Defaults to true.
+   */
+  truncate: boolean;
+}
+
+export interface RankResult {
+  /**
+   * One relevance score per document, in document order: the probability (0 to 1) the model gives
+   * that the document answers the query (the sigmoid of a one-logit classifier head).
+   */
+  scores: number[];
+  /** Tokens evaluated: every query and document pair with its special tokens. */
+  promptTokens: number;
+}
+
+/** What {@link LoadedModel.tokenize} is asked (llama-server's `/tokenize` fields). */
+export interface TokenizeParams {
+  content: string;
+  /** Add the tokens the model puts around a text (BOS, and EOS or SEP where it adds them). */
+  addSpecial: boolean;
+  /** Read special-token text in `content` (`<|im_start|>`, `[SEP]`) as those tokens, not as plain text. */
+  parseSpecial: boolean;
+  /** Return each token's text as well. */
+  withPieces: boolean;
+}
+
+export interface TokenizeResult {
+  tokens: number[];
+  /** With `withPieces`: each token's text, in token order. */
+  pieces?: string[];
 }
 
 export interface LoadOptions {
@@ -233,6 +284,18 @@ export interface LoadedModel {
    * a one-token chat.
    */
   countChatTokens?(params: ChatParams, signal: AbortSignal): Promise<number>;
+  /**
+   * Scores documents against a query (a reranker: a cross-encoder with a relevance head).
+   * Optional: only models with the `rerank` capability have it; the engine answers 400 for others.
+   */
+  rank?(params: RankParams, signal: AbortSignal): Promise<RankResult>;
+  /** The model's tokenizer on a text. Optional: a model without it (a remote one) cannot tokenize (400). */
+  tokenize?(params: TokenizeParams, signal: AbortSignal): Promise<TokenizeResult>;
+  /**
+   * Token ids back to text, special tokens written out. An id outside the vocabulary is a 400.
+   * Optional, with {@link tokenize}.
+   */
+  detokenize?(tokens: number[], signal: AbortSignal): Promise<string>;
   /** Frees everything; safe to call twice. */
   unload(): Promise<void>;
 }
@@ -309,6 +372,13 @@ export interface FormatHandler {
    */
   recognise(names: readonly string[]): FileRecognition;
   /**
+   * A vision projector that may travel beside the weights (a `file`-layout format only): the
+   * media type of its layer (Ollama's `application/vnd.ollama.image.projector`) and whether a file
+   * given to `/api/create` is one (a CLIP GGUF). The store keeps such a file as that layer and
+   * hands it to the backend as `ResolvedModel.projectorPath`. Optional.
+   */
+  readonly projector?: { readonly mediaType: string; is(file: ModelFile): Promise<boolean> };
+  /**
    * Reads what a model is from its files. Throws an `AppError` (a 400) when the weights are not
    * this format; `/api/create` calls it on the new files before it writes anything.
    */
@@ -323,6 +393,21 @@ export interface InferenceBackend {
    * backends may claim one format only when the configuration's `backends` key picks one.
    */
   readonly formats: readonly FormatHandler[];
+  /**
+   * Formats this backend also runs with the handler another backend declares (it recognises and
+   * describes no files itself): it serves them where the configuration's `backends` chooses it
+   * (per format or per model), or for a model that needs a capability only it declares (see
+   * {@link capabilities}). Claiming a format this way never conflicts with its own backend.
+   * Defaults to none.
+   */
+  readonly runs?: readonly ModelFormat[];
+  /**
+   * Capabilities that need a backend's support beyond running the weights, which this backend
+   * serves: today `vision` (a model with a projector takes images). A model with such a
+   * capability goes to a backend that declares it (see `BackendRegistry.forModel`). Defaults to
+   * none.
+   */
+  readonly capabilities?: readonly ModelCapability[];
   estimateMemory(model: ResolvedModel, options: LoadOptions): Promise<MemoryEstimate>;
   load(model: ResolvedModel, options: LoadOptions): Promise<LoadedModel>;
   /** Releases process-wide resources at shutdown. */

@@ -39,6 +39,8 @@ export interface InferenceGenerateRequest {
   keep_alive?: KeepAlive;
   /** Ollama's `context`: token ids of an earlier answer's exchange, evaluated before the prompt. */
   context?: number[];
+  /** Images for the prompt, base64; the model needs the `vision` capability (else a 400). */
+  images?: string[];
   think?: Think;
   /** Log probabilities with this many alternatives per token (0 to 20); unset: none (see `GenerateParams.logprobs`). */
   logprobs?: number;
@@ -78,6 +80,47 @@ export interface InferenceEmbedRequest {
   /** L2-normalise the vectors; the legacy `/api/embeddings` sends false. Defaults to true. */
   normalize?: boolean;
   options?: SamplingOptions;
+  keep_alive?: KeepAlive;
+}
+
+export interface InferenceRerankRequest {
+  model: string;
+  query: string;
+  documents: string[];
+  /** Cut a query and document pair longer than the context (true) or fail with a 400 (false). Defaults to true. */
+  truncate?: boolean;
+  keep_alive?: KeepAlive;
+}
+
+export interface RerankResponse {
+  model: string;
+  /** One relevance score (0 to 1) per document, in document order. */
+  scores: number[];
+  promptTokens: number;
+}
+
+export interface InferenceTokenizeRequest {
+  model: string;
+  content: string;
+  /** Defaults to false (llama-server's default). */
+  add_special?: boolean;
+  /** Defaults to true (llama-server's default). */
+  parse_special?: boolean;
+  /** Defaults to false. */
+  with_pieces?: boolean;
+  keep_alive?: KeepAlive;
+}
+
+export interface TokenizeResponse {
+  model: string;
+  tokens: number[];
+  /** With `with_pieces`: each token's text. */
+  pieces?: string[];
+}
+
+export interface InferenceDetokenizeRequest {
+  model: string;
+  tokens: number[];
   keep_alive?: KeepAlive;
 }
 
@@ -124,6 +167,15 @@ export interface InferenceService {
    * other implementations of this service.
    */
   countChatTokens?(request: InferenceChatRequest, signal: AbortSignal): Promise<{ model: string; promptTokens: number }>;
+  /**
+   * Relevance scores of documents for a query, from a model with the `rerank` capability (else a
+   * 400 naming it). Optional for other implementations of this service.
+   */
+  rerank?(request: InferenceRerankRequest, signal: AbortSignal): Promise<RerankResponse>;
+  /** The model's tokenizer on a text (loads the model if needed). Optional. */
+  tokenize?(request: InferenceTokenizeRequest, signal: AbortSignal): Promise<TokenizeResponse>;
+  /** Token ids back to text. Optional, with {@link tokenize}. */
+  detokenize?(request: InferenceDetokenizeRequest, signal: AbortSignal): Promise<{ model: string; content: string }>;
   /** Loads a model without generating (empty prompt); resolves when it is ready. */
   load(model: string, keepAlive?: KeepAlive): Promise<{ model: string; loadNs: number }>;
   /** Unloads a model now (keep_alive 0, `lia stop`); a no-op when it is not loaded. */

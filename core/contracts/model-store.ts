@@ -6,7 +6,7 @@
  */
 
 /** What a model can do, in Ollama's vocabulary (`/api/show` → `capabilities`). */
-export type ModelCapability = 'completion' | 'chat' | 'embedding' | 'tools' | 'insert' | 'vision' | 'thinking';
+export type ModelCapability = 'completion' | 'chat' | 'embedding' | 'rerank' | 'tools' | 'insert' | 'vision' | 'thinking';
 
 /**
  * The name of a model's weights format (`gguf`, `onnx`, or whatever a backend declares); it decides
@@ -45,6 +45,11 @@ export interface ResolvedModel {
    * no enabled backend serves, the first weights blob.
    */
   modelPath: string;
+  /**
+   * The vision projector blob (a layer of media type `application/vnd.ollama.image.projector`,
+   * a CLIP-style GGUF that llama.cpp loads with `--mmproj`), when the model has one.
+   */
+  projectorPath?: string;
   /** Bytes of all weight layers (the figure the scheduler budgets memory with). */
   sizeBytes: number;
   /** Template layer (Go template text as Ollama stores it), if the model has one. */

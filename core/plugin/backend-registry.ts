@@ -6,15 +6,34 @@
  * this once every plugin is registered (`onReady` in `core/http/app.ts`); lookups before that
  * decide the same way on first use.
  *
+ * A backend may also run a format with another backend's handler (`InferenceBackend.runs`, as
+ * `backend-llama-server` runs GGUF): it is never a format's default, so it conflicts with nobody,
+ * but the `backends` key may choose it for a format or for one model (a key with a `:`, such as
+ * `llava:7b`), and a model that needs a capability the format's backend lacks (`vision`) goes to
+ * one that declares it ({@link BackendRegistry.forModel}).
+ *
  * @module
  */
 import { ConfigError } from '../config/load.js';
 import type { FormatHandler, InferenceBackend } from '../contracts/backend.js';
-import type { ModelFormat } from '../contracts/model-store.js';
+import type { ModelCapability, ModelFormat } from '../contracts/model-store.js';
 import { Errors } from '../errors.js';
 
 /** Allowed format names: they become folder names in the model store. */
 export const FORMAT_NAME = /^[a-z0-9][a-z0-9_-]{0,31}$/;
+
+/**
+ * Capabilities that a backend must declare to serve (`InferenceBackend.capabilities`); a model's
+ * other capabilities are the weights' own and any backend of its format serves them.
+ */
+export const BACKEND_CAPABILITIES: readonly ModelCapability[] = ['vision'];
+
+/** The model a backend is looked up for. */
+export interface ModelToRun {
+  name: string;
+  format: ModelFormat;
+  capabilities: readonly ModelCapability[];
+}
 
 /** The chosen backend and handler of each format. */
 type Chosen = Map<string, { backend: InferenceBackend; handler: FormatHandler }>;
@@ -24,6 +43,8 @@ export class BackendRegistry {
   /** Which plugin registered each backend (recorded by core after each plugin's setup). */
   readonly #plugins = new Map<InferenceBackend, string>();
   #choices: Readonly<Record<string, string>> = {};
+  /** Choices for single models (`backends` keys with a `:`), by lower-case name. */
+  #modelChoices = new Map<string, string>();
   #where = 'the configuration';
   #chosen: Chosen | null = null;
 
@@ -59,9 +80,46 @@ export class BackendRegistry {
    * choice names no enabled backend of its format, or when two formats claim one media type.
    */
   configure(choices: Readonly<Record<string, string>>, where: string): void {
-    this.#choices = choices;
+    const formats: Record<string, string> = {};
+    const models = new Map<string, string>();
+    for (const [key, wanted] of Object.entries(choices)) {
+      if (key.includes(':')) models.set(key.toLowerCase(), wanted);
+      else formats[key] = wanted;
+    }
+    this.#choices = formats;
     this.#where = where;
     this.#chosen = this.#decide();
+    for (const [model, wanted] of models) {
+      if (!this.#byName(wanted)) throw new ConfigError(`${where}: "backends.${model}" names "${wanted}", which is no enabled inference backend`);
+    }
+    this.#modelChoices = models;
+  }
+
+  /**
+   * The backend that runs `model`: the one the `backends` configuration names for the model
+   * itself, else its format's backend; when the model has a capability that needs a backend's
+   * support ({@link BACKEND_CAPABILITIES}) and that backend does not declare it, the first
+   * registered backend of the format that does. Without one, the format's backend (which serves
+   * the model without the capability: the engine refuses images then). A 400 when no enabled
+   * backend runs the format, or when the model's chosen backend does not run it.
+   */
+  forModel(model: ModelToRun): InferenceBackend {
+    const named = this.#modelChoices.get(model.name.toLowerCase()) ?? this.#modelChoices.get(`${model.name.toLowerCase()}:latest`);
+    if (named) {
+      const backend = this.#byName(named);
+      if (!backend || !runsFormat(backend, model.format)) {
+        throw Errors.badRequest(`"backends.${model.name}" names "${named}", which does not run models in the "${model.format}" format`);
+      }
+      return backend;
+    }
+    const backend = this.forFormat(model.format);
+    const needs = model.capabilities.filter((c) => BACKEND_CAPABILITIES.includes(c));
+    if (needs.every((c) => backend.capabilities?.includes(c))) return backend;
+    return this.#items.find((b) => runsFormat(b, model.format) && needs.every((c) => b.capabilities?.includes(c))) ?? backend;
+  }
+
+  #byName(wanted: string): InferenceBackend | undefined {
+    return this.#items.find((b) => b.name === wanted || this.#plugins.get(b) === wanted);
   }
 
   /** The backend that runs `format`, or a 400 naming the format. */
@@ -107,7 +165,15 @@ export class BackendRegistry {
     const chosen: Chosen = new Map();
     for (const [format, wanted] of Object.entries(this.#choices)) {
       const list = claimants.get(format) ?? [];
-      const pick = list.find((c) => c.backend.name === wanted || this.#plugins.get(c.backend) === wanted);
+      let pick = list.find((c) => c.backend.name === wanted || this.#plugins.get(c.backend) === wanted);
+      // A backend that runs the format with another's handler (the format's only one).
+      const runner = this.#items.find((b) => (b.name === wanted || this.#plugins.get(b) === wanted) && b.runs?.includes(format));
+      if (!pick && runner && list.length > 0) {
+        if (list.length > 1) {
+          throw new ConfigError(`${this.#where}: "backends.${format}" names "${wanted}", which runs the format with another backend's handler, but ${list.map((c) => this.#label(c.backend)).join(' and ')} both declare one; disable one of them`);
+        }
+        pick = { backend: runner, handler: list[0]!.handler };
+      }
       if (!pick) {
         const served = list.length > 0 ? `the "${format}" format is served by ${list.map((c) => this.#label(c.backend)).join(' and ')}` : `no enabled backend serves the "${format}" format`;
         throw new ConfigError(`${this.#where}: "backends.${format}" names "${wanted}", but ${served}`);
@@ -134,4 +200,9 @@ export class BackendRegistry {
     }
     return chosen;
   }
+}
+
+/** Whether `backend` runs models of `format` (its own handler's, or another's it `runs`). */
+function runsFormat(backend: InferenceBackend, format: ModelFormat): boolean {
+  return backend.formats.some((h) => h.name === format) || (backend.runs?.includes(format) ?? false);
 }

@@ -9,7 +9,8 @@
  *
  * @example
  * ```js
- * import { definePlugin, Type } from 'lia/plugin'
+ * import { definePlugin } from 'lia/plugin'
+ * import { Type } from 'lia/utils'
  *
  * export default definePlugin({
  *   name: 'hello',
@@ -29,7 +30,7 @@ import fp from 'fastify-plugin';
 import type { Static, TObject } from '@sinclair/typebox';
 import type { CliCommand } from '../cli/types.js';
 import type { Config } from '../config/schema.js';
-import type { Hooks } from './hooks.js';
+import type { HookName, Hooks } from './hooks.js';
 
 /**
  * The major version of the plugin API this core implements. A plugin declares the version it was
@@ -59,6 +60,24 @@ export interface PluginSpec<S extends TObject = TObject> {
   readonly description: string;
   /** Plugins that must be enabled and set up before this one (Fastify checks them at registration). */
   readonly dependencies?: readonly string[];
+  /**
+   * The hooks this plugin fills: slots of {@link Hooks} (`inference`, `models`, `tls`, ...) or
+   * extensions it offers to other plugins (`CustomHooks`). Core refuses a start where two enabled
+   * plugins provide the same one (exit 2, naming both), and a setup that did not provide what it
+   * declares. Defaults to none.
+   */
+  readonly provides?: readonly HookName[];
+  /**
+   * The hooks this plugin reads and cannot work without. A start where no enabled plugin provides
+   * one stops with exit code 2, naming this plugin, the hook and the plugin that provides it.
+   * Defaults to none.
+   */
+  readonly requires?: readonly HookName[];
+  /**
+   * The hooks this plugin reads when they are there (with `maybe()`) and does without otherwise;
+   * documentation for `lia plugins` and the reader, not checked. Defaults to none.
+   */
+  readonly uses?: readonly HookName[];
   /** The service this plugin implements, if any; its log lines are filed under it. */
   readonly service?: string;
   /** TypeBox schema of the options; unknown keys are rejected. No schema: the plugin takes none. */

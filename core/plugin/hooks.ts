@@ -150,6 +150,21 @@ export class Extensions {
   }
 }
 
+/** The slots of {@link Hooks}: hooks exactly one plugin provides. */
+export const SLOT_NAMES = ['tls', 'keys', 'models', 'inference', 'serviceManager', 'network', 'gpuMonitor'] as const;
+
+/**
+ * What a plugin declares in `provides`, `requires` and `uses`: a slot of {@link Hooks} or the name
+ * of an extension (`CustomHooks`).
+ */
+export type HookName = (typeof SLOT_NAMES)[number] | (keyof CustomHooks & string) | (string & {});
+
+/** Whether the hook `name` (a slot or an extension) has its provider. */
+export function isProvided(hooks: Hooks, name: string): boolean {
+  if ((SLOT_NAMES as readonly string[]).includes(name)) return (hooks[name as (typeof SLOT_NAMES)[number]] as Slot<unknown>).provided;
+  return hooks.extensions.names().includes(name);
+}
+
 export interface Hooks {
   /** Auth strategies, asked in order for every non-public route. */
   readonly auth: Registry<AuthStrategy>;

@@ -1,9 +1,10 @@
 /**
  * The plugin host. Before anything is set up it resolves every plugin the config enables (the
  * built-in folder, a path relative to the config file, or an npm package resolved with ESM rules),
- * imports it, checks its plugin API version, validates its options and checks that its
- * dependencies are enabled: every failure is a {@link ConfigError} (exit code 2) that names the
- * plugin and what to do, raised before any plugin has touched the disk or the network.
+ * imports it, checks its plugin API version, validates its options, checks that its
+ * dependencies are enabled and that every hook it `requires` has a provider: every failure is a
+ * {@link ConfigError} (exit code 2) that names the plugin and what to do, raised before any
+ * plugin has touched the disk or the network.
  *
  * Registration then goes through Fastify: the built-in folder is loaded by `@fastify/autoload`,
  * filtered by the config, which orders the plugins by their `fastify-plugin` dependencies; third-
@@ -12,7 +13,7 @@
  *
  * @module
  */
-import { existsSync } from 'node:fs';
+import { existsSync, readdirSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import autoload from '@fastify/autoload';
@@ -22,7 +23,13 @@ import { resolve as resolveEsm } from 'import-meta-resolve';
 import { ConfigError } from '../config/load.js';
 import type { Config, PluginEntry } from '../config/schema.js';
 import { PLUGIN_API_VERSION, RUNTIME, specOf, type LiaPlugin, type PluginContext, type PluginRuntime, type PluginSpec } from './define.js';
-import type { Hooks } from './hooks.js';
+import { isProvided, type Hooks } from './hooks.js';
+
+/**
+ * What core itself needs from the plugins: TLS, since LIA serves only HTTPS. Checked with the
+ * plugins' own `requires`, first.
+ */
+const CORE_REQUIRES: ReadonlyArray<{ hook: string; why: string }> = [{ hook: 'tls', why: 'no enabled plugin provides TLS ("tls"), and LIA serves only HTTPS' }];
 
 const BUILTIN_DIR = new URL('../../plugins/', import.meta.url);
 /** Built-in plugins are TypeScript when core runs from its sources (tests, LIA_FROM_SOURCE). */
@@ -151,7 +158,53 @@ export async function loadPlugins(config: Config, env: NodeJS.ProcessEnv = proce
     const missing = (spec.dependencies ?? []).find((d) => !enabled.has(d));
     if (missing) throw new ConfigError(`${where(config)}: plugin "${spec.name}" needs plugin "${missing}", which is not enabled; enable "${missing}" or disable "${spec.name}"`);
   }
+  await checkProviders(loaded.map((p) => p.spec), config);
   return loaded;
+}
+
+/**
+ * Checks the hooks the enabled plugins declare: each one `provides` has one provider, and each one
+ * a plugin (or core) `requires` has a provider. A failure is a ConfigError naming the plugins on
+ * both sides; for a missing provider, the built-in plugins that declare it are named.
+ */
+async function checkProviders(specs: readonly PluginSpec[], config: Config): Promise<void> {
+  const providers = new Map<string, string>();
+  for (const spec of specs) {
+    for (const hook of spec.provides ?? []) {
+      const other = providers.get(hook);
+      if (other) throw new ConfigError(`${where(config)}: plugins "${other}" and "${spec.name}" both provide "${hook}"; enable only one of them`);
+      providers.set(hook, spec.name);
+    }
+  }
+  const missing = async (hook: string): Promise<string> => {
+    const candidates = await builtInProvidersOf(hook, new Set(specs.map((s) => s.name)));
+    return candidates.length > 0 ? `enable ${candidates.map((c) => `"${c}"`).join(' or ')}, which provides it` : 'enable a plugin that provides it';
+  };
+  for (const { hook, why } of CORE_REQUIRES) {
+    if (!providers.has(hook)) throw new ConfigError(`${where(config)}: ${why}; ${await missing(hook)}`);
+  }
+  for (const spec of specs) {
+    for (const hook of spec.requires ?? []) {
+      if (providers.has(hook)) continue;
+      throw new ConfigError(`${where(config)}: plugin "${spec.name}" requires "${hook}", which no enabled plugin provides; ${await missing(hook)}, or disable "${spec.name}"`);
+    }
+  }
+}
+
+/** The built-in plugins outside `enabled` that declare they provide `hook` (read only to word an error). */
+async function builtInProvidersOf(hook: string, enabled: ReadonlySet<string>): Promise<string[]> {
+  const out: string[] = [];
+  for (const name of readdirSync(BUILTIN_DIR).sort()) {
+    const file = enabled.has(name) ? null : builtInPath(name);
+    if (!file) continue;
+    try {
+      const spec = specOf(((await import(pathToFileURL(file).href)) as { default?: unknown }).default);
+      if (spec?.provides?.includes(hook)) out.push(spec.name);
+    } catch {
+      // A built-in plugin that does not load here cannot be the advice.
+    }
+  }
+  return out;
 }
 
 /**
@@ -168,6 +221,9 @@ export async function registerPlugins(app: FastifyInstance, plugins: LoadedPlugi
       return { name: spec.name, options: loaded.options, config, hooks, log };
     },
     setUp(name) {
+      const spec = byName.get(name)?.spec;
+      const unmet = (spec?.provides ?? []).find((hook) => !isProvided(hooks, hook));
+      if (unmet) throw new Error(`plugin "${name}" declares that it provides "${unmet}", but its setup did not provide it`);
       hooks.backends.claim(name);
     },
   };

@@ -1,7 +1,8 @@
 // @ts-check
 /**
- * The echo format and backend. Types come from `lia/plugin` (JSDoc), so an editor or `tsc
- * --checkJs` checks this file against the contracts the running LIA implements.
+ * The echo format and backend. Types come from `lia/plugin` and `lia/plugin/contracts` (JSDoc),
+ * so an editor or `tsc --checkJs` checks this file against the contracts the running LIA
+ * implements.
  */
 import { readFile } from 'node:fs/promises';
 import { Errors } from 'lia/plugin';
@@ -9,9 +10,9 @@ import { Errors } from 'lia/plugin';
 /** @typedef {import('lia/plugin').FormatHandler} FormatHandler */
 /** @typedef {import('lia/plugin').InferenceBackend} InferenceBackend */
 /** @typedef {import('lia/plugin').LoadedModel} LoadedModel */
-/** @typedef {import('lia/plugin').GenerationEvent} GenerationEvent */
-/** @typedef {import('lia/plugin').ChatMessage} ChatMessage */
-/** @typedef {import('lia/plugin').SamplingOptions} SamplingOptions */
+/** @typedef {import('lia/plugin/contracts').GenerationEvent} GenerationEvent */
+/** @typedef {import('lia/plugin/contracts').ChatMessage} ChatMessage */
+/** @typedef {import('lia/plugin/contracts').SamplingOptions} SamplingOptions */
 /** @typedef {{ repeat: number, tokenDelayMs: number }} EchoOptions */
 
 /** The media type of the manifest layer that carries an echo model's file. */

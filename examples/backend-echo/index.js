@@ -17,7 +17,8 @@
  * files, and the engine (scheduler, `/api/generate`, `/api/chat`, `/v1/chat/completions`) loads
  * echo models through it like any other.
  */
-import { definePlugin, Type } from 'lia/plugin';
+import { definePlugin } from 'lia/plugin';
+import { Type } from 'lia/utils';
 import { createEchoBackend } from './backend.js';
 
 const Options = Type.Object(

@@ -8,8 +8,9 @@
  * Anthropic's clients send) as a credential header, which the key strategy reads there (`./auth.ts`).
  * See docs/anthropic.md.
  *
- * It has no plugin dependency: the engine is looked up per request, so a configuration without
- * the engine still starts, and these routes then answer 503 naming the plugin to enable.
+ * It requires `inference` (the engine, or a plugin that replaces it): a configuration without it
+ * stops at start (exit 2) naming both. It names no plugin as a dependency, since it reads the
+ * engine per request and needs nothing set up before it.
  *
  * @module
  */
@@ -20,6 +21,7 @@ import { messagesRoutes } from './routes/messages.js';
 export default definePlugin({
   name: 'api-anthropic',
   apiVersion: 1,
+  requires: ['inference'],
   description: "Anthropic's Messages API (/v1/messages, count_tokens) over the native engine, with x-api-key auth",
   async setup(app, ctx) {
     ctx.hooks.errorFormats.register(anthropicErrorFormat);

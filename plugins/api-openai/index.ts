@@ -1,6 +1,7 @@
 /**
  * The `api-openai` plugin: the OpenAI-compatible inference endpoints under `/v1/`
- * (`chat/completions`, `responses`, `completions`, `embeddings`, `models`). Like Ollama's OpenAI middleware it has no
+ * (`chat/completions`, `responses`, `completions`, `embeddings`, `models`), and the rerank API
+ * (`/v1/rerank`, with `/rerank` and `/v2/rerank`; rerank.ts). Like Ollama's OpenAI middleware it has no
  * inference path of its own: `translate/` holds pure functions between the OpenAI wire format and
  * the native {@link InferenceService} of the engine, and `routes/` only validates, calls the
  * engine and writes the translation. `/v1/models` lists the model store's catalog.
@@ -13,8 +14,9 @@ import { chatRoute } from './routes/chat.js';
 import { completionsRoute } from './routes/completions.js';
 import { embeddingsRoute } from './routes/embeddings.js';
 import { modelsRoutes } from './routes/models.js';
+import { rerankRoutes } from './routes/rerank.js';
 import { responsesRoute } from './routes/responses.js';
-import { openaiErrorFormat } from './errors.js';
+import { openaiErrorBody, openaiErrorFormat } from './errors.js';
 
 const Options = Type.Object(
   {
@@ -36,16 +38,20 @@ const Options = Type.Object(
 export default definePlugin({
   name: 'api-openai',
   apiVersion: 1,
-  description: 'OpenAI-compatible /v1/ chat completions, responses, completions and embeddings over the native engine',
-  dependencies: ['engine'],
+  requires: ['inference', 'models'],
+  description: 'OpenAI-compatible /v1/ chat completions, responses, completions, embeddings and rerank over the native engine',
   options: Options,
   env: { LIA_OPENAI_ALIASES: 'aliases' },
   async setup(app, ctx) {
     ctx.hooks.errorFormats.register(openaiErrorFormat);
+    // The rerank paths outside /v1 answer errors as /v1/rerank does.
+    ctx.hooks.errorFormats.register({ name: 'openai-rerank', prefix: '/rerank', body: openaiErrorBody });
+    ctx.hooks.errorFormats.register({ name: 'openai-rerank-v2', prefix: '/v2/rerank', body: openaiErrorBody });
     const options = { aliases: ctx.options.aliases };
     chatRoute(app, ctx.hooks, options);
     completionsRoute(app, ctx.hooks, options);
     embeddingsRoute(app, ctx.hooks, options);
+    rerankRoutes(app, ctx.hooks, options);
     if (ctx.options.responses) responsesRoute(app, ctx.hooks, options);
     modelsRoutes(app, ctx.hooks);
   },

@@ -17,7 +17,7 @@
  *
  * @module
  */
-import { grants } from 'lia/plugin';
+import { grants } from 'lia/utils';
 import type { KeyLimits } from './rate-limits.js';
 
 /** What is compared of a key (the holder's or the other's). */

@@ -59,6 +59,7 @@ export function presentedKey(request: FastifyRequest): string | null | 'conflict
 export default definePlugin({
   name: 'auth-api-key',
   apiVersion: 1,
+  provides: ['keys'],
   description: 'API keys: the master key, named scoped keys with limits, usage, /system/api-keys',
   options: Options,
   commands: async () => (await import('./cli/commands.js')).commands,

@@ -13,7 +13,9 @@
  */
 import { timingSafeEqual } from 'node:crypto';
 import path from 'node:path';
-import { Errors, readTextOrNull, SCOPES, writeFileAtomic, type AdmissionAsk, type Principal } from 'lia/plugin';
+import { Errors, type Principal } from 'lia/plugin';
+import type { AdmissionAsk } from 'lia/plugin/contracts';
+import { readTextOrNull, SCOPES, writeFileAtomic } from 'lia/utils';
 import { digestOf, generateKey } from './key-format.js';
 import { KeyLimiter, type KeyLimits } from './rate-limits.js';
 

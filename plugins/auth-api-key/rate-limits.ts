@@ -14,7 +14,8 @@
  *
  * @module
  */
-import { Errors, type Admission, type AdmissionAsk } from 'lia/plugin';
+import { Errors } from 'lia/plugin';
+import type { Admission, AdmissionAsk } from 'lia/plugin/contracts';
 
 /** Limits as the API spells them; an absent limit is no limit. */
 export interface KeyLimits {

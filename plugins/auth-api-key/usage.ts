@@ -7,7 +7,8 @@
  *
  * @module
  */
-import { writeFileAtomic, readTextOrNull, type InferenceEvent } from 'lia/plugin';
+import type { InferenceEvent } from 'lia/plugin/contracts';
+import { writeFileAtomic, readTextOrNull } from 'lia/utils';
 import path from 'node:path';
 
 export interface Counts {

@@ -7,8 +7,9 @@
  */
 import type { ChildProcess } from 'node:child_process';
 import type { FastifyBaseLogger } from 'fastify';
-import type { FormatHandler, InferenceBackend, LoadOptions, MemoryEstimate } from 'lia/plugin';
-import type { ResolvedModel } from 'lia/plugin';
+import type { FormatHandler, InferenceBackend } from 'lia/plugin';
+import type { LoadOptions, MemoryEstimate } from 'lia/plugin/contracts';
+import type { ResolvedModel } from 'lia/plugin/contracts';
 import { estimateBytes, fileBytes, readShape } from './estimate.js';
 import { ggufFormat } from './format.js';
 import type { HugePagesMode } from './huge-pages.js';

@@ -2,14 +2,16 @@
  * The `gguf` model format as the llama.cpp backend serves it: one file, stored as Ollama stores it
  * (one `application/vnd.ollama.image.model` layer, no file name), loaded from its blob. Its
  * capabilities follow Ollama: `embedding` when the GGUF declares a pooling type, else
- * `completion`; `tools` when the template layer uses `.Tools` or the GGUF chat template mentions
+ * `completion`; `rerank` instead for a reranker (pooling type RANK or a `cls` classification
+ * head); `tools` when the template layer uses `.Tools` or the GGUF chat template mentions
  * `tools`; `insert` for `.Suffix`; `thinking` for `.Thinking` in the template layer or, in the
  * GGUF's Jinja chat template, a `<think>` section or an `enable_thinking` switch (Qwen3, QwQ,
  * DeepSeek-R1; see {@link jinjaThinks}); `vision` with a projector layer.
  *
  * @module
  */
-import type { FormatHandler, ModelCapability, ModelFile } from 'lia/plugin';
+import type { FormatHandler } from 'lia/plugin';
+import type { ModelCapability, ModelFile } from 'lia/plugin/contracts';
 import { readGguf, type GgufSummary } from './gguf.js';
 
 /** Ollama's layer types: the weights, and the vision projector that may come with them. */
@@ -35,12 +37,21 @@ export function ggufFormat(): FormatHandler {
     files: 'one .gguf file',
     recognise(names) {
       if (!names.some((n) => n.endsWith('.gguf'))) return null;
-      return names.length === 1 ? {} : { problem: 'a GGUF model is created from exactly one .gguf file' };
+      // One file, or the weights and their vision projector (Ollama's two FROM lines).
+      if (names.length === 1 || (names.length === 2 && names.every((n) => n.endsWith('.gguf')))) return {};
+      return { problem: 'a GGUF model is created from one .gguf file, or two: the weights and a vision projector (mmproj)' };
+    },
+    projector: {
+      mediaType: PROJECTOR_MEDIA_TYPE,
+      /** A CLIP GGUF (`general.architecture` `clip`): what llama.cpp's mtmd loads with `--mmproj`. */
+      async is(file) {
+        return (await summary(file)).modelInfo['general.architecture'] === 'clip';
+      },
     },
     async describe({ weights, layers, template, verbose }) {
       const file = weights[weights.length - 1]!;
       const gguf = verbose ? await readGguf(file.path, { verbose: true }) : await summary(file);
-      const capabilities: ModelCapability[] = [gguf.pooling ? 'embedding' : 'completion'];
+      const capabilities: ModelCapability[] = [gguf.ranking ? 'rerank' : gguf.pooling ? 'embedding' : 'completion'];
       const goTemplate = template ?? '';
       if (goTemplate.includes('.Tools') || /\btools\b/.test(gguf.chatTemplate ?? '')) capabilities.push('tools');
       if (goTemplate.includes('.Suffix')) capabilities.push('insert');

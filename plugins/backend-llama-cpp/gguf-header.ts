@@ -52,6 +52,8 @@ export interface GgufHeader {
   metadata: Map<string, unknown>;
   /** Elements per GGML tensor type, summed over the tensor infos. */
   elementsByType: Map<number, number>;
+  /** Whether a classification head is among the tensors (`cls.weight` or `cls.output.weight`: a reranker's). */
+  classifierHead: boolean;
 }
 
 /** Options of {@link readGgufHeader}. */
@@ -236,8 +238,11 @@ async function parse(c: Cursor, options: GgufHeaderOptions): Promise<GgufHeader>
   }
 
   const elementsByType = new Map<number, number>();
+  let classifierHead = false;
   for (let i = 0; i < tensorCount; i++) {
-    if ((await c.string(MAX_KEY)) === SKIPPED) throw new GgufHeaderError(`a tensor name is longer than ${MAX_KEY} bytes`);
+    const name = await c.string(MAX_KEY);
+    if (name === SKIPPED) throw new GgufHeaderError(`a tensor name is longer than ${MAX_KEY} bytes`);
+    if (name === 'cls.weight' || name === 'cls.output.weight') classifierHead = true;
     const dims = await c.u32();
     if (dims > MAX_DIMS) throw new GgufHeaderError(`a tensor declares ${dims} dimensions`);
     let elements = 1;
@@ -246,5 +251,5 @@ async function parse(c: Cursor, options: GgufHeaderOptions): Promise<GgufHeader>
     c.skip(8); // data offset
     elementsByType.set(ggmlType, (elementsByType.get(ggmlType) ?? 0) + elements);
   }
-  return { version, tensorCount, metadata, elementsByType };
+  return { version, tensorCount, metadata, elementsByType, classifierHead };
 }

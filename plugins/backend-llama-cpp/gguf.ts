@@ -6,8 +6,13 @@
  *
  * @module
  */
-import { Errors, humanNumber, type FormatDescription } from 'lia/plugin';
+import { Errors } from 'lia/plugin';
+import type { FormatDescription } from 'lia/plugin/contracts';
+import { humanNumber } from 'lia/utils';
 import { GgufHeaderError, readGgufHeader, type GgufHeader } from './gguf-header.js';
+
+/** llama.cpp's `LLAMA_POOLING_TYPE_RANK`: the pooled output is a relevance score. */
+const POOLING_RANK = 4;
 
 /** Big arrays nobody needs for listing: left out of the non-verbose view (skipped unread). */
 const HEAVY_KEYS = ['tokenizer.ggml.tokens', 'tokenizer.ggml.merges', 'tokenizer.ggml.token_type', 'tokenizer.ggml.scores'];
@@ -19,8 +24,13 @@ export interface GgufSummary {
   modelInfo: Record<string, unknown>;
   /** `tokenizer.chat_template`, if the file has one. */
   chatTemplate?: string;
-  /** True when the file declares a pooling type (an embedding model). */
+  /** True when the file declares a pooling type (an embedding model, or a reranker). */
   pooling: boolean;
+  /**
+   * True for a reranker: pooling type RANK (4), or a classification head (`cls.weight`,
+   * `cls.output.weight`), which node-llama-cpp's ranking context looks for.
+   */
+  ranking: boolean;
   parameterCount: number;
 }
 
@@ -118,6 +128,7 @@ export async function readGguf(file: string, options: { verbose?: boolean } = {}
     modelInfo,
     chatTemplate: typeof chatTemplate === 'string' ? chatTemplate : undefined,
     pooling: meta.has(`${arch}.pooling_type`),
+    ranking: meta.get(`${arch}.pooling_type`) === POOLING_RANK || header.classifierHead,
     parameterCount: count,
   };
 }

@@ -18,7 +18,7 @@
 import { execFile } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { promisify } from 'node:util';
-import { readTextOrNull } from 'lia/plugin';
+import { readTextOrNull } from 'lia/utils';
 
 /** `auto`: bind runners to free CPUs when there are enough; `off`: never. */
 export type CpuAffinityMode = 'auto' | 'off';

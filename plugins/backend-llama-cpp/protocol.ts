@@ -11,8 +11,12 @@ import type {
   EmbedResult,
   GenerateParams,
   GenerationEvent,
-} from 'lia/plugin';
-import type { ModelCapability } from 'lia/plugin';
+  RankParams,
+  RankResult,
+  TokenizeParams,
+  TokenizeResult,
+} from 'lia/plugin/contracts';
+import type { ModelCapability } from 'lia/plugin/contracts';
 
 /** What the parent asks the runner to load. */
 export interface LoadSpec {
@@ -59,6 +63,11 @@ export type ParentMessage =
   | { t: 'embed'; id: number; params: EmbedParams }
   /** The prompt length of a chat (answered by a `result` whose value is the token count). */
   | { t: 'count'; id: number; params: ChatParams }
+  /** Relevance scores (answered by a `result` whose value is a {@link RankResult}). */
+  | { t: 'rank'; id: number; params: RankParams }
+  /** `/tokenize` (a `result` with a {@link TokenizeResult}) and `/detokenize` (a `result` with the text). */
+  | { t: 'tokenize'; id: number; params: TokenizeParams }
+  | { t: 'detokenize'; id: number; tokens: number[] }
   | { t: 'abort'; id: number }
   /** The thread count of large batches from now on (runner/batch-threads.ts). */
   | { t: 'threads'; batch: number }
@@ -70,11 +79,14 @@ export type ParentMessage =
  */
 export type RunnerErrorKind = 'bad_request' | 'context_length' | 'engine';
 
+/** What a one-answer request's `result` carries. */
+export type RunnerResult = EmbedResult | number | RankResult | TokenizeResult | string;
+
 export type RunnerMessage =
   | { t: 'ready'; info: RunnerInfo }
   | { t: 'load_error'; message: string }
   | { t: 'event'; id: number; event: GenerationEvent }
-  | { t: 'result'; id: number; result: EmbedResult | number }
+  | { t: 'result'; id: number; result: RunnerResult }
   | { t: 'error'; id: number; kind: RunnerErrorKind; message: string }
   | { t: 'log'; level: 'debug' | 'info' | 'warn' | 'error'; message: string }
   /** Several messages sent together (the tokens of one decode step, for every stream of it). */

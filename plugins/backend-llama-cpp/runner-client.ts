@@ -16,18 +16,20 @@ import { fileURLToPath } from 'node:url';
 import type { FastifyBaseLogger } from 'fastify';
 import { Errors } from 'lia/plugin';
 import type {
+  LoadedModel,
+} from 'lia/plugin';
+import type {
   ChatParams,
   EmbedParams,
   EmbedResult,
   GenerateParams,
   GenerationEvent,
-  LoadedModel,
   RankParams,
   RankResult,
   TokenizeParams,
   TokenizeResult,
-} from 'lia/plugin';
-import type { ModelCapability } from 'lia/plugin';
+} from 'lia/plugin/contracts';
+import type { ModelCapability } from 'lia/plugin/contracts';
 import { EventQueue } from './event-queue.js';
 import { runnerTunables, type HugePagesMode } from './huge-pages.js';
 import type { LoadSpec, ParentMessage, RunnerErrorKind, RunnerInfo, RunnerMessage, RunnerResult } from './protocol.js';

@@ -1,6 +1,7 @@
 /**
- * The transformers.js inference backend: runs `onnx` models (sentence encoders in the Hugging
- * Face ONNX layout) for embeddings. The scheduler (`plugins/engine`) owns the lifecycle; this
+ * The transformers.js inference backend: runs `onnx` models in the Hugging Face ONNX layout,
+ * sentence encoders for embeddings and cross-encoders for reranking (head.ts), and tokenises
+ * with their tokenizer. The scheduler (`plugins/engine`) owns the lifecycle; this
  * only sizes, loads and frees models.
  *
  * @module
@@ -8,10 +9,12 @@
 import os from 'node:os';
 import { performance } from 'node:perf_hooks';
 import type { FastifyBaseLogger } from 'fastify';
-import type { InferenceBackend, LoadOptions, LoadedModel, MemoryEstimate, ResolvedModel } from 'lia/plugin';
+import type { InferenceBackend, LoadedModel } from 'lia/plugin';
+import type { LoadOptions, MemoryEstimate, ResolvedModel } from 'lia/plugin/contracts';
 import { onnxFormat } from './format.js';
 import { readLayout, type OnnxDtype } from './layout.js';
 import { estimateBytes } from './memory.js';
+import { loadCrossEncoder } from './cross-encoder.js';
 import { loadEncoder } from './model.js';
 
 /** How the backend picks weights and threads. */
@@ -33,7 +36,7 @@ export const BACKEND_NAME = 'transformers';
  * Threads for one model: the option when set, else every core the process may use. The engine's
  * `LoadOptions.threads` is deliberately not followed: it is sized for llama.cpp, whose threads
  * spin on barriers (1 thread on 2 cores), while onnxruntime's threads here do not spin and an
- * encoder pass gains from every core (on 2 cores, 2 threads embedded 1.2-1.5x what 1 thread did).
+ * encoder pass gains from every core (bench/results/2026-11-27-code-notes.md).
  */
 export function threadsFor(option: number, cores = os.availableParallelism()): number {
   return option > 0 ? option : Math.max(1, cores);
@@ -54,14 +57,11 @@ export function createTransformersBackend(options: TransformersBackendOptions, l
       const started = performance.now();
       const layout = await readLayout(model.modelPath, options.dtype, model.name);
       const threads = threadsFor(options.threads);
-      const loaded = await loadEncoder(model, layout, {
-        threads,
-        maxBatchTokens: options.maxBatchTokens,
-        memoryArena: options.memoryArena,
-        sizeBytes: estimateBytes(layout, options.maxBatchTokens),
-      });
+      const settings = { threads, maxBatchTokens: options.maxBatchTokens, memoryArena: options.memoryArena, sizeBytes: estimateBytes(layout, options.maxBatchTokens) };
+      const { head } = layout;
+      const loaded = head.kind === 'cross-encoder' ? await loadCrossEncoder(model, layout, head.labels, settings) : await loadEncoder(model, layout, settings);
       const ms = Math.round(performance.now() - started);
-      log?.info({ model: model.name, weights: layout.weightsFile, dtype: layout.dtype, threads, ms }, 'loaded ONNX embedding model');
+      log?.info({ model: model.name, weights: layout.weightsFile, dtype: layout.dtype, threads, ms }, `loaded ONNX ${head.kind === 'cross-encoder' ? 'reranking' : 'embedding'} model`);
       return loaded;
     },
   };

@@ -3,12 +3,15 @@
  * `tokenizer.json`, `onnx/model*.onnx`, ...). The store keeps one
  * `application/vnd.lia.onnx.file` layer per file, its relative path in the layer's
  * `org.opencontainers.image.title` annotation, and lays the files out again as a folder for
- * loading (`layout: 'folder'`). Such models embed; they do not generate.
+ * loading (`layout: 'folder'`). Such models embed, or rerank when `config.json` names a
+ * sequence-classification architecture (head.ts); they do not generate.
  *
  * @module
  */
 import { readFile } from 'node:fs/promises';
-import { Errors, humanNumber, type FormatHandler } from 'lia/plugin';
+import { Errors, type FormatHandler } from 'lia/plugin';
+import { humanNumber } from 'lia/utils';
+import { headOf } from './head.js';
 import { DTYPE_FILES } from './layout.js';
 
 /** The layer type of one file of an ONNX model folder. */
@@ -28,10 +31,12 @@ export const onnxFormat: FormatHandler = {
   async describe({ weights }) {
     const config = weights.find((f) => f.name === 'config.json');
     let family = 'unknown';
+    let capability: 'embedding' | 'rerank' = 'embedding';
     if (config) {
       try {
         const parsed = JSON.parse(await readFile(config.path, 'utf8')) as { model_type?: unknown };
         if (typeof parsed.model_type === 'string') family = parsed.model_type;
+        if (headOf(parsed as Record<string, unknown>).kind === 'cross-encoder') capability = 'rerank';
       } catch {
         throw Errors.badRequest('config.json of the ONNX model is not valid JSON');
       }
@@ -46,7 +51,7 @@ export const onnxFormat: FormatHandler = {
         parameter_size: fp32 ? humanNumber(Math.round(fp32.size / 4)) : '',
         quantization_level: fp32 ? 'F32' : quantized ? 'Q8_0' : '',
       },
-      capabilities: ['embedding'],
+      capabilities: [capability],
     };
   },
 };

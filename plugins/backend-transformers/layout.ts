@@ -10,6 +10,7 @@
 import { readFile, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { Errors } from 'lia/plugin';
+import { headOf, type OnnxHead } from './head.js';
 import type { Pooling } from './pooling.js';
 
 /**
@@ -58,6 +59,8 @@ export interface OnnxLayout {
   shape: ModelShape;
   /** From the sentence-transformers pooling config; `mean` when the folder has none. */
   pooling: Pooling;
+  /** An encoder (embeddings) or a cross-encoder (reranking), from `config.json` (head.ts). */
+  head: OnnxHead;
 }
 
 type Json = Record<string, unknown>;
@@ -206,5 +209,6 @@ export async function readLayout(dir: string, dtype: OnnxDtype | 'auto', model: 
     tokenizerBytes: (await sizeOf(path.join(abs, 'tokenizer.json'))) ?? 0,
     shape: shapeOf(config, tokenLimit(config, tokenizerConfig, sentenceConfig)),
     pooling: await poolingOf(abs, model),
+    head: headOf(config),
   };
 }

@@ -14,17 +14,22 @@
  */
 import {
   Errors,
-  type EmbedParams,
-  type EmbedResult,
-  type GenerationEvent,
   type LoadedModel,
-  type ModelCapability,
-  type ResolvedModel,
 } from 'lia/plugin';
+import type {
+  EmbedParams,
+  EmbedResult,
+  GenerationEvent,
+  ModelCapability,
+  ResolvedModel,
+  TokenizeParams,
+  TokenizeResult,
+} from 'lia/plugin/contracts';
 import { padPass, planPasses, type Encoding } from './batching.js';
 import type { OnnxLayout } from './layout.js';
 import { finish, pool } from './pooling.js';
 import { transformers, type Transformers } from './runtime.js';
+import { detokenizeIds, tokenizeText } from './tokens.js';
 
 /** How a model is run. */
 export interface EncoderSettings {
@@ -66,8 +71,8 @@ export async function loadEncoder(model: ResolvedModel, layout: OnnxLayout, sett
         executionMode: 'sequential',
         graphOptimizationLevel: 'all',
         enableCpuMemArena: settings.memoryArena,
-        // Spinning intra-op threads steal the cores the event loop and llama.cpp need: on 2 cores
-        // 2 spinning threads embedded ~170 sentences/s, 2 non-spinning ones ~450.
+        // Spinning intra-op threads steal the cores the event loop and llama.cpp need, and were
+        // slower even alone (bench/results/2026-11-27-code-notes.md).
         extra: { session: { intra_op: { allow_spinning: '0' } } },
       },
     });
@@ -123,6 +128,14 @@ class EncoderModel implements LoadedModel {
       indices.forEach((i, k) => (embeddings[i] = finish(vectors[k]!, params.dimensions, params.normalize ?? true)));
     }
     return { embeddings, promptTokens: lengths.reduce((a, b) => a + b, 0) };
+  }
+
+  async tokenize(params: TokenizeParams): Promise<TokenizeResult> {
+    return tokenizeText(this.tokenizer, params);
+  }
+
+  async detokenize(tokens: number[]): Promise<string> {
+    return detokenizeIds(this.tokenizer, tokens);
   }
 
   unload(): Promise<void> {

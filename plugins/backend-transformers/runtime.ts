@@ -1,7 +1,7 @@
 /**
  * The one door to `@huggingface/transformers` (and through it onnxruntime-node). It is imported
  * on the first model load, not when the plugin is set up, so an appliance that never serves an
- * ONNX model does not pay for it at start (about 250 ms and 40 MB on a 2-core box).
+ * ONNX model does not pay for it at start, in time or memory (bench/results/2026-11-27-code-notes.md).
  *
  * On import the library's global environment is locked to local files: remote model loading
  * off, local loading on, no file or browser cache (the model store owns the files; the

@@ -5,7 +5,7 @@
  *
  * @module
  */
-import { Type, type Static } from 'lia/plugin';
+import { Type, type Static } from 'lia/utils';
 
 const Capability = Type.Union(
   ['completion', 'chat', 'embedding', 'tools', 'insert', 'vision', 'thinking'].map((c) => Type.Literal(c)),

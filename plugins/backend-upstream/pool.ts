@@ -8,7 +8,8 @@
  */
 import { createHash } from 'node:crypto';
 import type { FastifyBaseLogger } from 'fastify';
-import { Errors, type ModelCapability, type ModelSource, type ModelStore, type RemoteModel } from 'lia/plugin';
+import { Errors, type ModelSource } from 'lia/plugin';
+import type { ModelCapability, ModelStore, RemoteModel } from 'lia/plugin/contracts';
 import { ollama } from './flavours/ollama.js';
 import { openai } from './flavours/openai.js';
 import type { Flavour } from './flavours/types.js';

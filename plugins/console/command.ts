@@ -11,7 +11,8 @@
 import { X509Certificate } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
-import { CliError, responseError, type ApiClient, type CliCommand, type CliIO } from 'lia/plugin';
+import { CliError, type ApiClient, type CliCommand, type CliIO } from 'lia/plugin';
+import { responseError } from 'lia/utils';
 import { readSnapshot, type Snapshot } from './snapshot.js';
 import type { ConsoleActions } from './view.js';
 

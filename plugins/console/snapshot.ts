@@ -6,7 +6,9 @@
  *
  * @module
  */
-import { SERVICE_NAMES, type ApiClient, type SystemStatus } from 'lia/plugin';
+import type { ApiClient } from 'lia/plugin';
+import type { SystemStatus } from 'lia/plugin/contracts';
+import { SERVICE_NAMES } from 'lia/utils';
 import { recentWarnings, type LogEntry, type Warning } from './format.js';
 
 export interface ServiceRow {

@@ -12,7 +12,8 @@
  */
 import { createElement as h, useCallback, useEffect, useRef, useState, type ReactElement } from 'react';
 import { Box, Text, useApp, useInput, useStdout, type Key } from 'ink';
-import { SERVICE_NAMES, type SystemStatus } from 'lia/plugin';
+import type { SystemStatus } from 'lia/plugin/contracts';
+import { SERVICE_NAMES } from 'lia/utils';
 import { caDownloadUrl, clip, formatSize, formatUptime, groupFingerprint } from './format.js';
 import type { Snapshot } from './snapshot.js';
 

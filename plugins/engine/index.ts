@@ -8,22 +8,26 @@
  * @module
  */
 import { Type } from '@sinclair/typebox';
-import { definePlugin, type InferenceEvent } from 'lia/plugin';
+import { definePlugin } from 'lia/plugin';
+import type { InferenceEvent } from 'lia/plugin/contracts';
 import { parseKeepAlive } from './keep-alive.js';
 import { memoryBudget } from './memory.js';
 import { chatRoute } from './routes/chat.js';
 import { embedRoutes } from './routes/embed.js';
+import { tokenRoutes } from './routes/tokens.js';
 import { generateRoute } from './routes/generate.js';
 import { heartbeatRoute } from './routes/heartbeat.js';
 import { psRoutes } from './routes/ps.js';
 import { Scheduler } from './scheduler.js';
-import { EngineService } from './service.js';
+import { DEFAULT_MAX_IMAGE_BYTES, EngineService } from './service.js';
 import { inferenceBatchThreads, inferenceThreads } from './threads.js';
 
 export default definePlugin({
   name: 'engine',
   apiVersion: 1,
-  description: 'Inference engine (svc-inference): scheduler, /api/generate, chat, embed, embeddings, ps, version',
+  provides: ['inference'],
+  requires: ['models'],
+  description: 'Inference engine (svc-inference): scheduler, /api/generate, chat, embed, embeddings, ps, version, /tokenize, /detokenize',
   service: 'svc-inference',
   options: Type.Object({
     numParallel: Type.Integer({
@@ -58,6 +62,12 @@ export default definePlugin({
       default: 0,
       description: 'CPU threads per model; 0 = automatic (1 on ≤ 2 cores, else cores − 1, cgroup-aware). Defaults to 0.',
     }),
+    maxImageBytes: Type.Integer({
+      minimum: 1024,
+      default: DEFAULT_MAX_IMAGE_BYTES,
+      description:
+        'Largest image a request may carry, in bytes once decoded; a larger one is a 400. The body limit (`bodyLimit`, base64 adds a third) applies first. Defaults to 5242880 (5 MiB).',
+    }),
     batchThreads: Type.Integer({
       minimum: 0,
       maximum: 512,
@@ -75,6 +85,7 @@ export default definePlugin({
     LIA_CONTEXT_LENGTH: 'contextLength',
     LIA_THREADS: 'threads',
     LIA_BATCH_THREADS: 'batchThreads',
+    LIA_MAX_IMAGE_BYTES: 'maxImageBytes',
   },
   commands: async () => (await import('./cli/commands.js')).commands,
   async setup(app, ctx) {
@@ -105,6 +116,7 @@ export default definePlugin({
       observe,
     });
     const service = new EngineService(() => ctx.hooks.models.get(), scheduler, observe);
+    service.maxImageBytes = o.maxImageBytes;
     ctx.hooks.inference.provide(service, 'engine');
     ctx.hooks.services.implement('svc-inference', {
       description: 'LIA inference engine (model scheduler and runners)',
@@ -131,6 +143,7 @@ export default definePlugin({
     generateRoute(app, get);
     chatRoute(app, get);
     embedRoutes(app, get);
+    tokenRoutes(app, get);
     psRoutes(app, get, (name) => scheduler.loadedModel(name)?.details);
     app.addHook('onClose', async () => {
       service.running = false;

@@ -6,7 +6,7 @@
  * @module
  */
 import os from 'node:os';
-import { readTextOrNull } from 'lia/plugin';
+import { readTextOrNull } from 'lia/utils';
 
 /** The cgroup v2 memory limit in bytes; null when there is none. */
 export function cgroupMemoryLimit(read: (file: string) => string | null = readTextOrNull): number | null {

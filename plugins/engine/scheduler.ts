@@ -12,9 +12,9 @@
 import type { FastifyBaseLogger } from 'fastify';
 import { Errors, type BackendRegistry } from 'lia/plugin';
 import type { InferenceBackend, LoadedModel } from 'lia/plugin';
-import type { LoadedModelInfo } from 'lia/plugin';
-import type { ResolvedModel } from 'lia/plugin';
-import type { InferenceEvent, ModelActivity } from 'lia/plugin';
+import type { LoadedModelInfo } from 'lia/plugin/contracts';
+import type { ResolvedModel } from 'lia/plugin/contracts';
+import type { InferenceEvent, ModelActivity } from 'lia/plugin/contracts';
 
 export interface SchedulerOptions {
   backends: BackendRegistry;
@@ -233,7 +233,7 @@ export class Scheduler {
   }
 
   #create(model: ResolvedModel, options: AcquireOptions): Instance {
-    const inst = new Instance(model, this.#o.backends.forFormat(model.format), options.keepAliveMs ?? this.#o.keepAliveMs);
+    const inst = new Instance(model, this.#o.backends.forModel(model), options.keepAliveMs ?? this.#o.keepAliveMs);
     this.#instances.set(model.name, inst);
     const contextLength = options.contextLength ?? this.#o.contextLength;
     inst.contextAsked = contextLength;

@@ -6,21 +6,28 @@
  *
  * @module
  */
-import { checkSchemaBounds, currentPrincipal, Errors, modelAllowed } from 'lia/plugin';
-import type { Admission, ChatMessage, ChatParams, GenerationEvent, OutputFormat, SamplingOptions, ToolChoice, ToolDefinition } from 'lia/plugin';
+import { currentPrincipal, Errors } from 'lia/plugin';
+import { checkImage, checkSchemaBounds, modelAllowed } from 'lia/utils';
+import type { LoadedModel } from 'lia/plugin';
+import type { Admission, ChatMessage, ChatParams, GenerationEvent, OutputFormat, SamplingOptions, ToolChoice, ToolDefinition } from 'lia/plugin/contracts';
 import type {
   EmbedResponse,
   GenerationStream,
   InferenceChatRequest,
   InferenceEmbedRequest,
+  InferenceDetokenizeRequest,
   InferenceGenerateRequest,
+  InferenceRerankRequest,
   InferenceService,
+  InferenceTokenizeRequest,
   KeepAlive,
   LoadedModelInfo,
+  RerankResponse,
   Think,
-} from 'lia/plugin';
-import type { InferenceEvent, ModelActivity } from 'lia/plugin';
-import type { ModelStore, ResolvedModel } from 'lia/plugin';
+  TokenizeResponse,
+} from 'lia/plugin/contracts';
+import type { InferenceEvent, ModelActivity } from 'lia/plugin/contracts';
+import type { ModelStore, ResolvedModel } from 'lia/plugin/contracts';
 import { parseKeepAlive } from './keep-alive.js';
 import { mergeOptions } from './request-options.js';
 import { splitThinking } from './thinking.js';
@@ -29,6 +36,8 @@ import type { Lease, Scheduler } from './scheduler.js';
 export class EngineService implements InferenceService {
   /** False while svc-inference is stopped: every request is a 503. */
   running = true;
+  /** The largest image a request may carry, in bytes (decoded); the engine's `maxImageBytes`. */
+  maxImageBytes = DEFAULT_MAX_IMAGE_BYTES;
   readonly #store: () => ModelStore;
   readonly #scheduler: Scheduler;
   readonly #observe: Observe;
@@ -44,6 +53,7 @@ export class EngineService implements InferenceService {
     if (req.raw && (req.template || req.system || req.context?.length)) throw Errors.badRequest('raw mode does not support template, system, or context');
     const started = process.hrtime.bigint();
     const model = await this.#resolve(req.model, 'generate');
+    const images = checkImages(model, req.model, req.images ?? [], this.maxImageBytes, 'images');
     const think = thinks(model, req.think, req.model);
     const system = req.system ?? model.system;
     const asker = admitted(model.name, estimateTokens([req.prompt, system, req.suffix]), mergeOptions(model.parameters, req.options), signal);
@@ -51,9 +61,11 @@ export class EngineService implements InferenceService {
     signal = asker.signal;
     this.#observe({ type: 'request', model: model.name, kind: 'generate', ...asker.label });
     const lease = await this.#acquire(model, req.keep_alive, options.num_ctx, signal).catch(asker.fail);
+    if (images > 0) visionServed(lease, req.model, asker);
     const events = lease.model.generate(
       {
         prompt: req.prompt,
+        ...(images > 0 ? { images: req.images } : {}),
         raw: req.raw ?? false,
         options,
         ...(system ? { system } : {}),
@@ -74,6 +86,7 @@ export class EngineService implements InferenceService {
     const tools = toolFields(req.tools, req.toolChoice);
     const started = process.hrtime.bigint();
     const model = await this.#resolve(req.model, 'chat');
+    const images = checkImages(model, req.model, req.messages.flatMap((m) => m.images ?? []), this.maxImageBytes, 'messages');
     const think = thinks(model, req.think, req.model);
     const messages = withStored(model, req.messages);
     const asker = admitted(model.name, estimateTokens(messages.map((m) => m.content)), mergeOptions(model.parameters, req.options), signal);
@@ -81,6 +94,7 @@ export class EngineService implements InferenceService {
     signal = asker.signal;
     this.#observe({ type: 'request', model: model.name, kind: 'chat', ...asker.label });
     const lease = await this.#acquire(model, req.keep_alive, options.num_ctx, signal).catch(asker.fail);
+    if (images > 0) visionServed(lease, req.model, asker);
     const events = lease.model.chat(
       {
         messages,
@@ -151,6 +165,53 @@ export class EngineService implements InferenceService {
     }
   }
 
+  /** Scores documents for a query on a model with the `rerank` capability; admitted like an embedding. */
+  async rerank(req: InferenceRerankRequest, signal: AbortSignal): Promise<RerankResponse> {
+    const model = await this.#resolve(req.model, 'rerank');
+    const asker = admitted(model.name, estimateTokens([req.query, ...req.documents]), mergeOptions(model.parameters, {}), signal, 'embed');
+    signal = asker.signal;
+    let used: number | undefined;
+    this.#observe({ type: 'request', model: model.name, kind: 'rerank', ...asker.label });
+    const lease = await this.#acquire(model, req.keep_alive, asker.options.num_ctx, signal).catch(asker.fail);
+    try {
+      if (!lease.model.rank) throw unsupported(req.model, 'rerank');
+      const result = req.documents.length === 0 ? { scores: [], promptTokens: 0 } : await lease.model.rank({ query: req.query, documents: req.documents, truncate: req.truncate ?? true }, signal);
+      used = result.promptTokens;
+      this.#observe({ type: 'finished', model: model.name, promptTokens: result.promptTokens, completionTokens: 0, ...asker.label });
+      return { model: model.name, scores: result.scores, promptTokens: result.promptTokens };
+    } finally {
+      lease.release();
+      asker.done(used);
+    }
+  }
+
+  /** llama-server's `/tokenize` on any local model (loads it if needed; not counted as inference). */
+  async tokenize(req: InferenceTokenizeRequest, signal: AbortSignal): Promise<TokenizeResponse> {
+    return this.#withTokenizer(req.model, req.keep_alive, signal, async (loaded, name) => {
+      if (!loaded.tokenize) throw unsupported(req.model, 'tokenize');
+      const params = { content: req.content, addSpecial: req.add_special ?? false, parseSpecial: req.parse_special ?? true, withPieces: req.with_pieces ?? false };
+      return { model: name, ...(await loaded.tokenize(params, signal)) };
+    });
+  }
+
+  /** llama-server's `/detokenize`: token ids back to text. */
+  async detokenize(req: InferenceDetokenizeRequest, signal: AbortSignal): Promise<{ model: string; content: string }> {
+    return this.#withTokenizer(req.model, req.keep_alive, signal, async (loaded, name) => {
+      if (!loaded.detokenize) throw unsupported(req.model, 'detokenize');
+      return { model: name, content: req.tokens.length === 0 ? '' : await loaded.detokenize(req.tokens, signal) };
+    });
+  }
+
+  async #withTokenizer<T>(name: string, keepAlive: KeepAlive | undefined, signal: AbortSignal, work: (model: LoadedModel, name: string) => Promise<T>): Promise<T> {
+    const model = await this.#resolve(name, 'tokenize');
+    const lease = await this.#acquire(model, keepAlive, undefined, signal);
+    try {
+      return await work(lease.model, model.name);
+    } finally {
+      lease.release();
+    }
+  }
+
   async load(name: string, keepAlive?: KeepAlive): Promise<{ model: string; loadNs: number }> {
     const model = await this.#resolve(name, 'load');
     const lease = await this.#acquire(model, keepAlive, undefined, new AbortController().signal);
@@ -180,7 +241,7 @@ export class EngineService implements InferenceService {
     return this.#scheduler.stats();
   }
 
-  async #resolve(name: string, action: 'generate' | 'chat' | 'embed' | 'load' | 'unload'): Promise<ResolvedModel> {
+  async #resolve(name: string, action: 'generate' | 'chat' | 'embed' | 'rerank' | 'tokenize' | 'load' | 'unload'): Promise<ResolvedModel> {
     if (!this.running) throw Errors.unavailable('svc-inference is stopped; start it with POST /system/services/svc-inference/start');
     if (typeof name !== 'string' || name.trim() === '') throw Errors.badRequest('model is required', { param: 'model' });
     // A key's model allow-list, checked on the name asked (before the store is asked, so a key
@@ -190,9 +251,12 @@ export class EngineService implements InferenceService {
     const model = await this.#store().resolve(name);
     if (!modelAllowed(allowList, model.name)) throw notAllowed(name);
     const caps = model.capabilities;
-    if ((action === 'generate' || action === 'chat') && caps.includes('embedding') && !caps.includes('completion')) {
+    if ((action === 'generate' || action === 'chat') && (caps.includes('embedding') || caps.includes('rerank')) && !caps.includes('completion')) {
       throw Errors.badRequest(`"${name}" does not support ${action}`);
     }
+    // A reranker's pooled output is its score, not a vector; a model without the head cannot rank.
+    if (action === 'embed' && caps.includes('rerank') && !caps.includes('embedding')) throw unsupported(name, 'embedding');
+    if (action === 'rerank' && !caps.includes('rerank')) throw unsupported(name, 'rerank');
     return model;
   }
 
@@ -269,6 +333,44 @@ function formatField(format: OutputFormat | undefined | null | ''): { format?: O
 }
 
 type Observe = (event: InferenceEvent) => void;
+
+/** The largest image a request may carry by default: 5 MiB (decoded), Anthropic's limit per image. */
+export const DEFAULT_MAX_IMAGE_BYTES = 5 * 1024 * 1024;
+
+/**
+ * Checks a request's images before a model is loaded for them: each one well-formed and within
+ * the size limit (`checkImage`), and the model able to see (the `vision` capability, which a
+ * projector layer gives). Returns how many there are.
+ */
+function checkImages(model: ResolvedModel, asked: string, images: readonly string[], maxBytes: number, param: string): number {
+  if (images.length === 0) return 0;
+  if (!model.capabilities.includes('vision')) throw unsupported(asked, 'vision');
+  for (const image of images) {
+    if (typeof image !== 'string') throw Errors.badRequest('an image must be base64 text', { param });
+    checkImage(image, maxBytes, param);
+  }
+  return images.length;
+}
+
+/**
+ * The loaded model takes images: the backend that runs it serves `vision` (a model with a
+ * projector on a backend without it, when no enabled backend takes images, is a 400 saying what
+ * to enable). Releases the slot and the admission when it does not.
+ */
+function visionServed(lease: Lease, asked: string, asker: Admitted): void {
+  if (lease.model.capabilities.includes('vision')) return;
+  lease.release();
+  asker.fail(
+    Errors.badRequest(`"${asked}" has a vision projector, but the backend that runs it takes no images; enable backend-llama-server (docs/backends.md)`, {
+      param: 'model',
+    }),
+  );
+}
+
+/** A 400 naming the capability a model lacks (as `/api/show` lists them). */
+function unsupported(model: string, capability: string): Error {
+  return Errors.badRequest(`"${model}" does not support ${capability} (the "${capability}" capability in /api/show)`, { param: 'model' });
+}
 
 function notAllowed(model: string): Error {
   return Errors.forbidden(`this API key may not use the model "${model}"`, { param: 'model' });

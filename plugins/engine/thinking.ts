@@ -9,7 +9,7 @@
  *
  * @module
  */
-import type { GeneratedLogprob, GenerationEvent } from 'lia/plugin';
+import type { GeneratedLogprob, GenerationEvent } from 'lia/plugin/contracts';
 
 const OPEN = '<think>';
 const CLOSE = '</think>';

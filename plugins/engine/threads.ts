@@ -8,7 +8,7 @@
  * @module
  */
 import os from 'node:os';
-import { readTextOrNull } from 'lia/plugin';
+import { readTextOrNull } from 'lia/utils';
 
 /** CPUs allowed by the cgroup quota (v2 `cpu.max`, else v1 `cfs_quota_us`); null when unlimited. */
 export function cgroupCpuLimit(read: (file: string) => string | null = readTextOrNull): number | null {

@@ -38,6 +38,7 @@ const options = Type.Object(
 export default definePlugin({
   name: 'host-gpu',
   apiVersion: 1,
+  provides: ['gpuMonitor'],
   description: 'GPU monitor (svc-gpu-monitor): NVIDIA and AMD probes sampled in the background, GET /system/gpu',
   service: 'svc-gpu-monitor',
   options,

@@ -7,7 +7,8 @@
  *
  * @module
  */
-import type { GpuDevice, GpuProvider } from 'lia/plugin';
+import type { GpuProvider } from 'lia/plugin';
+import type { GpuDevice } from 'lia/plugin/contracts';
 
 /** What `GET /system/gpu` returns. */
 export interface GpuSnapshot {

@@ -9,7 +9,7 @@ import { mkdir, readFile, rename, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { defineError, Errors } from 'lia/plugin';
-import { firstLine, runTool } from 'lia/plugin';
+import { firstLine, runTool } from 'lia/utils';
 
 /** The system refused or failed to change its host name. */
 export const hostnameFailed = defineError('LIA_ERR_HOSTNAME_FAILED', 502, 'The system failed to change its host name.');

@@ -39,6 +39,7 @@ const options = Type.Object(
 export default definePlugin({
   name: 'host-network',
   apiVersion: 1,
+  provides: ['network'],
   description: 'Host name, interfaces and mDNS (_https._tcp through avahi or an in-process responder)',
   options,
   env: { LIA_MDNS: 'mdns', LIA_HOSTNAME_MODE: 'hostnameMode' },

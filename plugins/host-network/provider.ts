@@ -9,7 +9,9 @@
  */
 import os from 'node:os';
 import type { FastifyBaseLogger } from 'fastify';
-import { Errors, VERSION, type MdnsState, type NetworkInterfaceInfo, type NetworkProvider } from 'lia/plugin';
+import { Errors } from 'lia/plugin';
+import type { MdnsState, NetworkInterfaceInfo, NetworkProvider } from 'lia/plugin/contracts';
+import { VERSION } from 'lia/utils';
 import { HOSTNAME_LABEL, loadHostname, sanitizeHostname, saveHostname, setSystemHostname } from './hostname.js';
 import { addressSignature, listInterfaces, publicAddresses } from './interfaces.js';
 import { AvahiAdvertiser, avahiRunning, type AvahiOptions } from './mdns/avahi.js';

@@ -11,7 +11,9 @@
 import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { Type } from '@sinclair/typebox';
-import { definePlugin, Errors, SERVICE_NAMES, type LogLine, type ServiceManager } from 'lia/plugin';
+import { definePlugin, Errors } from 'lia/plugin';
+import type { LogLine, ServiceManager } from 'lia/plugin/contracts';
+import { SERVICE_NAMES } from 'lia/utils';
 import { LogFiles } from './log-files.js';
 import { EmbeddedServiceManager } from './managers/embedded.js';
 import { SystemdServiceManager } from './managers/systemd.js';
@@ -57,6 +59,8 @@ export function startedBySystemd(env: NodeJS.ProcessEnv = process.env): boolean 
 export default definePlugin({
   name: 'host-services',
   apiVersion: 1,
+  provides: ['serviceManager'],
+  uses: ['network', 'tls'],
   description: 'Management API (svc-system-api): status, services, logs, network; embedded supervisor or systemd',
   service: 'svc-system-api',
   options,

@@ -8,7 +8,7 @@
  */
 import { appendFile, mkdir, readFile, rename, rm, stat } from 'node:fs/promises';
 import path from 'node:path';
-import type { LogLine } from 'lia/plugin';
+import type { LogLine } from 'lia/plugin/contracts';
 
 /** Folder, rotation size and generations kept. */
 export interface LogFilesOptions {

@@ -21,7 +21,8 @@ import { mkdir, readFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { Agent, fetch } from 'undici';
-import { CliError, writeFileAtomic, type ApiClient } from 'lia/plugin';
+import { CliError, type ApiClient } from 'lia/plugin';
+import { writeFileAtomic } from 'lia/utils';
 
 /** The context window agents need, in tokens, unless `--ctx` says otherwise. */
 export const AGENT_CONTEXT = 32768;

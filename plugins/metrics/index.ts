@@ -58,6 +58,7 @@ class Rendering {
 export default definePlugin({
   name: 'metrics',
   apiVersion: 1,
+  uses: ['inference', 'gpuMonitor'],
   description: 'Prometheus metrics at GET /metrics: HTTP, per-model and per-key inference, GPU and process series',
   async setup(app, ctx) {
     const { hooks } = ctx;

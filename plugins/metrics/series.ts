@@ -8,7 +8,7 @@
  * @module
  */
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
-import type { GpuMonitor, InferenceEvent, InferenceService, RequestRecord } from 'lia/plugin';
+import type { GpuMonitor, InferenceEvent, InferenceService, RequestRecord } from 'lia/plugin/contracts';
 
 /** Buckets in seconds: HTTP answers run from a cached JSON (ms) to a long stream (minutes). */
 const HTTP_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120];
@@ -62,7 +62,7 @@ export class Series {
     });
     this.#requests = new Counter({
       name: 'lia_model_requests_total',
-      help: 'Inference requests that reached a model, by model and kind (generate, chat, embed).',
+      help: 'Inference requests that reached a model, by model and kind (generate, chat, embed, rerank).',
       labelNames: ['model', 'kind'],
       registers,
     });

@@ -45,6 +45,7 @@ const Options = Type.Object(
 export default definePlugin({
   name: 'model-store',
   apiVersion: 1,
+  provides: ['models'],
   description: 'Models on disk (Ollama layout), pull/push from OCI registries, create, show, copy, delete',
   options: Options,
   env: {

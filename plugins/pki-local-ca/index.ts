@@ -11,7 +11,8 @@
  */
 import os from 'node:os';
 import { Type } from '@sinclair/typebox';
-import { definePlugin, type TlsCredentials, type TlsProvider } from 'lia/plugin';
+import { definePlugin } from 'lia/plugin';
+import type { TlsCredentials, TlsProvider } from 'lia/plugin/contracts';
 import { fingerprint, permittedDnsOf } from './certificates.js';
 import { caFiles, loadOrCreateRoot, loadOrIssueLeaf, rootFingerprintIn } from './ca.js';
 import { isPermittedDns } from './names.js';
@@ -50,6 +51,8 @@ const Options = Type.Object(
 export default definePlugin({
   name: 'pki-local-ca',
   apiVersion: 1,
+  provides: ['tls'],
+  uses: ['network'],
   description: 'Local CA: root with Name Constraints, TLS leaf renewal, hot swap, /system/ca-cert',
   service: 'svc-certs',
   options: Options,

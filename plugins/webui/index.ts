@@ -10,7 +10,8 @@
  * @module
  */
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { definePlugin, projectPath } from 'lia/plugin';
+import { definePlugin } from 'lia/plugin';
+import { projectPath } from 'lia/utils';
 import { IMMUTABLE, loadAssets, pickEncoding, REVALIDATE } from './assets.js';
 import { NOT_BUILT_PAGE, STOPPED_PAGE } from './pages.js';
 

@@ -162,8 +162,8 @@ t.test("errors come in Anthropic's shape and SDK classes", async (t) => {
 
   const image = { type: 'image' as const, source: { type: 'base64' as const, media_type: 'image/png' as const, data: 'iVBORw0KGgo=' } };
   const refused = await failure(client.messages.create({ model: MODEL, max_tokens: 4, messages: [{ role: 'user', content: [image] }] }));
-  t.ok(refused instanceof Anthropic.BadRequestError, 'an image is a BadRequestError');
-  t.match(refused, { status: 400, error: { error: { type: 'invalid_request_error', message: /image/ } } });
+  t.ok(refused instanceof Anthropic.BadRequestError, 'an image to a model without vision is a BadRequestError');
+  t.match(refused, { status: 400, error: { error: { type: 'invalid_request_error', message: /does not support vision/ } } });
 
   const denied = await failure(clientWith('lia_wrong').messages.create({ model: MODEL, max_tokens: 4, messages: ask }));
   t.ok(denied instanceof Anthropic.AuthenticationError, 'a wrong x-api-key is an AuthenticationError');

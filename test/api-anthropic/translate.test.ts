@@ -3,7 +3,7 @@
  * messages and stream events, statuses → Anthropic error types. Pure functions, no appliance.
  */
 import t from 'tap';
-import type { GenerationEvent } from '../../core/index.js';
+import type { GenerationEvent } from '../../core/contracts/index.js';
 import { isAppError } from '../../core/index.js';
 import { anthropicErrorType } from '../../plugins/api-anthropic/errors.js';
 import { translateCountRequest, translateMessagesRequest } from '../../plugins/api-anthropic/translate/request.js';
@@ -87,7 +87,10 @@ t.test('request: messages with content blocks', async (t) => {
 t.test('request: 400s naming the field', async (t) => {
   const image = { type: 'image', source: { type: 'base64', media_type: 'image/png', data: 'x' } };
   const cases: [string, Record<string, unknown>, string, RegExp][] = [
-    ['image', { messages: [{ role: 'user', content: [image] }] }, 'messages[0].content[0].type', /text only/],
+    ['image from a URL', { messages: [{ role: 'user', content: [{ type: 'image', source: { type: 'url', url: 'https://example.com/a.png' } }] }] }, 'messages[0].content[0].source.type', /not fetched/],
+    ['image from a file', { messages: [{ role: 'user', content: [{ type: 'image', source: { type: 'file', file_id: 'f' } }] }] }, 'messages[0].content[0].source.type', /base64/],
+    ['image from the assistant', { messages: [{ role: 'assistant', content: [image] }] }, 'messages[0].content[0].type', /assistant/],
+    ['document', { messages: [{ role: 'user', content: [{ type: 'document', source: { type: 'text', data: 'x', media_type: 'text/plain' } }] }] }, 'messages[0].content[0].type', /text and images/],
     ['image in a tool_result', { messages: [{ role: 'user', content: [{ type: 'tool_result', tool_use_id: 'a', content: [image] }] }] }, 'messages[0].content[0].content[0].type', /text only/],
     ['tool_use from the user', { messages: [{ role: 'user', content: [{ type: 'tool_use', id: 'a', name: 'b', input: {} }] }] }, 'messages[0].content[0].type', /assistant/],
     ['tool_use without input', { messages: [{ role: 'assistant', content: [{ type: 'tool_use', id: 'a', name: 'b' }] }] }, 'messages[0].content[0].input', /object/],

@@ -4,7 +4,7 @@
  * is validated against the OpenAI schemas (see openai-client.ts).
  */
 import t, { type Test } from 'tap';
-import type { GenerationEvent, InferenceService } from '../../core/index.js';
+import type { GenerationEvent, InferenceService } from '../../core/contracts/index.js';
 import { openaiFixture } from './openai-client.js';
 import { checkSse, validateOpenAI } from '../helpers/openai-schema.js';
 

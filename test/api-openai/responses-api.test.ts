@@ -5,7 +5,8 @@
  * stream events and the `response` object, every one validated against the official schemas.
  */
 import t from 'tap';
-import { Errors, type GenerationEvent } from '../../core/index.js';
+import { Errors } from '../../core/index.js';
+import type { GenerationEvent } from '../../core/contracts/index.js';
 import { ResponseEmitter, type ItemIds } from '../../plugins/api-openai/translate/responses-events.js';
 import { translateResponseRequest, type ResponseTranslation } from '../../plugins/api-openai/translate/responses-request.js';
 import { ResponseBody } from '../../plugins/api-openai/translate/responses-schema.js';
@@ -195,7 +196,9 @@ t.test('refuses what it cannot serve, in OpenAI error shape, naming the param', 
     { name: 'conversation', body: { model: 'm', input: 'x', conversation: 'conv_1' }, param: 'conversation', message: /stateless/ },
     { name: 'background', body: { model: 'm', input: 'x', background: true }, param: 'background' },
     { name: 'bad role', body: { model: 'm', input: [{ role: 'tool', content: 'x' }] }, param: 'input[0].role' },
-    { name: 'image part', body: { model: 'm', input: [{ role: 'user', content: [{ type: 'input_image', image_url: 'x' }] }] }, param: 'input[0].content[0].type', message: /text only/ },
+    { name: 'image part, not a data URL', body: { model: 'm', input: [{ role: 'user', content: [{ type: 'input_image', image_url: 'x' }] }] }, param: 'input[0].content[0].image_url', message: /data: URL/ },
+    { name: 'image part, remote URL', body: { model: 'm', input: [{ role: 'user', content: [{ type: 'input_image', image_url: 'https://example.com/a.png' }] }] }, param: 'input[0].content[0].image_url', message: /not fetched/ },
+    { name: 'file part', body: { model: 'm', input: [{ role: 'user', content: [{ type: 'input_file', file_id: 'f' }] }] }, param: 'input[0].content[0].type', message: /not supported/ },
     { name: 'item reference', body: { model: 'm', input: [{ type: 'item_reference', id: 'msg_1' }] }, param: 'input[0].type', message: /stores no items/ },
     { name: 'item without type or role', body: { model: 'm', input: [{ content: 'x' }] }, param: 'input[0].type' },
     { name: 'call without call_id', body: { model: 'm', input: [{ type: 'function_call', name: 'f', arguments: '{}' }] }, param: 'input[0].call_id' },

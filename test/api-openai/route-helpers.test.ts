@@ -3,7 +3,8 @@
  * that an error before the first event is thrown (and keeps its status) instead of streamed.
  */
 import t from 'tap';
-import { Errors, isAppError, primed, type AppError, type GenerationEvent } from '../../core/index.js';
+import { Errors, isAppError, primed, type AppError } from '../../core/index.js';
+import type { GenerationEvent } from '../../core/contracts/index.js';
 import { openaiErrorBody } from '../../plugins/api-openai/errors.js';
 import { resolveAlias, withModelParam } from '../../plugins/api-openai/routes/common.js';
 

@@ -103,6 +103,7 @@ t.test('shapeOf reads BERT names and the memory estimate grows with the budget',
     tokenizerBytes: 700_000,
     shape,
     pooling: 'mean',
+    head: { kind: 'encoder' },
   };
   const small = estimateBytes(layout, 4096);
   t.ok(small > 23_000_000 + 700_000 * 30, 'more than weights and tokenizer');

@@ -6,8 +6,8 @@
  * sequences) and answer as they would alone.
  */
 import t, { type Test } from 'tap';
-import { GeneralChatWrapper, getLlama, LlamaCompletion, type LlamaContext } from 'node-llama-cpp';
-import { fixBatchDispatch } from '../../plugins/backend-llama-cpp/runner/batching.js';
+import { GeneralChatWrapper, getLlama, LlamaCompletion, type BatchItem, type LlamaContext, type Token } from 'node-llama-cpp';
+import { fixBatchDispatch, stepsThenPrompts } from '../../plugins/backend-llama-cpp/runner/batching.js';
 import { MIN_SHARED_TOKENS, SlotPool } from '../../plugins/backend-llama-cpp/runner/slots.js';
 import { fixture } from '../helpers/fixtures.js';
 
@@ -23,6 +23,42 @@ async function fourSequences(t: Test, contextSize: number): Promise<LlamaContext
   });
   return context;
 }
+
+t.test('a batch takes every stream\'s step first, then whole prompts in queue order', async (t) => {
+  const item = (tokens: number): BatchItem => ({ tokens: Array<Token>(tokens).fill(1 as Token), logits: [], evaluationPriority: 5 });
+  const amounts = (sizes: number[], size: number) => stepsThenPrompts({ items: sizes.map(item), size }).map((p) => p.processAmount);
+  t.same(amounts([1, 300, 300, 1], 512), [1, 300, 210, 1], 'both steps, the first prompt whole, the second what is left');
+  t.same(amounts([300, 300, 300], 512), [300, 212], 'the third prompt waits for the next batch');
+  t.same(amounts([1, 1, 1], 2), [1, 1], 'more steps than room: the first ones');
+  t.same(amounts([600, 1], 512), [511, 1], 'a prompt longer than the batch leaves room for the step');
+
+  // On a real context: three prompts queued together; the first is evaluated whole in the first decode.
+  const llama = await getLlama({ gpu: false, build: 'never', maxThreads: 1, logLevel: 'error' as never });
+  const model = await llama.loadModel({ modelPath: fixture('gguf/stories260K.gguf') });
+  const context = await model.createContext({ sequences: 4, contextSize: 1024, batchSize: 512, threads: 1 });
+  t.teardown(async () => {
+    await context.dispose();
+    await model.dispose();
+    await llama.dispose();
+  });
+  t.ok(fixBatchDispatch(context), 'the batch fixes apply');
+  const batches: { seq: number; tokens: number }[][] = [];
+  const inner = (context as unknown as { _ctx: Record<string, (...a: unknown[]) => unknown> })._ctx;
+  (context as unknown as { _ctx: unknown })._ctx = new Proxy(inner, {
+    get(target, key) {
+      const value = target[key as string];
+      if (key === 'initBatch') return (...a: unknown[]) => (batches.push([]), value!.apply(target, a));
+      if (key === 'addToBatch') return (...a: unknown[]) => (batches.at(-1)!.push({ seq: a[0] as number, tokens: (a[2] as Uint32Array).length }), value!.apply(target, a));
+      return typeof value === 'function' ? value.bind(target) : value;
+    },
+  });
+  const prompts = [0, 1, 2].map((i) => model.tokenize(`Story ${i}. ${'Once upon a time there was a little girl who had a dog. '.repeat(15)}`));
+  t.ok(prompts.every((p) => p.length > 200) && prompts[0]!.length + prompts[1]!.length > 512, `prompts of ${prompts.map((p) => p.length).join(', ')} tokens`);
+  const sequences = prompts.map(() => context.getSequence());
+  await Promise.all(sequences.map((seq, i) => seq.evaluateWithoutGeneratingNewTokens(prompts[i]!)));
+  t.same(batches[0], [{ seq: 0, tokens: prompts[0]!.length }, { seq: 1, tokens: 512 - prompts[0]!.length }], 'first decode: the first prompt whole, the rest of the batch to the second');
+  t.equal(batches.length, 2, 'the three prompts in two decodes');
+});
 
 t.test('four streams: one decode per step, sequences in id order in every batch', async (t) => {
   const context = await fourSequences(t, 256);

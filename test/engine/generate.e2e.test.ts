@@ -136,7 +136,7 @@ t.test('bad requests are clear 4xx answers', async (t) => {
     [{ model: 'stories', prompt: 'x', stream: 'false' }, 400, /^"stream" must be a boolean$/],
     [{ model: 'stories', prompt: 'x', keep_alive: true }, 400, /^invalid keep_alive/],
     [{ model: 'stories', prompt: 'x', think: true }, 400, /does not support thinking/],
-    [{ model: 'stories', prompt: 'x', images: ['aGk='] }, 400, /does not support images/],
+    [{ model: 'stories', prompt: 'x', images: ['aGk='] }, 400, /does not support vision/],
     ['{"model":', 400, /JSON/],
     ['', 400, /missing request body/],
   ];

@@ -6,7 +6,8 @@
  */
 import { mock } from 'node:test';
 import t from 'tap';
-import type { BackendRegistry, InferenceBackend, LoadedModel, LoadOptions, ResolvedModel } from 'lia/plugin';
+import type { BackendRegistry, InferenceBackend, LoadedModel } from 'lia/plugin';
+import type { LoadOptions, ResolvedModel } from 'lia/plugin/contracts';
 import { Scheduler, type SchedulerOptions } from '../../plugins/engine/scheduler.js';
 
 /** What the fake backend did, in order: `load a@2048`, `unload a`. */
@@ -68,7 +69,7 @@ const silent = { info() {}, warn() {}, error() {}, debug() {}, trace() {}, fatal
 
 function scheduler(backend: FakeBackend, over: Partial<SchedulerOptions> = {}): Scheduler {
   return new Scheduler({
-    backends: { forFormat: () => backend } as unknown as BackendRegistry,
+    backends: { forModel: () => backend } as unknown as BackendRegistry,
     log: silent,
     parallel: 1,
     maxQueue: 4,

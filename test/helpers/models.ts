@@ -67,11 +67,13 @@ export async function uploadBlob(app: Pick<TestAppliance, 'fetch'>, file: string
 }
 
 /**
- * Creates model `name` from a fixture (`gguf/<file>.gguf` or an `onnx/<folder>`) and returns the
+ * Creates model `name` from a fixture (`gguf/<file>.gguf` or an `onnx/<folder>` of the shared
+ * models, or the absolute path of a built one) and returns the
  * create request's final status line. Throws with the server's message when anything fails.
  */
 export async function createModel(app: Pick<TestAppliance, 'fetch'>, name: string, fixtureName: string, extra: CreateExtra = {}): Promise<void> {
-  const source = fixture(fixtureName);
+  // An absolute path is a built fixture (scripts/fixtures: `.cache/fixtures/...`), used as it is.
+  const source = path.isAbsolute(fixtureName) ? fixtureName : fixture(fixtureName);
   const files: Record<string, string> = {};
   if ((await stat(source)).isDirectory()) {
     for (const rel of await listFiles(source)) files[rel] = await uploadBlob(app, path.join(source, rel));

@@ -15,6 +15,7 @@ export const RUNTIME_ONLY: Record<string, PluginEntry> = {
   'backend-transformers': false,
   engine: false,
   'api-openai': false,
+  'api-anthropic': false,
 };
 
 /** The runtime and the host plugins, no models; mDNS off so tests do not multicast. */
@@ -24,6 +25,7 @@ export const HOST_ONLY: Record<string, PluginEntry> = {
   'backend-transformers': false,
   engine: false,
   'api-openai': false,
+  'api-anthropic': false,
   'host-network': { options: { mdns: 'off' } },
 };
 

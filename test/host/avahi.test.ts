@@ -26,6 +26,7 @@ t.test('a running avahi gets a service file with the real port, removed on stop'
       'backend-transformers': false,
       engine: false,
       'api-openai': false,
+      'api-anthropic': false,
       'host-network': { options: { mdns: 'auto', avahiPidFile: pidFile, avahiServicesDir: dir } },
     },
   });

@@ -20,6 +20,7 @@ const HOST_ONLY: Record<string, PluginEntry> = {
   'backend-transformers': false,
   engine: false,
   'api-openai': false,
+  'api-anthropic': false,
 };
 
 /** Asks the network and collects every record answered within `ms`. */

@@ -5,7 +5,7 @@
  * user: inference answers 503 (models unloaded), the web UI goes away, then both come back.
  */
 import t from 'tap';
-import { SERVICE_NAMES } from '../../core/index.js';
+import { SERVICE_NAMES } from '../../core/utils.js';
 import { startTestAppliance } from '../helpers/appliance.js';
 import { createModel } from '../helpers/models.js';
 import { waitFor } from '../helpers/wait.js';
@@ -162,7 +162,7 @@ t.test('embedded service management', async (t) => {
 
 t.test('a service no enabled plugin provides cannot be started', async (t) => {
   const app = await startTestAppliance({
-    plugins: { 'host-gpu': false, 'host-network': { options: { mdns: 'off' } }, 'model-store': false, 'backend-llama-cpp': false, 'backend-transformers': false, engine: false, 'api-openai': false },
+    plugins: { 'host-gpu': false, 'host-network': { options: { mdns: 'off' } }, 'model-store': false, 'backend-llama-cpp': false, 'backend-transformers': false, engine: false, 'api-openai': false, 'api-anthropic': false },
   });
   t.teardown(() => app.close());
   const list = ((await (await app.fetch('/system/services')).json()) as { services: ServiceEntry[] }).services;

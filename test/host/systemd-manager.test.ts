@@ -5,7 +5,7 @@
  * and that the tools were called with fixed argument arrays and allow-listed unit names.
  */
 import t from 'tap';
-import { SERVICE_NAMES } from '../../core/index.js';
+import { SERVICE_NAMES } from '../../core/utils.js';
 import { HOST_ONLY } from '../helpers/plugin-sets.js';
 import { startTestAppliance } from '../helpers/appliance.js';
 import { waitFor } from '../helpers/wait.js';

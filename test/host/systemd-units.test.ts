@@ -10,7 +10,7 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import vm from 'node:vm';
 import t from 'tap';
-import { SERVICE_NAMES } from '../../core/index.js';
+import { SERVICE_NAMES } from '../../core/utils.js';
 import { ROOT } from '../helpers/fixtures.js';
 
 const run = promisify(execFile);

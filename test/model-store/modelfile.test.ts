@@ -23,6 +23,7 @@ t.test('parses every instruction', async (t) => {
   );
   t.same(m, {
     from: './stories.gguf',
+    extraFrom: [],
     template: '{{ if .System }}{{ .System }}\n{{ end }}{{ .Prompt }}',
     system: 'You are "terse".',
     parameters: { temperature: 0.7, num_ctx: 512, stop: ['<|im_end|>', '<eos>'] },
@@ -32,6 +33,12 @@ t.test('parses every instruction', async (t) => {
       { role: 'assistant', content: 'Hello!' },
     ],
   });
+});
+
+t.test('a second FROM is a file that goes with the weights (a vision projector)', async (t) => {
+  const m = parseModelfile('FROM ./tiny-vision.gguf\nFROM ./tiny-vision-mmproj.gguf\n');
+  t.equal(m.from, './tiny-vision.gguf');
+  t.same(m.extraFrom, ['./tiny-vision-mmproj.gguf']);
 });
 
 t.test('errors name the line', async (t) => {
@@ -49,5 +56,5 @@ t.test('renders Ollama-style show text', async (t) => {
   t.match(text, /\n# FROM m:latest\n\nFROM \/blobs\/sha256-x\nTEMPLATE """T"""\nPARAMETER stop "s"\nLICENSE """L"""\nMESSAGE user """u"""\n$/);
   // What render writes, parse reads back.
   const back = parseModelfile(text);
-  t.same(back, { from: '/blobs/sha256-x', template: 'T', parameters: { stop: ['s'] }, license: ['L'], messages: [{ role: 'user', content: 'u' }] });
+  t.same(back, { from: '/blobs/sha256-x', extraFrom: [], template: 'T', parameters: { stop: ['s'] }, license: ['L'], messages: [{ role: 'user', content: 'u' }] });
 });

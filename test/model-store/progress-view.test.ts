@@ -1,5 +1,5 @@
 import t from 'tap';
-import { formatBytes } from '../../core/index.js';
+import { formatBytes } from '../../core/utils.js';
 import { formatDuration, ProgressView } from '../../plugins/model-store/cli/progress-view.js';
 
 function sink(isTTY: boolean): NodeJS.WritableStream & { isTTY: boolean; columns: number; text: string } {

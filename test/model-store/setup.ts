@@ -16,6 +16,7 @@ export const STORE_ONLY: Record<string, PluginEntry> = {
   'backend-llama-cpp': { options: { prewarm: false } },
   engine: false,
   'api-openai': false,
+  'api-anthropic': false,
   webui: false,
 };
 

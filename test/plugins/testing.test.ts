@@ -64,7 +64,7 @@ t.test('the fake backend answers through the engine’s routes', async (t) => {
 
 t.test('the helper’s fetch sends the key unless told not to; bad fake models are refused; a hook of one’s own', async (t) => {
   const greetings = { module: path.join(ROOT, 'test/fixtures/plugins/greetings/index.ts') };
-  const app = await startTestAppliance({ plugins: { ...PLUGINS, engine: false, 'api-openai': false, greetings } });
+  const app = await startTestAppliance({ plugins: { ...PLUGINS, engine: false, 'api-openai': false, 'api-anthropic': false, greetings } });
   t.teardown(app.close);
   t.same(await (await app.fetch('/api/greetings')).json(), { greetings: [{ name: 'default', text: 'hello' }] }, 'the docs’ custom-hook example runs');
   t.same(app.hooks.extensions.names(), ['greetings']);

@@ -68,7 +68,8 @@ t.test('every protected route refuses every spelling without a key', async (t) =
       const normal = normalizePath(spelling);
       if (/^\/v1\/messages(\/|$)/.test(normal)) {
         t.match(body, { type: 'error', error: { message: String, type: 'authentication_error' } }, `${where}: Anthropic error shape`);
-      } else if (/^\/v1(\/|$)/.test(normal)) {
+      } else if (/^\/v1(\/|$)/.test(normal) || /^\/(v2\/)?rerank$/.test(normal)) {
+        // The rerank paths outside /v1 (llama-server's and vLLM's) answer as /v1/rerank does.
         t.match(body, { error: { message: String, type: 'invalid_request_error', code: 'invalid_api_key' } }, `${where}: OpenAI error shape`);
         t.ok('param' in (body.error as object), `${where}: has param`);
       } else {

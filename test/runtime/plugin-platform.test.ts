@@ -57,7 +57,8 @@ export default definePlugin({
 
 const ROBOT = esmPackage(
   'lia-plugin-robot',
-  `import { definePlugin, Errors, Type } from 'lia/plugin';
+  `import { definePlugin, Errors } from 'lia/plugin';
+import { Type } from 'lia/utils';
 export default definePlugin({
   name: 'robot',
   apiVersion: 1,

@@ -37,7 +37,8 @@ async function expectForbidden(t: Test, res: Response, where: string, needed: st
   if (/^\/v1\/messages(\/|$)/.test(path)) {
     t.match(body, { type: 'error', error: { message: String, type: 'permission_error' } }, `${where}: Anthropic error shape`);
     t.match((body.error as { message: string }).message, `"${needed}"`, `${where}: names the scope`);
-  } else if (/^\/v1(\/|$)/.test(path)) {
+  } else if (/^\/v1(\/|$)/.test(path) || /^\/(v2\/)?rerank$/.test(path)) {
+    // The rerank paths outside /v1 (llama-server's and vLLM's) answer as /v1/rerank does.
     t.match(body, { error: { message: String, type: 'permission_error' } }, `${where}: OpenAI error shape`);
     t.ok('param' in (body.error as object) && 'code' in (body.error as object), `${where}: has param and code`);
     t.match((body.error as { message: string }).message, `"${needed}"`, `${where}: names the scope`);

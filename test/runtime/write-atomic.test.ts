@@ -6,7 +6,7 @@ import { mkdir, mkdtemp, readdir, readFile, rm, stat, writeFile } from 'node:fs/
 import os from 'node:os';
 import path from 'node:path';
 import t, { type Test } from 'tap';
-import { flushToDisk, writeFileAtomic } from '../../core/index.js';
+import { flushToDisk, writeFileAtomic } from '../../core/utils.js';
 
 async function tmpDir(t: Test): Promise<string> {
   const dir = await mkdtemp(path.join(os.tmpdir(), 'lia-atomic-'));

@@ -11,7 +11,7 @@ import { mkdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
 import { startTestAppliance, type TestAppliance, type TestApplianceOptions } from '../helpers/appliance.js';
-import { projectPath } from 'lia/plugin';
+import { projectPath } from 'lia/utils';
 
 export const CHROMIUM = process.env['LIA_TEST_CHROMIUM'] ?? '/usr/bin/chromium';
 

@@ -11,14 +11,18 @@
  * - `content` is a string or blocks: `text` blocks are joined with newlines; an assistant's
  *   `tool_use` blocks become its `tool_calls` (id, name, `input` as the arguments); a user's
  *   `tool_result` blocks become `tool` messages, placed before the user's own text and named
- *   after the `tool_use` they answer; images and documents are a 400, as the native contract
- *   carries text only; every other block (`thinking` and `redacted_thinking` sent back, server
+ *   after the `tool_use` they answer; a user's `image` blocks with a `base64` source carry
+ *   images (the engine checks them and gives them only to a model with the `vision` capability;
+ *   `url` and `file` sources are a 400: remote images are never fetched, files never stored);
+ *   images elsewhere (an assistant turn, a `tool_result`) and documents are a 400; every other block (`thinking` and `redacted_thinking` sent back, server
  *   tool blocks such as `server_tool_use` and `web_search_tool_result`, types newer than this
  *   server) is left out and reported in `ignored`. `cache_control` on any block has no effect.
  *
  * @module
  */
-import { Errors, type ChatMessage, type ToolCall } from 'lia/plugin';
+import { Errors } from 'lia/plugin';
+import { imageFromDataUrl } from 'lia/utils';
+import type { ChatMessage, ToolCall } from 'lia/plugin/contracts';
 import type { ContentBlock, MessagesBody } from './schemas.js';
 
 /** Throws a 400 about `param`. */
@@ -27,6 +31,19 @@ export function invalid(param: string, message: string): never {
 }
 
 const MEDIA = new Set(['image', 'document', 'search_result', 'container_upload']);
+
+/** The base64 data of a user's `image` block (its `source`), or a 400 naming what is wrong. */
+function blockImage(block: ContentBlock, param: string): string {
+  const source = block['source'] as { type?: unknown; data?: unknown; url?: unknown } | undefined;
+  if (source === null || typeof source !== 'object') invalid(`${param}.source`, 'must be an object');
+  if (source.type === 'url') {
+    if (typeof source.url === 'string' && source.url.startsWith('data:')) return imageFromDataUrl(source.url, `${param}.source.url`);
+    invalid(`${param}.source.type`, "remote images are not fetched; send the image as a 'base64' source");
+  }
+  if (source.type !== 'base64') invalid(`${param}.source.type`, `'${String(source.type)}' image sources are not supported; send a 'base64' source`);
+  if (typeof source.data !== 'string') invalid(`${param}.source.data`, 'must be a string');
+  return source.data;
+}
 
 /** The text of a `text` block, checked. */
 function blockText(block: ContentBlock, param: string): string {
@@ -90,6 +107,7 @@ export function toChatMessages(messages: MessagesBody['messages'], system?: Mess
       return;
     }
     const texts: string[] = [];
+    const images: string[] = [];
     const calls: ToolCall[] = [];
     const results: ChatMessage[] = [];
     m.content.forEach((raw, j) => {
@@ -110,8 +128,10 @@ export function toChatMessages(messages: MessagesBody['messages'], system?: Mess
         const name = toolNames.get(id);
         if (name) result.tool_name = name;
         results.push(result);
+      } else if (block.type === 'image' && m.role === 'user') {
+        images.push(blockImage(block, bp));
       } else if (MEDIA.has(block.type)) {
-        invalid(`${bp}.type`, `'${block.type}' blocks are not supported: this server takes text only`);
+        invalid(`${bp}.type`, `'${block.type}' blocks are not supported${block.type === 'image' ? ' in assistant messages' : ': this server takes text and images'}`);
       } else if (block.type === 'tool_use' || block.type === 'tool_result') {
         invalid(`${bp}.type`, `'${block.type}' blocks belong in ${block.type === 'tool_use' ? 'assistant' : 'user'} messages`);
       } else if (block.type !== 'thinking' && block.type !== 'redacted_thinking') {
@@ -124,8 +144,8 @@ export function toChatMessages(messages: MessagesBody['messages'], system?: Mess
       const msg: ChatMessage = { role: 'assistant', content: texts.join('\n') };
       if (calls.length > 0) msg.tool_calls = calls;
       out.push(msg);
-    } else if (texts.length > 0 || results.length === 0) {
-      out.push({ role: 'user', content: texts.join('\n') });
+    } else if (texts.length > 0 || images.length > 0 || results.length === 0) {
+      out.push({ role: 'user', content: texts.join('\n'), ...(images.length > 0 ? { images } : {}) });
     }
   });
   return out;

@@ -21,7 +21,8 @@
  *
  * @module
  */
-import { checkSchemaBounds, type InferenceChatRequest, type OutputFormat, type SamplingOptions, type ToolChoice, type ToolDefinition } from 'lia/plugin';
+import type { InferenceChatRequest, OutputFormat, SamplingOptions, ToolChoice, ToolDefinition } from 'lia/plugin/contracts';
+import { checkSchemaBounds } from 'lia/utils';
 import { invalid, toChatMessages } from './messages.js';
 import { CountTokensBody, MessagesBody } from './schemas.js';
 

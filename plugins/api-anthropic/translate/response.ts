@@ -20,7 +20,7 @@
  * @module
  */
 import { randomBytes } from 'node:crypto';
-import type { GenerationEvent, ToolCall } from 'lia/plugin';
+import type { GenerationEvent, ToolCall } from 'lia/plugin/contracts';
 
 export type StopReason = 'end_turn' | 'max_tokens' | 'stop_sequence' | 'tool_use';
 

@@ -5,7 +5,8 @@
  * @module
  */
 import type { FastifyReply } from 'fastify';
-import { clientGone, Errors, isAppError, primed, type GenerationEvent, type Hooks, type InferenceChatRequest } from 'lia/plugin';
+import { clientGone, Errors, isAppError, primed, type Hooks } from 'lia/plugin';
+import type { GenerationEvent, InferenceChatRequest } from 'lia/plugin/contracts';
 import { newId, unixSeconds, type ResponseMeta } from '../translate/ids.js';
 
 /** Options every route reads. */

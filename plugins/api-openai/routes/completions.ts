@@ -8,7 +8,8 @@
  */
 import type { FastifyInstance } from 'fastify';
 import { CompletionBody } from '../translate/schemas.js';
-import { clientGone, primed, startSse, type GenerationStream, type Hooks } from 'lia/plugin';
+import { clientGone, primed, startSse, type Hooks } from 'lia/plugin';
+import type { GenerationStream } from 'lia/plugin/contracts';
 import { openaiErrorBody } from '../errors.js';
 import {
   CompletionCollector,

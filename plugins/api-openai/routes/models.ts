@@ -6,7 +6,9 @@
  * @module
  */
 import type { FastifyInstance } from 'fastify';
-import { Errors, principalMayUse, Type, type CatalogEntry, type Hooks } from 'lia/plugin';
+import { Errors, type Hooks } from 'lia/plugin';
+import type { CatalogEntry } from 'lia/plugin/contracts';
+import { principalMayUse, Type } from 'lia/utils';
 
 /**
  * OpenAI's `Model` object; the response schemas also make the serialiser's work cheap. A remote

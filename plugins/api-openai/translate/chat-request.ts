@@ -14,7 +14,8 @@
  *
  * @module
  */
-import { checkSchemaBounds, type InferenceChatRequest, type OutputFormat, type SamplingOptions, type ToolChoice, type ToolDefinition } from 'lia/plugin';
+import type { InferenceChatRequest, OutputFormat, SamplingOptions, ToolChoice, ToolDefinition } from 'lia/plugin/contracts';
+import { checkSchemaBounds } from 'lia/utils';
 import { invalid, singleChoice, stopSequences } from './fields.js';
 import { toChatMessages } from './messages.js';
 import { ChatCompletionBody, type CompletionBody } from './schemas.js';

@@ -18,7 +18,7 @@
  *
  * @module
  */
-import type { GeneratedLogprob, GenerationEvent, ToolCall } from 'lia/plugin';
+import type { GeneratedLogprob, GenerationEvent, ToolCall } from 'lia/plugin/contracts';
 import { newId, envelope, type ResponseMeta } from './ids.js';
 
 /** OpenAI's `finish_reason` for chat. */
@@ -29,6 +29,8 @@ export interface Usage {
   prompt_tokens: number;
   completion_tokens: number;
   total_tokens: number;
+  /** `cached_tokens`: prompt tokens found in the model's cache, not evaluated again (where the backend reports it). */
+  prompt_tokens_details?: { cached_tokens: number };
 }
 
 /** One tool call as OpenAI sends it. */
@@ -86,6 +88,7 @@ export function usageOf(done: Extract<GenerationEvent, { type: 'done' }>): Usage
     prompt_tokens: done.promptTokens,
     completion_tokens: done.completionTokens,
     total_tokens: done.promptTokens + done.completionTokens,
+    ...(done.cachedTokens !== undefined ? { prompt_tokens_details: { cached_tokens: done.cachedTokens } } : {}),
   };
 }
 

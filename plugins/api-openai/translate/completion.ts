@@ -12,7 +12,7 @@
  *
  * @module
  */
-import type { GeneratedLogprob, GenerationEvent, InferenceGenerateRequest } from 'lia/plugin';
+import type { GeneratedLogprob, GenerationEvent, InferenceGenerateRequest } from 'lia/plugin/contracts';
 import { samplingOptions, streamFlags } from './chat-request.js';
 import { usageOf, type Usage } from './chat-response.js';
 import { invalid, singleChoice } from './fields.js';

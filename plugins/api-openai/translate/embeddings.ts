@@ -7,7 +7,7 @@
  *
  * @module
  */
-import type { EmbedResponse, InferenceEmbedRequest } from 'lia/plugin';
+import type { EmbedResponse, InferenceEmbedRequest } from 'lia/plugin/contracts';
 import { invalid } from './fields.js';
 import type { EmbeddingsBody } from './schemas.js';
 

@@ -5,7 +5,7 @@
  * @module
  */
 import { randomBytes } from 'node:crypto';
-import { VERSION } from 'lia/plugin';
+import { VERSION } from 'lia/utils';
 
 /** A fresh id with the given prefix (`chatcmpl-`, `cmpl-`, `call_`). */
 export function newId(prefix: string): string {

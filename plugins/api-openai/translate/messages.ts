@@ -7,25 +7,44 @@
  * parts, or — for assistant messages with `tool_calls` — `null` or absent; `tool_calls[].function
  * .arguments` is a JSON string that is parsed here; a `tool` message gets the name of the tool it
  * answers from the assistant call with the same `tool_call_id`; the deprecated `function` role is
- * a `tool` message. Image, audio and file parts are a 400: the native contract carries text only;
- * part types newer than this server are left out.
+ * a `tool` message. `image_url` parts of user messages carry images as `data:` URLs (base64;
+ * remote URLs are never fetched, a 400), which the engine checks and gives only to a model with
+ * the `vision` capability; audio and file parts are a 400; part types newer than this server are
+ * left out.
  *
  * @module
  */
-import type { ChatMessage, ToolCall } from 'lia/plugin';
+import type { ChatMessage, ToolCall } from 'lia/plugin/contracts';
+import { imageFromDataUrl } from 'lia/utils';
 import { invalid, type Body } from './fields.js';
 
 const ROLES = new Set(['system', 'developer', 'user', 'assistant', 'tool', 'function']);
 
 /** Flattens `content` (string, parts or null) to text. `null`/absent is allowed only when `optional`. */
 function contentText(value: unknown, param: string, optional: boolean): string {
-  if (typeof value === 'string') return value;
+  const { text, images } = content(value, param, optional);
+  if (images.length > 0) invalid(param, `'${param}' may carry images only in user messages`);
+  return text;
+}
+
+/** The image of an `image_url` part: its `data:` URL's base64 payload. */
+function partImage(part: Body, p: string): string {
+  const ref = part['image_url'];
+  const url = typeof ref === 'string' ? ref : ref !== null && typeof ref === 'object' ? (ref as Body)['url'] : undefined;
+  if (typeof url !== 'string') invalid(`${p}.image_url.url`, `'${p}.image_url.url' must be a string`);
+  return imageFromDataUrl(url, `${p}.image_url.url`);
+}
+
+/** `content` as text (its text parts joined) and the images of its `image_url` parts. */
+function content(value: unknown, param: string, optional: boolean): { text: string; images: string[] } {
+  if (typeof value === 'string') return { text: value, images: [] };
   if (value === null || value === undefined) {
-    if (optional) return '';
+    if (optional) return { text: '', images: [] };
     invalid(param, `'${param}' is required`);
   }
   if (!Array.isArray(value)) invalid(param, `'${param}' must be a string or an array of content parts`);
   const texts: string[] = [];
+  const images: string[] = [];
   value.forEach((part, i) => {
     const p = `${param}[${i}]`;
     if (part === null || typeof part !== 'object') invalid(p, `'${p}' must be a content part object`);
@@ -36,14 +55,16 @@ function contentText(value: unknown, param: string, optional: boolean): string {
     } else if (type === 'refusal') {
       if (typeof refusal !== 'string') invalid(`${p}.refusal`, `'${p}.refusal' must be a string`);
       texts.push(refusal);
-    } else if (type === 'image_url' || type === 'input_audio' || type === 'file') {
-      invalid(`${p}.type`, `content parts of type '${type}' are not supported: this endpoint takes text only`);
+    } else if (type === 'image_url') {
+      images.push(partImage(part as Body, p));
+    } else if (type === 'input_audio' || type === 'file') {
+      invalid(`${p}.type`, `content parts of type '${type}' are not supported: this endpoint takes text and images`);
     } else if (typeof type !== 'string') {
       invalid(`${p}.type`, `'${p}.type' must be a string`);
     }
     // A part type newer than this server: left out.
   });
-  return texts.join('\n');
+  return { text: texts.join('\n'), images };
 }
 
 /** Parses `arguments` (a JSON string; an object is tolerated) into an object. */
@@ -107,7 +128,8 @@ export function toChatMessages(value: unknown): ChatMessage[] {
     }
     leadingSystem = false;
     if (role === 'user') {
-      out.push({ role: 'user', content: contentText(m.content, `${p}.content`, false) });
+      const { text, images } = content(m.content, `${p}.content`, false);
+      out.push({ role: 'user', content: text, ...(images.length > 0 ? { images } : {}) });
     } else if (role === 'assistant') {
       const calls = toolCalls(m.tool_calls, `${p}.tool_calls`);
       const msg: ChatMessage = { role: 'assistant', content: contentText(m.content, `${p}.content`, true) };

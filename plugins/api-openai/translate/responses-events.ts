@@ -24,7 +24,8 @@
  *
  * @module
  */
-import type { AppError, GenerationEvent } from 'lia/plugin';
+import type { AppError } from 'lia/plugin';
+import type { GenerationEvent } from 'lia/plugin/contracts';
 import { toOpenAIToolCall } from './chat-response.js';
 import { openaiErrorBody } from '../errors.js';
 import { newId, unixSeconds, type ResponseMeta } from './ids.js';

@@ -4,9 +4,10 @@
  * - `input` as a string is one user message;
  * - a message item (`type: "message"`, or no `type` and a `role`) has `role` `user`, `assistant`,
  *   `system` or `developer` (= `system`) and `content` as a string or a list of `input_text`,
- *   `output_text` (an earlier answer sent back) and `refusal` parts, joined with `\n`; image, file
- *   and audio parts are a 400 (the native contract carries text only); part types newer than
- *   this server are left out;
+ *   `output_text` (an earlier answer sent back) and `refusal` parts, joined with `\n`, and for a
+ *   user, `input_image` parts whose `image_url` is a `data:` URL (base64; remote URLs are never
+ *   fetched, and `file_id` needs stored files: both a 400); file and audio parts are a 400;
+ *   part types newer than this server are left out;
  * - a `function_call` item (an earlier call sent back) becomes a tool call of an assistant message,
  *   joined to the assistant message just before it; its `arguments` is a JSON string of an object;
  *   a call with a `namespace` is named as the flattened tool is (responses-tools.ts);
@@ -23,19 +24,28 @@
  *
  * @module
  */
-import type { ChatMessage } from 'lia/plugin';
+import type { ChatMessage } from 'lia/plugin/contracts';
+import { imageFromDataUrl } from 'lia/utils';
 import { invalid, type Body } from './fields.js';
 import type { ResponseBody } from './responses-schema.js';
 import { flatName } from './responses-tools.js';
 
 const ROLES = new Set(['user', 'assistant', 'system', 'developer']);
-const MEDIA_PARTS = new Set(['input_image', 'input_file', 'input_audio']);
+const MEDIA_PARTS = new Set(['input_file', 'input_audio']);
 
-/** Text of `content`: a string or a list of text parts. */
+/** Text of `content`: a string or a list of text parts (images refused: not this role's). */
 function contentText(value: unknown, param: string): string {
-  if (typeof value === 'string') return value;
+  const { text, images } = content(value, param);
+  if (images.length > 0) invalid(param, `'${param}' may carry images only in user messages`);
+  return text;
+}
+
+/** `content` as text (its text parts joined) and the images of its `input_image` parts. */
+function content(value: unknown, param: string): { text: string; images: string[] } {
+  if (typeof value === 'string') return { text: value, images: [] };
   if (!Array.isArray(value)) return invalid(param, `'${param}' must be a string or an array of content parts`);
-  return value
+  const images: string[] = [];
+  const text = value
     .map((part, i) => {
       const p = `${param}[${i}]`;
       if (part === null || typeof part !== 'object') invalid(p, `'${p}' must be a content part object`);
@@ -44,14 +54,24 @@ function contentText(value: unknown, param: string): string {
         return typeof text === 'string' ? text : invalid(`${p}.text`, `'${p}.text' must be a string`);
       }
       if (type === 'refusal') return typeof refusal === 'string' ? refusal : invalid(`${p}.refusal`, `'${p}.refusal' must be a string`);
+      if (type === 'input_image') {
+        const url = (part as Body)['image_url'];
+        if (typeof url !== 'string') {
+          if ((part as Body)['file_id'] !== undefined) invalid(`${p}.file_id`, 'images by file_id are not supported: this server stores no files; send image_url as a data: URL');
+          invalid(`${p}.image_url`, `'${p}.image_url' must be a string`);
+        }
+        images.push(imageFromDataUrl(url, `${p}.image_url`));
+        return undefined;
+      }
       if (typeof type === 'string' && MEDIA_PARTS.has(type)) {
-        invalid(`${p}.type`, `content parts of type '${type}' are not supported: this endpoint takes text only`);
+        invalid(`${p}.type`, `content parts of type '${type}' are not supported: this endpoint takes text and images`);
       }
       // A part type newer than this server: left out.
       return undefined;
     })
     .filter((t) => t !== undefined)
     .join('\n');
+  return { text, images };
 }
 
 /** A required non-empty string field of an item. */
@@ -94,15 +114,20 @@ export function toResponseMessages(input: ResponseBody['input'], instructions: s
       if (typeof role !== 'string' || !ROLES.has(role)) {
         invalid(`${p}.role`, `'${p}.role' must be one of user, assistant, system, developer; got ${JSON.stringify(role)}`);
       }
-      const content = contentText(item.content, `${p}.content`);
       if (role === 'system' || role === 'developer') {
+        const text = contentText(item.content, `${p}.content`);
         const prev = out.at(-1);
-        if (leadingSystem && prev?.role === 'system') prev.content = `${prev.content}\n\n${content}`;
-        else out.push({ role: 'system', content });
+        if (leadingSystem && prev?.role === 'system') prev.content = `${prev.content}\n\n${text}`;
+        else out.push({ role: 'system', content: text });
         return;
       }
       leadingSystem = false;
-      out.push({ role: role as 'user' | 'assistant', content });
+      if (role === 'user') {
+        const { text, images } = content(item.content, `${p}.content`);
+        out.push({ role: 'user', content: text, ...(images.length > 0 ? { images } : {}) });
+      } else {
+        out.push({ role: 'assistant', content: contentText(item.content, `${p}.content`) });
+      }
       return;
     }
     leadingSystem = false;

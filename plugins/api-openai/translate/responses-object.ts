@@ -7,7 +7,7 @@
  *
  * @module
  */
-import type { GenerationEvent } from 'lia/plugin';
+import type { GenerationEvent } from 'lia/plugin/contracts';
 import type { ResponseMeta } from './ids.js';
 
 /** A function tool as the response echoes it (flat, every field present). */

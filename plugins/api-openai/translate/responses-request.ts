@@ -18,7 +18,8 @@
  *
  * @module
  */
-import { checkSchemaBounds, type InferenceChatRequest, type OutputFormat, type SamplingOptions } from 'lia/plugin';
+import type { InferenceChatRequest, OutputFormat, SamplingOptions } from 'lia/plugin/contracts';
+import { checkSchemaBounds } from 'lia/utils';
 import { invalid } from './fields.js';
 import type { ResponseEcho, TextFormatEcho } from './responses-object.js';
 import { toResponseMessages } from './responses-input.js';

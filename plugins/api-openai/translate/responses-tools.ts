@@ -23,7 +23,8 @@
  *
  * @module
  */
-import { checkSchemaBounds, type ToolDefinition } from 'lia/plugin';
+import type { ToolDefinition } from 'lia/plugin/contracts';
+import { checkSchemaBounds } from 'lia/utils';
 import { chooseTools, type ToolChoiceRequest } from './chat-request.js';
 import { invalid, type Body } from './fields.js';
 import type { ToolChoiceEcho } from './responses-object.js';

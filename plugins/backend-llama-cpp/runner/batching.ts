@@ -1,6 +1,8 @@
 /**
- * Three fixes to how node-llama-cpp 3.22.1 fills a batch, applied through the context's decode
- * queue (`hookDecodeQueue` in llama-internals.ts); the library has no option for any of them.
+ * How a batch is shared between sequences: {@link stepsThenPrompts}, the context's public
+ * `batching.itemPrioritizationStrategy`, picks how many tokens of each queued decode go in; the
+ * three fixes below, applied through the context's decode queue (`hookDecodeQueue` in
+ * llama-internals.ts), fix what the library has no option for.
  *
  * 1. "k−1 tokens per decode": after each batch, the context re-checks its queue
  *    while the last sequence to finish sampling has not yet re-queued its next token, so that
@@ -30,8 +32,42 @@
  *
  * @module
  */
-import type { LlamaContext } from 'node-llama-cpp';
+import type { BatchItem, LlamaContext, PrioritizedBatchItem } from 'node-llama-cpp';
 import { hookDecodeQueue, type DecodeQueue } from './llama-internals.js';
+
+/**
+ * The batch prioritisation of every generation context (llama-server's, whose slots fill a batch
+ * the same way): first one token for each queued decode of one token (a stream's next step, so
+ * streams never wait for other sequences' prompts), then the prompts, each whole while there is
+ * room, in queue order (sequence order, fix 2). Returned in queue order, as llama.cpp needs for one
+ * micro-batch (fix 2).
+ *
+ * Why not the library's default (`maximumParallelism`, an equal share of the batch for every
+ * queued decode): several prompts queued together (agents' next turns, arriving within one step)
+ * then all finish in the last batch, so every one of them waits for all of them; here the first
+ * prompts finish a batch or more earlier, and with batches of 512 tokens four turns of 230 new
+ * tokens give two of them their first token after the first decode. The total work is the same.
+ */
+export function stepsThenPrompts({ items, size }: { items: readonly BatchItem[]; size: number }): PrioritizedBatchItem[] {
+  const amounts = new Map<BatchItem, number>();
+  let left = size;
+  for (const item of items) {
+    if (left === 0) break;
+    if (item.tokens.length === 1) {
+      amounts.set(item, 1);
+      left--;
+    }
+  }
+  for (const item of items) {
+    if (left === 0) break;
+    if (item.tokens.length > 1) {
+      const take = Math.min(item.tokens.length, left);
+      amounts.set(item, take);
+      left -= take;
+    }
+  }
+  return items.filter((item) => amounts.has(item)).map((item) => ({ item, processAmount: amounts.get(item)! }));
+}
 
 /** The longest wait after a batch for busy sequences to queue their next token. */
 const MAX_GATHER_MS = 1;

@@ -21,7 +21,7 @@
  *
  * @module
  */
-import type { ToolCall, ToolChoice, ToolDefinition } from 'lia/plugin';
+import type { ToolCall, ToolChoice, ToolDefinition } from 'lia/plugin/contracts';
 import { toToolCalls } from './history.js';
 
 /** A tool choice that forces a call. */

@@ -5,7 +5,7 @@
  * @module
  */
 import type { LlamaContextSequence, Token } from 'node-llama-cpp';
-import type { GenerationEvent } from 'lia/plugin';
+import type { GenerationEvent } from 'lia/plugin/contracts';
 import { StopDetector } from './stops.js';
 
 /** Receives the events of one generation. */
@@ -13,6 +13,17 @@ export type Emit = (event: GenerationEvent) => void;
 
 /** Prompts longer than this many uncached tokens are evaluated in chunks, so an abort lands fast. */
 const PREFILL_CHUNK = 256;
+
+/**
+ * Options for every `LlamaCompletion` call: the whole prompt is evaluated as given. The library
+ * otherwise keeps a tenth of the context free for a context shift and cuts the beginning of any
+ * prompt longer than the other nine tenths, silently: a conversation grown past 90 % of its
+ * context lost its system prompt's first tokens and, the cut prompt sharing no prefix with the
+ * cache, was evaluated again in full. The runner checks a prompt's length itself (prompts.ts drops
+ * old messages or answers 400), the answer stops at the end of the context, and the cache is never
+ * shifted, so no room is kept back (llama-server keeps none either).
+ */
+export const WHOLE_PROMPT = { disableContextShift: true, contextShiftSize: 1 } as const;
 
 /** A monotonic clock in nanoseconds. */
 export const now = (): bigint => process.hrtime.bigint();
@@ -35,6 +46,26 @@ export async function prefill(seq: LlamaContextSequence, tokens: Token[], signal
     await seq.evaluateWithoutGeneratingNewTokens(tokens.slice(i, Math.min(end, i + PREFILL_CHUNK)));
   }
   if (signal.aborted) throw signal.reason;
+}
+
+/**
+ * Starts counting the prompt tokens one request evaluates on `seq`; the returned function sets the
+ * `done` event's `cachedTokens` to the rest of its prompt. The count is node-llama-cpp's public
+ * token meter of the sequence: every token decoded without logits is an input token, and a prompt
+ * is all such tokens but its last, whose logits pick the first answer token (generated tokens all
+ * have logits). So it counts what was decoded, whatever cut or re-evaluation happened on the way,
+ * not what the cache was expected to hold. Tokens copied from another sequence's cache count as
+ * cached.
+ */
+export function meterPrompt(seq: LlamaContextSequence): (event: GenerationEvent) => GenerationEvent {
+  const before = seq.tokenMeter.usedInputTokens;
+  return (event) => {
+    if (event.type === 'done') {
+      const evaluated = Math.min(event.promptTokens, seq.tokenMeter.usedInputTokens - before + 1);
+      event.cachedTokens = Math.max(0, event.promptTokens - evaluated);
+    }
+    return event;
+  };
 }
 
 /** What {@link generation} hands to the library call: streaming hooks and the abort signal. */

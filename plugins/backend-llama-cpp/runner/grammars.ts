@@ -7,7 +7,7 @@
  * @module
  */
 import type { GbnfJsonSchema, Llama, LlamaGrammar } from 'node-llama-cpp';
-import type { OutputFormat, ToolDefinition } from 'lia/plugin';
+import type { OutputFormat, ToolDefinition } from 'lia/plugin/contracts';
 import { RequestError } from './errors.js';
 import { forcedToolSchema, ToolSchemaError, type ForcedToolChoice } from './forced-tools.js';
 

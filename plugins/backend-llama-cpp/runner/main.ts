@@ -117,6 +117,14 @@ function handle(message: ParentMessage): void {
       void run(message.id, async () => send({ t: 'result', id: message.id, result: s.countChatTokens(message.params) }));
       return;
     }
+    case 'rank':
+    case 'tokenize':
+    case 'detokenize': {
+      const s = session;
+      if (!s) return fail(message.id, new Error('the model is not loaded'));
+      void run(message.id, async (signal) => send({ t: 'result', id: message.id, result: await s.answer(message, signal) }));
+      return;
+    }
     case 'abort':
       inflight.get(message.id)?.abort(new Error('aborted'));
       return;

@@ -10,7 +10,7 @@
  *
  * @module
  */
-import type { SamplingOptions } from 'lia/plugin';
+import type { SamplingOptions } from 'lia/plugin/contracts';
 
 /** Ollama's sampling defaults, as this backend applies them. */
 export const SAMPLING_DEFAULTS = {

@@ -7,15 +7,17 @@
  * @module
  */
 import { getLlama, LlamaChat, LlamaLogLevel, type ChatWrapper, type Llama, type LlamaContext, type LlamaGrammar, type LlamaModel, type Token } from 'node-llama-cpp';
-import type { ChatParams, EmbedParams, EmbedResult, GenerateParams, GenerationEvent } from 'lia/plugin';
-import type { ModelCapability } from 'lia/plugin';
-import type { LoadSpec, RunnerInfo } from '../protocol.js';
+import type { ChatParams, EmbedParams, EmbedResult, GenerateParams, GenerationEvent } from 'lia/plugin/contracts';
+import type { ModelCapability } from 'lia/plugin/contracts';
+import type { LoadSpec, ParentMessage, RunnerInfo, RunnerResult } from '../protocol.js';
 import { minBatchTokens, useBatchThreads, type BatchThreads } from './batch-threads.js';
-import { fixBatchDispatch } from './batching.js';
+import { fixBatchDispatch, stepsThenPrompts } from './batching.js';
 import { Embedder } from './embedding.js';
+import { Ranker } from './ranking.js';
+import { detokenize, tokenize } from './tokens.js';
 import { RequestError } from './errors.js';
 import { forcedChoice, parseForcedCall, type ForcedToolChoice } from './forced-tools.js';
-import { generation, now, prefill, type Emit } from './generation.js';
+import { generation, meterPrompt, now, prefill, WHOLE_PROMPT, type Emit } from './generation.js';
 import { Grammars } from './grammars.js';
 import { versionWarning } from './llama-internals.js';
 import { generateWithLogprobs } from './logprobs.js';
@@ -51,6 +53,7 @@ export class ModelSession {
   readonly #prompts: Prompts;
   readonly #grammars: Grammars;
   readonly #embedder: Embedder;
+  readonly #ranker: Ranker;
   readonly #batchThreads: BatchThreads | null;
 
   private constructor(llama: Llama, model: LlamaModel, context: LlamaContext, spec: LoadSpec, info: RunnerInfo, format: PromptFormat) {
@@ -63,6 +66,7 @@ export class ModelSession {
     this.#prompts = new Prompts(model, format, info.contextLength);
     this.#grammars = new Grammars(llama);
     this.#embedder = new Embedder(model, info.contextLength, spec.threads);
+    this.#ranker = new Ranker(model, info.contextLength, spec.threads);
     this.#batchThreads = useBatchThreads(context, spec.threads, spec.batchThreads ?? spec.threads, minBatchTokens(model.size));
     if (!this.#batchThreads) {
       this.warnings.push("node-llama-cpp's native context lacks the calls runner/batch-threads.ts wraps (another version?): large batches run on the small-batch thread count");
@@ -92,6 +96,7 @@ export class ModelSession {
       batchSize: Math.min(spec.batchSize, contextLength * spec.parallel),
       threads: spec.threads,
       flashAttention: 'auto',
+      batching: { itemPrioritizationStrategy: stepsThenPrompts },
     });
     const t2 = performance.now();
     const format = resolvePromptFormat(model, spec.template, spec.knownChatWrapper);
@@ -141,9 +146,11 @@ export class ModelSession {
     };
     await this.#slots.with(this.#prompts.withBos(tokens), async (slot) => {
       const started = now();
+      const metered = meterPrompt(slot.seq);
       await prefill(slot.seq, this.#prompts.withBos(tokens), signal);
       const maxTokens = maxTokensFor(params.options, this.info.contextLength, promptTokens);
       const { done } = await this.#complete(slot, { tokens, stops, promptTokens }, { sampling, maxTokens, grammar, signal, emit: collect, started, logprobs: params.logprobs });
+      metered(done);
       // Ollama's `context`: the exchange as token ids, for a client to send back with its next
       // prompt. The answer is tokenized from the text sent (stop sequences cut), as Ollama does.
       if (done.type === 'done' && !params.raw) done.context = [...tokens, ...this.#model.tokenize(answer, false, 'trimLeadingSpace')];
@@ -191,13 +198,14 @@ export class ModelSession {
     const { tokens, promptTokens } = prompt;
     await this.#slots.with(this.#prompts.withBos(tokens), async (slot) => {
       const started = now();
+      const metered = meterPrompt(slot.seq);
       await prefill(slot.seq, this.#prompts.withBos(tokens), signal);
       const maxTokens = maxTokensFor(params.options, this.info.contextLength, promptTokens);
       // A format that opens the thought in the prompt (Qwen 3.5): the output starts inside it.
       if (opensThought(wrapper)) emit({ type: 'token', text: '<think>' });
       if (functions === undefined) {
         const { done } = await this.#complete(slot, prompt, { sampling, maxTokens, grammar, signal, emit, started, logprobs: params.logprobs });
-        emit(done);
+        emit(metered(done));
         return;
       }
       // The LlamaChat of the slot speaks the model's default format; another one is made for a
@@ -223,7 +231,7 @@ export class ModelSession {
         );
         const calls = result?.functionCalls;
         if (calls && calls.length > 0) emit({ type: 'tool_calls', calls: toToolCalls(calls) });
-        emit(done);
+        emit(metered(done));
       } finally {
         if (chat !== slot.chat) chat.dispose({ disposeSequence: false });
       }
@@ -275,7 +283,7 @@ export class ModelSession {
         ...o,
         customStopTriggers: stops.tokens,
         maxTokens: run.maxTokens,
-        disableContextShift: true,
+        ...WHOLE_PROMPT,
         ...(grammar ? { grammar } : {}),
       }),
       (generated) => this.#model.detokenize(generated, false, tokens.slice(-8)),
@@ -297,6 +305,7 @@ export class ModelSession {
     const { tokens, promptTokens } = this.#prompts.forChat(toChatHistory(params.messages), toFunctions(tools));
     await this.#slots.with(this.#prompts.withBos(tokens), async (slot) => {
       const started = now();
+      const metered = meterPrompt(slot.seq);
       await prefill(slot.seq, this.#prompts.withBos(tokens), signal);
       const maxTokens = maxTokensFor(params.options, this.info.contextLength, promptTokens);
       const { result, done } = await generation(signal, { request: [] }, () => undefined, started, promptTokens, (o) =>
@@ -305,7 +314,7 @@ export class ModelSession {
           ...o,
           customStopTriggers: [],
           maxTokens,
-          disableContextShift: true,
+          ...WHOLE_PROMPT,
           grammar,
         }),
       );
@@ -316,7 +325,7 @@ export class ModelSession {
         // The grammar admits only complete calls, so this is an engine fault, not the client's.
         throw new Error(`the forced tool call is not a valid call: ${JSON.stringify(text.slice(0, 200))}`);
       }
-      emit(done);
+      emit(metered(done));
     });
   }
 
@@ -335,7 +344,14 @@ export class ModelSession {
   }
 
   /** Frees the contexts, the model and the bindings; the process exits afterwards anyway. */
+  /** Reranking (ranking.ts), `/tokenize` and `/detokenize` (tokens.ts). */
+  async answer(message: Extract<ParentMessage, { t: 'rank' | 'tokenize' | 'detokenize' }>, signal: AbortSignal): Promise<RunnerResult> {
+    if (message.t === 'rank') return this.#ranker.rank(message.params, signal);
+    return message.t === 'tokenize' ? tokenize(this.#model, message.params) : detokenize(this.#model, message.tokens);
+  }
+
   async dispose(): Promise<void> {
+    await this.#ranker.dispose();
     await this.#embedder.dispose();
     await this.#context.dispose();
     await this.#model.dispose();

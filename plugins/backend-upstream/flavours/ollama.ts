@@ -4,7 +4,8 @@
  *
  * @module
  */
-import { Errors, type GenerationEvent, type ToolCall } from 'lia/plugin';
+import { Errors } from 'lia/plugin';
+import type { GenerationEvent, ToolCall } from 'lia/plugin/contracts';
 import type { Flavour } from './types.js';
 
 type Line = {

@@ -6,12 +6,11 @@
  *
  * @module
  */
-import type { ChatParams, EmbedParams, EmbedResult, GenerateParams, GenerationEvent } from 'lia/plugin';
+import type { ChatParams, EmbedParams, EmbedResult, GenerateParams, GenerationEvent } from 'lia/plugin/contracts';
 
-export interface UpstreamCall {
-  path: string;
-  body: Record<string, unknown>;
-}
+import { streamLines, type WireCall as UpstreamCall } from 'lia/utils';
+
+export type { UpstreamCall };
 
 export interface Flavour {
   chat(model: string, params: ChatParams): UpstreamCall;
@@ -26,23 +25,4 @@ export interface Flavour {
 }
 
 /** The lines of a streamed body (SSE or NDJSON), without their line ends; empty lines are skipped. */
-export async function* lines(body: AsyncIterable<Buffer | string>): AsyncIterable<string> {
-  let rest = '';
-  const decoder = new TextDecoder();
-  for await (const chunk of body) {
-    rest += typeof chunk === 'string' ? chunk : decoder.decode(chunk, { stream: true });
-    let nl: number;
-    while ((nl = rest.indexOf('\n')) >= 0) {
-      const line = rest.slice(0, nl).replace(/\r$/, '');
-      rest = rest.slice(nl + 1);
-      if (line !== '') yield line;
-    }
-  }
-  rest += decoder.decode();
-  if (rest.trim() !== '') yield rest;
-}
-
-/** Nanoseconds since `t` (a `process.hrtime.bigint()`). */
-export function nsSince(t: bigint): number {
-  return Number(process.hrtime.bigint() - t);
-}
+export const lines = streamLines;

@@ -11,7 +11,8 @@
  * @module
  */
 import { createInterface } from 'node:readline';
-import { CliError, formatBytes, type ApiClient, type CliArgs, type CliCommand, type CliIO } from 'lia/plugin';
+import { CliError, type ApiClient, type CliArgs, type CliCommand, type CliIO } from 'lia/plugin';
+import { formatBytes } from 'lia/utils';
 
 interface ChatChunk {
   message?: { content?: string };

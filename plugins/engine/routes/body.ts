@@ -5,8 +5,9 @@
  *
  * @module
  */
-import { checkSchemaBounds, Errors } from 'lia/plugin';
-import type { ChatMessage, OutputFormat, ToolCall, ToolDefinition } from 'lia/plugin';
+import { Errors } from 'lia/plugin';
+import { checkSchemaBounds } from 'lia/utils';
+import type { ChatMessage, OutputFormat, ToolCall, ToolDefinition } from 'lia/plugin/contracts';
 import type { ChatBodyMessage, ChatBodyTool } from './schemas.js';
 
 /** `undefined` for an absent or `null` field (Ollama's "not set"). */
@@ -37,6 +38,7 @@ export function chatMessages(list: ChatBodyMessage[] | null | undefined): ChatMe
     const out: ChatMessage = { role: role as ChatMessage['role'], content: msg.content ?? '' };
     if (msg.tool_calls) out.tool_calls = msg.tool_calls.map((c, j) => toolCall(c, `messages[${i}].tool_calls[${j}]`));
     if (typeof msg.tool_name === 'string') out.tool_name = msg.tool_name;
+    if (msg.images?.length) out.images = msg.images;
     return out;
   });
 }
@@ -69,18 +71,6 @@ export function toolDefinitions(list: ChatBodyTool[] | null | undefined): ToolDe
       ...(fn.parameters ? { parameters: bounded(fn.parameters, `tools[${i}].function.parameters`) } : {}),
     },
   }));
-}
-
-/**
- * Images, which no backend serves, refused up front as Ollama refuses them for a model without
- * the capability (node-llama-cpp 3.22 has no multimodal support). `think` is checked by the engine
- * against the model's capabilities.
- */
-export function refuseUnsupported(body: { images?: unknown[] | null; messages?: { images?: unknown[] | null }[] | null }, model: string): void {
-  const hasImages = (v: unknown[] | null | undefined) => Array.isArray(v) && v.length > 0;
-  if (hasImages(body.images) || (body.messages ?? []).some((m) => hasImages(m.images))) {
-    throw Errors.badRequest(`"${model}" does not support images`, { param: 'images' });
-  }
 }
 
 /** Ollama's `logprobs`/`top_logprobs` as the engine takes them: alternatives per token, or nothing. */

@@ -7,11 +7,11 @@
  */
 import type { FastifyInstance } from 'fastify';
 import { clientGone } from 'lia/plugin';
-import type { ToolCall } from 'lia/plugin';
-import type { InferenceService } from 'lia/plugin';
+import type { ToolCall } from 'lia/plugin/contracts';
+import type { InferenceService } from 'lia/plugin/contracts';
 import { parseKeepAlive } from '../keep-alive.js';
 import { parseSamplingOptions } from '../request-options.js';
-import { chatMessages, given, logprobsField, outputFormat, refuseUnsupported, toolDefinitions } from './body.js';
+import { chatMessages, given, logprobsField, outputFormat, toolDefinitions } from './body.js';
 import { ChatBody } from './schemas.js';
 import { createdAt, respond } from './respond.js';
 
@@ -24,7 +24,6 @@ export function chatRoute(app: FastifyInstance, service: () => InferenceService)
     const started = process.hrtime.bigint();
     const body = request.body;
     const model = body.model;
-    refuseUnsupported(body, model);
     const msgs = chatMessages(body.messages);
     const keep = given(body.keep_alive);
     const options = parseSamplingOptions(body.options);

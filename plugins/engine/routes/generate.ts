@@ -7,10 +7,10 @@
  */
 import type { FastifyInstance } from 'fastify';
 import { clientGone } from 'lia/plugin';
-import type { InferenceService } from 'lia/plugin';
+import type { InferenceService } from 'lia/plugin/contracts';
 import { parseSamplingOptions } from '../request-options.js';
 import { parseKeepAlive } from '../keep-alive.js';
-import { given, logprobsField, outputFormat, refuseUnsupported } from './body.js';
+import { given, logprobsField, outputFormat } from './body.js';
 import { GenerateBody } from './schemas.js';
 import { createdAt, respond } from './respond.js';
 
@@ -19,7 +19,6 @@ export function generateRoute(app: FastifyInstance, service: () => InferenceServ
     const started = process.hrtime.bigint();
     const body = request.body;
     const model = body.model;
-    refuseUnsupported(body, model);
     const prompt = body.prompt ?? '';
     const suffix = given(body.suffix);
     const keep = given(body.keep_alive);
@@ -46,6 +45,7 @@ export function generateRoute(app: FastifyInstance, service: () => InferenceServ
         prompt,
         options,
         ...(suffix ? { suffix } : {}),
+        ...(body.images?.length ? { images: body.images } : {}),
         ...(system !== undefined ? { system } : {}),
         ...(template !== undefined ? { template } : {}),
         ...(raw !== undefined ? { raw } : {}),

@@ -4,9 +4,9 @@
  * @module
  */
 import type { FastifyInstance } from 'fastify';
-import { principalMayUse, VERSION } from 'lia/plugin';
-import type { InferenceService } from 'lia/plugin';
-import type { ModelDetails } from 'lia/plugin';
+import { principalMayUse, VERSION } from 'lia/utils';
+import type { InferenceService } from 'lia/plugin/contracts';
+import type { ModelDetails } from 'lia/plugin/contracts';
 import { PsResponse, VersionResponse } from './schemas.js';
 
 /**

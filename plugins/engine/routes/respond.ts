@@ -8,8 +8,8 @@
  */
 import type { FastifyReply } from 'fastify';
 import { primed, startNdjson } from 'lia/plugin';
-import type { GeneratedLogprob, GenerationEvent, ToolCall } from 'lia/plugin';
-import type { GenerationStream } from 'lia/plugin';
+import type { GeneratedLogprob, GenerationEvent, ToolCall } from 'lia/plugin/contracts';
+import type { GenerationStream } from 'lia/plugin/contracts';
 
 type DoneEvent = Extract<GenerationEvent, { type: 'done' }>;
 

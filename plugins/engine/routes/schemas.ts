@@ -7,8 +7,9 @@
  *
  * What a schema cannot say stays in the handler: a role's spelling (Ollama lower-cases it), tool
  * call arguments sent as a JSON string, a `keep_alive` duration's syntax, the keys of `options`
- * (shared with a model's stored parameters, see request-options.ts), `images` (which no backend
- * serves) and `think` (checked against the model's capabilities by the engine).
+ * (shared with a model's stored parameters, see request-options.ts), `images` (their format and
+ * size, and the model's `vision` capability) and `think` (checked against the model's
+ * capabilities by the engine).
  *
  * @module
  */
@@ -53,7 +54,7 @@ const TopLogprobs = Type.Optional(
   Nullable(Type.Integer({ minimum: 0, maximum: 20, errorMessage: 'top_logprobs must be between 0 and 20' })),
 );
 
-/** Base64 images; no backend serves them yet, so a non-empty list is refused by the handler. */
+/** Base64 images; the engine checks each (format, size) and the model's `vision` capability. */
 const Images = Type.Optional(Nullable(Type.Array(Type.String())));
 
 const ToolCall = Type.Object(
@@ -156,6 +157,17 @@ export type EmbedBody = Static<typeof EmbedBody>;
 /** `POST /api/embeddings` (legacy): one prompt, one raw vector. */
 export const EmbeddingsBody = Type.Object({ model: Model, prompt: Text, keep_alive: KeepAlive, options: Options }, open);
 export type EmbeddingsBody = Static<typeof EmbeddingsBody>;
+
+/** `POST /tokenize` (llama-server's fields). */
+export const TokenizeBody = Type.Object(
+  { model: Model, content: Type.String(), add_special: Flag, parse_special: Flag, with_pieces: Flag, keep_alive: KeepAlive },
+  open,
+);
+export type TokenizeBody = Static<typeof TokenizeBody>;
+
+/** `POST /detokenize`: token ids (llama-server's fields). */
+export const DetokenizeBody = Type.Object({ model: Model, tokens: Type.Array(Type.Integer({ minimum: 0 })), keep_alive: KeepAlive }, open);
+export type DetokenizeBody = Static<typeof DetokenizeBody>;
 
 /** `GET /api/version`. */
 export const VersionResponse = Type.Object({ version: Type.String(), lia_version: Type.String() });

@@ -5,7 +5,7 @@
  *
  * @module
  */
-import type { GpuDevice } from 'lia/plugin';
+import type { GpuDevice } from 'lia/plugin/contracts';
 
 const MIB = 1024 * 1024;
 

@@ -8,8 +8,9 @@
  */
 import { readdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
-import type { GpuProvider, GpuReport } from 'lia/plugin';
-import { firstLine, runTool } from 'lia/plugin';
+import type { GpuProvider } from 'lia/plugin';
+import type { GpuReport } from 'lia/plugin/contracts';
+import { firstLine, runTool } from 'lia/utils';
 import which from 'which';
 import { parseAmdSmiJson, parseAmdSysfs, parseRocmSmiJson, type SysfsCard } from './amd-parse.js';
 

@@ -6,8 +6,9 @@
  *
  * @module
  */
-import type { GpuDevice, GpuProvider, GpuReport } from 'lia/plugin';
-import { firstLine, runTool } from 'lia/plugin';
+import type { GpuProvider } from 'lia/plugin';
+import type { GpuDevice, GpuReport } from 'lia/plugin/contracts';
+import { firstLine, runTool } from 'lia/utils';
 import which from 'which';
 
 /** The fields asked for, in this order (the order gpustat and telegraf use). */

@@ -9,7 +9,7 @@
  */
 import { readFile, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { firstLine, runTool } from 'lia/plugin';
+import { firstLine, runTool } from 'lia/utils';
 
 /** Where avahi keeps its files and which tools talk to it. */
 export interface AvahiOptions {

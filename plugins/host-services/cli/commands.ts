@@ -6,7 +6,9 @@
  *
  * @module
  */
-import { CliError, responseError, type ApiClient, type CliCommand, type CliIO, type SystemStatus } from 'lia/plugin';
+import { CliError, type ApiClient, type CliCommand, type CliIO } from 'lia/plugin';
+import type { SystemStatus } from 'lia/plugin/contracts';
+import { responseError } from 'lia/utils';
 
 const JSON_OPTION = { json: { type: 'boolean' } } as const;
 

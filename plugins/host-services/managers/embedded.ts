@@ -8,14 +8,18 @@
  */
 import {
   Errors,
-  isServiceName,
   type LogHub,
-  type LogLine,
-  type ServiceAction,
-  type ServiceManager,
   type ServiceRegistry,
-  type ServiceStatus,
 } from 'lia/plugin';
+import type {
+  LogLine,
+  ServiceAction,
+  ServiceManager,
+  ServiceStatus,
+} from 'lia/plugin/contracts';
+import {
+  isServiceName,
+} from 'lia/utils';
 import { serviceManagerFailed } from '../errors.js';
 
 /** The embedded default's service manager over core's ServiceRegistry and LogHub. */

@@ -4,7 +4,7 @@
  *
  * @module
  */
-import type { LogLine, ServiceActiveState, ServiceStatus } from 'lia/plugin';
+import type { LogLine, ServiceActiveState, ServiceStatus } from 'lia/plugin/contracts';
 
 /** Splits `systemctl show` output into one property map per unit (blocks are separated by blank lines). */
 export function parseShowBlocks(stdout: string): Map<string, string>[] {

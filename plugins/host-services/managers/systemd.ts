@@ -6,9 +6,11 @@
  *
  * @module
  */
-import { Errors, SERVICE_NAMES, type LogLine, type ServiceAction, type ServiceManager, type ServiceName, type ServiceStatus } from 'lia/plugin';
+import { Errors } from 'lia/plugin';
+import type { LogLine, ServiceAction, ServiceManager, ServiceName, ServiceStatus } from 'lia/plugin/contracts';
+import { SERVICE_NAMES } from 'lia/utils';
 import { serviceManagerFailed } from '../errors.js';
-import { firstLine, runTool, ToolError } from 'lia/plugin';
+import { firstLine, runTool, ToolError } from 'lia/utils';
 import { parseJournalJson, parseShowBlocks, serviceStatusOf } from './systemd-parse.js';
 
 /** The executables and the deadline of one call. */

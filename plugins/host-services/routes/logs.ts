@@ -7,7 +7,9 @@
  */
 import { Type } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
-import { Errors, isServiceName, SERVICE_NAMES, type ServiceManager } from 'lia/plugin';
+import { Errors } from 'lia/plugin';
+import type { ServiceManager } from 'lia/plugin/contracts';
+import { isServiceName, SERVICE_NAMES } from 'lia/utils';
 
 /** `lines` when the query has none. */
 export const LINES_DEFAULT = 100;

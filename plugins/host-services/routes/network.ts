@@ -11,7 +11,8 @@ import { X509Certificate } from 'node:crypto';
 import { Type } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
 import type { AddressInfo } from 'node:net';
-import { advertisedUrls, Errors, type Hooks } from 'lia/plugin';
+import { Errors, type Hooks } from 'lia/plugin';
+import { advertisedUrls } from 'lia/utils';
 
 /** One DNS label (RFC 1123): 1–63 letters, digits and hyphens, not starting or ending with a hyphen. */
 export const HOSTNAME_LABEL = /^(?=.{1,63}$)[a-z0-9](?:[a-z0-9-]*[a-z0-9])?$/;

@@ -11,7 +11,9 @@
  */
 import { Type } from '@sinclair/typebox';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { Errors, isServiceName, SERVICE_NAMES, type ServiceAction, type ServiceManager, type ServiceName } from 'lia/plugin';
+import { Errors } from 'lia/plugin';
+import type { ServiceAction, ServiceManager, ServiceName } from 'lia/plugin/contracts';
+import { isServiceName, SERVICE_NAMES } from 'lia/utils';
 
 const ACTIONS: readonly ServiceAction[] = ['start', 'stop', 'restart'];
 

@@ -6,7 +6,8 @@
  */
 import os from 'node:os';
 import type { FastifyInstance } from 'fastify';
-import { VERSION, type Hooks } from 'lia/plugin';
+import type { Hooks } from 'lia/plugin';
+import { VERSION } from 'lia/utils';
 import type { StatusSampler } from '../status/sampler.js';
 
 const size = { type: 'string', pattern: '^[0-9]+(\\.[0-9])?G$' } as const;

@@ -12,7 +12,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { ProgressView, type ProgressLine } from './progress-view.js';
 import { ModelfileError, parseModelfile } from '../modelfile/parse.js';
-import { CliError, formatBytes, responseError, type ApiClient, type CliCommand, type CliIO } from 'lia/plugin';
+import { CliError, type ApiClient, type CliCommand, type CliIO } from 'lia/plugin';
+import { formatBytes, responseError } from 'lia/utils';
 
 interface TagsResponse {
   models: Array<{ name: string; digest: string; size: number; modified_at: string }>;
@@ -233,7 +234,7 @@ export const commands: CliCommand[] = [
         throw err;
       }
       const client = await io.client();
-      const { from, license, ...rest } = modelfile;
+      const { from, license, extraFrom, ...rest } = modelfile;
       const request: Record<string, unknown> = { model: name, ...rest };
       if (Object.keys(rest.parameters).length === 0) delete request['parameters'];
       if (rest.messages.length === 0) delete request['messages'];
@@ -252,8 +253,16 @@ export const commands: CliCommand[] = [
         } else {
           files[path.basename(local)] = await uploadBlob(client, local, io);
         }
+        // More FROM lines: files that go with the weights (a vision projector).
+        for (const extra of extraFrom) {
+          const more = await localPath(extra, path.dirname(file));
+          if (!more || !(await stat(more).then((s) => s.isFile(), () => false))) throw new CliError(`FROM ${extra}: a second FROM must name a file (a vision projector .gguf)`);
+          if (files[path.basename(more)] !== undefined) throw new CliError(`FROM ${extra}: two FROM files have the name ${path.basename(more)}`);
+          files[path.basename(more)] = await uploadBlob(client, more, io);
+        }
         request['files'] = files;
       } else {
+        if (extraFrom.length > 0) throw new CliError(`FROM ${extraFrom[0]}: a second FROM goes with a first FROM that names a file, not a model`);
         request['from'] = from;
       }
       await follow(io, 'using', client.stream<ProgressLine>('POST', '/api/create', request));

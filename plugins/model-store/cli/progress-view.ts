@@ -6,7 +6,7 @@
  *
  * @module
  */
-import { formatBytes } from 'lia/plugin';
+import { formatBytes } from 'lia/utils';
 
 /** A progress line of the pull/push/create streams. */
 export interface ProgressLine {

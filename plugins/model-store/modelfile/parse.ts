@@ -4,6 +4,7 @@
  * ```
  * # comment
  * FROM ./model.gguf            (a file, an ONNX folder, or an existing model name)
+ * FROM ./mmproj.gguf           (optional: a vision projector for the GGUF above)
  * TEMPLATE """{{ .Prompt }}"""
  * SYSTEM You are terse.
  * PARAMETER temperature 0.7
@@ -21,6 +22,11 @@
 /** What a Modelfile says. */
 export interface Modelfile {
   from: string;
+  /**
+   * The files of FROM lines after the first: files that go with the first one's weights (a vision
+   * projector GGUF, as Ollama writes `FROM model.gguf` then `FROM mmproj.gguf`). Defaults to none.
+   */
+  extraFrom: string[];
   template?: string;
   system?: string;
   parameters: Record<string, unknown>;
@@ -71,7 +77,7 @@ function readValue(src: string, i: number, lineNo: () => number): { value: strin
 /** Parses Modelfile text; throws {@link ModelfileError} naming the line. */
 export function parseModelfile(src: string): Modelfile {
   const text = src.replace(/\r\n?/g, '\n');
-  const out: Partial<Modelfile> & Pick<Modelfile, 'parameters' | 'license' | 'messages'> = { parameters: {}, license: [], messages: [] };
+  const out: Partial<Modelfile> & Pick<Modelfile, 'parameters' | 'license' | 'messages' | 'extraFrom'> = { parameters: {}, license: [], messages: [], extraFrom: [] };
   let i = 0;
   const lineAt = (pos: number): number => text.slice(0, pos).split('\n').length;
   while (i < text.length) {
@@ -111,7 +117,10 @@ export function parseModelfile(src: string): Modelfile {
       default: {
         const { value, next } = readValue(text, i, line);
         i = next;
-        if (instruction === 'FROM') out.from = value;
+        if (instruction === 'FROM') {
+          if (out.from === undefined) out.from = value;
+          else out.extraFrom.push(value);
+        }
         else if (instruction === 'TEMPLATE') out.template = value;
         else if (instruction === 'SYSTEM') out.system = value;
         else if (instruction === 'LICENSE') out.license.push(value);

@@ -4,7 +4,7 @@
  *
  * @module
  */
-import type { StoredMessage } from 'lia/plugin';
+import type { StoredMessage } from 'lia/plugin/contracts';
 
 /** What a Modelfile is rendered from. */
 export interface ModelfileParts {

@@ -16,7 +16,7 @@
  */
 import { statfs } from 'node:fs/promises';
 import type { FastifyBaseLogger } from 'fastify';
-import { flushToDisk, formatBytes } from 'lia/plugin';
+import { flushToDisk, formatBytes } from 'lia/utils';
 import { insufficientStorage } from '../store/errors.js';
 import type { Layer } from '../store/manifest.js';
 import type { ModelStoreService } from '../store/store.js';

@@ -4,7 +4,9 @@
  * @module
  */
 import type { FastifyInstance } from 'fastify';
-import { checkModelAllowed, Errors, type StoredMessage } from 'lia/plugin';
+import { Errors } from 'lia/plugin';
+import type { StoredMessage } from 'lia/plugin/contracts';
+import { checkModelAllowed } from 'lia/utils';
 import { checkCreate, createModel, type CreateSpec } from '../store/create.js';
 import { parseName } from '../store/names.js';
 import type { ModelStoreService } from '../store/store.js';

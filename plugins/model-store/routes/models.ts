@@ -8,7 +8,8 @@
  * @module
  */
 import type { FastifyInstance } from 'fastify';
-import { checkModelAllowed, Errors, principalMayUse } from 'lia/plugin';
+import { Errors } from 'lia/plugin';
+import { checkModelAllowed, principalMayUse } from 'lia/utils';
 import { renderModelfile, renderParameters } from '../modelfile/render.js';
 import { displayName } from '../store/names.js';
 import type { ModelStoreService } from '../store/store.js';

@@ -5,7 +5,7 @@
  * @module
  */
 import type { FastifyInstance } from 'fastify';
-import { checkModelAllowed } from 'lia/plugin';
+import { checkModelAllowed } from 'lia/utils';
 import { parseName } from '../store/names.js';
 import type { ModelStoreService } from '../store/store.js';
 import { repositoryUrl } from '../registry/client.js';

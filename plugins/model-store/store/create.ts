@@ -5,7 +5,8 @@
  *
  * @module
  */
-import { Errors, type FormatHandler, type ModelDetails, type StoredMessage } from 'lia/plugin';
+import { Errors, type FormatHandler } from 'lia/plugin';
+import type { ModelDetails, StoredMessage } from 'lia/plugin/contracts';
 import type { ConfigBlob, Formats } from './describe.js';
 import { relativePathProblem } from './layout.js';
 import { CONFIG_MEDIA_TYPE, encodeManifest, MANIFEST_MEDIA_TYPE, MediaTypes, TEXT_MEDIA_TYPES, TITLE_ANNOTATION, type Layer, type Manifest } from './manifest.js';
@@ -76,18 +77,41 @@ async function weightsFromFiles(
   const handler = formatOfFiles(store.formats, uploaded.map((f) => f.name));
   const mediaType = handler.mediaTypes[0]!;
   let layers: Layer[];
+  let weights: Layer[];
   if (handler.layout === 'file') {
-    if (uploaded.length !== 1) throw Errors.badRequest(`a ${handler.name} model is created from exactly one file`, { param: 'files' });
-    // One blob, loaded as it is: the file name is not kept (as Ollama stores GGUF).
-    layers = [{ mediaType, digest: uploaded[0]!.digest, size: uploaded[0]!.size }];
+    // One blob, loaded as it is: the file name is not kept (as Ollama stores GGUF); a second file
+    // may be the weights' vision projector, kept as a projector layer.
+    layers = await fileLayers(store, handler, uploaded);
+    weights = layers.filter((l) => l.mediaType === mediaType);
   } else {
     layers = uploaded.map((f) => ({ mediaType, digest: f.digest, size: f.size, annotations: { [TITLE_ANNOTATION]: f.name } }));
+    weights = layers;
   }
   progress({ status: `parsing ${handler.name.toUpperCase()}` });
-  const modelFiles = layers.map((l) => store.describer.file(l));
-  const described = await handler.describe({ weights: modelFiles, layers: modelFiles, verbose: false });
+  const described = await handler.describe({ weights: weights.map((l) => store.describer.file(l)), layers: layers.map((l) => store.describer.file(l)), verbose: false });
   for (const l of layers) progress({ status: `using existing layer ${l.digest}` });
   return { layers, details: { parent_model: '', format: handler.name, ...described.details } };
+}
+
+/**
+ * The layers of a `file`-layout create: the one weights file, and with two files, the weights and
+ * the vision projector the handler recognises (exactly one of each; else a 400).
+ */
+async function fileLayers(store: ModelStoreService, handler: FormatHandler, uploaded: Array<{ name: string; digest: string; size: number }>): Promise<Layer[]> {
+  const mediaType = handler.mediaTypes[0]!;
+  if (uploaded.length === 1) return [{ mediaType, digest: uploaded[0]!.digest, size: uploaded[0]!.size }];
+  const projector = handler.projector;
+  if (uploaded.length !== 2 || !projector) throw Errors.badRequest(`a ${handler.name} model is created from exactly one file`, { param: 'files' });
+  const kinds = await Promise.all(uploaded.map((f) => projector.is(store.describer.file({ mediaType, digest: f.digest, size: f.size }))));
+  const w = uploaded.filter((_, i) => !kinds[i]);
+  const p = uploaded.filter((_, i) => kinds[i]);
+  if (w.length !== 1 || p.length !== 1) {
+    throw Errors.badRequest(`two ${handler.name} files make a model only as its weights and a vision projector; ${p.length === 2 ? 'both are projectors' : 'neither is a projector'}`, { param: 'files' });
+  }
+  return [
+    { mediaType, digest: w[0]!.digest, size: w[0]!.size },
+    { mediaType: projector.mediaType, digest: p[0]!.digest, size: p[0]!.size },
+  ];
 }
 
 /**

@@ -13,11 +13,13 @@ import {
   isAppError,
   type BackendRegistry,
   type FormatHandler,
-  type ModelCapability,
-  type ModelDetails,
-  type ModelFile,
-  type StoredMessage,
 } from 'lia/plugin';
+import type {
+  ModelCapability,
+  ModelDetails,
+  ModelFile,
+  StoredMessage,
+} from 'lia/plugin/contracts';
 import type { BlobStore } from './blobs.js';
 import { layerTitle } from './layout.js';
 import { MediaTypes, TEXT_MEDIA_TYPES, type Layer, type StoredManifest } from './manifest.js';

@@ -31,6 +31,12 @@ export const MediaTypes = {
   license: 'application/vnd.ollama.image.license',
 } as const;
 
+/**
+ * Ollama's layer of a vision projector (a CLIP-style GGUF beside the weights). Not a text layer:
+ * a create with `from` keeps it.
+ */
+export const PROJECTOR_MEDIA_TYPE = 'application/vnd.ollama.image.projector';
+
 /** The text layers, which a create with `from` replaces instead of inheriting. */
 export const TEXT_MEDIA_TYPES: readonly string[] = Object.values(MediaTypes);
 

@@ -6,7 +6,8 @@
  *
  * @module
  */
-import { Errors, type CatalogEntry, type ModelSource, type RemoteModel, type ResolvedModel } from 'lia/plugin';
+import { Errors, type ModelSource } from 'lia/plugin';
+import type { CatalogEntry, RemoteModel, ResolvedModel } from 'lia/plugin/contracts';
 import { displayName, fullName, tryParseName, type ModelName } from './names.js';
 
 /** A remote model under its normalised name (`big` → `big:latest`). */

@@ -8,11 +8,13 @@
 import { existsSync, mkdirSync, statSync, type Stats } from 'node:fs';
 import { mkdir, readdir, readFile, rm, rmdir, utimes } from 'node:fs/promises';
 import path from 'node:path';
-import { Errors, writeFileAtomic, type BeforeDeleteHook, type CatalogEntry, type ModelSource, type ModelStore, type ResolvedModel } from 'lia/plugin';
+import { Errors, type ModelSource } from 'lia/plugin';
+import type { BeforeDeleteHook, CatalogEntry, ModelStore, ResolvedModel } from 'lia/plugin/contracts';
+import { writeFileAtomic } from 'lia/utils';
 import { BlobStore } from './blobs.js';
 import { Describer, type Formats, type ModelView } from './describe.js';
 import { storageError } from './errors.js';
-import { readManifest, walkManifests, type StoredManifest } from './manifest.js';
+import { PROJECTOR_MEDIA_TYPE, readManifest, walkManifests, type StoredManifest } from './manifest.js';
 import { displayName, fullName, parseName, sameName, tryParseName, type ModelName } from './names.js';
 import { materialiseFolder } from './layout.js';
 import { findRemote, remoteEntry, remoteModels, remoteRefusal, remoteResolved, type RemoteView } from './remote.js';
@@ -212,12 +214,14 @@ export class ModelStoreService implements ModelStore {
       view.handler?.layout === 'folder'
         ? await materialiseFolder(this.paths.layout(view.format, stored.digest), view.weights, (d) => this.blobs.path(d))
         : this.blobs.path(view.weights[0].digest);
+    const projector = stored.manifest.layers.find((l) => l.mediaType === PROJECTOR_MEDIA_TYPE);
     return {
       name: displayName(stored.name),
       digest: stored.digest,
       format: view.format,
       modelPath,
-      sizeBytes: view.weights.reduce((n, l) => n + l.size, 0),
+      ...(projector ? { projectorPath: this.blobs.path(projector.digest) } : {}),
+      sizeBytes: view.weights.reduce((n, l) => n + l.size, 0) + (projector?.size ?? 0),
       template: view.template,
       system: view.system,
       parameters: view.parameters,

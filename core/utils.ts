@@ -1,0 +1,27 @@
+/**
+ * `lia/utils`: helpers the built-in plugins share that are not part of the plugin contract:
+ * formatting, atomic file writes, paths, the CLI's HTTP client, host tools and a TypeBox
+ * re-export. It follows no API version: any release may change it. A third-party plugin may use
+ * it at that risk, or bring its own copies (TypeBox from `@sinclair/typebox`).
+ *
+ * @module
+ */
+export { SCOPES, grants } from './http/scopes.js';
+export { checkModelAllowed, modelAllowed, principalMayUse } from './http/request-principal.js';
+export { toAppError } from './http/error-handler.js';
+export { normalizePath } from './http/surface.js';
+export { SERVICE_NAMES, isServiceName } from './services/registry.js';
+export { readTextOrNull } from './fs/read.js';
+export { flushToDisk, writeFileAtomic, type AtomicWriteOptions } from './fs/write-atomic.js';
+export { VERSION } from './version.js';
+export { advertisedUrls, certificateCovers, type AdvertiseInput } from './banner.js';
+export { formatBytes } from './format/bytes.js';
+export { humanNumber } from './format/human-number.js';
+export { checkSchemaBounds, SCHEMA_MAX_DEPTH, SCHEMA_MAX_NODES } from './format/json-bounds.js';
+export { PROJECT_ROOT, projectPath } from './paths.js';
+export { responseError } from './cli/client.js';
+export { runTool, firstLine, ToolError, type ToolResult } from './host/run-tool.js';
+export { openaiWire, streamLines, nsSince, type WireCall } from './wire/openai.js';
+export { checkImage, imageFromDataUrl, imageMimeType, type CheckedImage } from './wire/images.js';
+/** TypeBox, for option and route schemas, so that a plugin needs no copy of its own. */
+export { Type, type Static, type TObject, type TSchema } from '@sinclair/typebox';
