@@ -253,6 +253,7 @@ export class Scheduler {
     try {
       if (inst.gone) return;
       inst.estimateBytes = (await inst.backend.estimateMemory(inst.resolved, loadOptions)).totalBytes;
+      this.#checkLargerContext(inst, contextLength);
       await this.#makeRoom(inst);
       if (inst.gone) return;
       const loadStarted = process.hrtime.bigint();
@@ -271,6 +272,22 @@ export class Scheduler {
       this.#forget(inst);
       for (const w of inst.waiters.splice(0)) w.reject(err);
     }
+  }
+
+  /**
+   * A context larger than the engine's default (a request's `num_ctx`, or one grown for a long
+   * prompt) is loaded only if it fits the memory budget on its own; otherwise the request gets a
+   * context error that names the budget, instead of a load that could exhaust the machine's memory.
+   */
+  #checkLargerContext(inst: Instance, contextLength: number): void {
+    const normal = this.#o.contextLength;
+    if (inst.resolved.remote || contextLength === 0 || (normal !== 0 && contextLength <= normal)) return;
+    if (inst.estimateBytes <= this.#o.memoryBudgetBytes) return;
+    const gb = (n: number) => `${(n / 1e9).toFixed(1)} GB`;
+    throw Errors.contextLengthExceeded(
+      `a context of ${contextLength} tokens per sequence needs about ${gb(inst.estimateBytes)} of memory, more than the engine's memory budget of ${gb(this.#o.memoryBudgetBytes)}; ` +
+        'shorten the prompt, lower num_ctx, or raise the engine\'s memoryBudget setting (LIA_MEMORY_BUDGET) or lower numParallel',
+    );
   }
 
   /** The slots of a loaded model: its own figure (a remote model's) or the engine's `parallel`. */

@@ -7,7 +7,7 @@
  * @module
  */
 import { currentPrincipal, Errors } from 'lia/plugin';
-import { checkImage, checkSchemaBounds, modelAllowed } from 'lia/utils';
+import { checkImage, checkSchemaBounds, mayUse } from 'lia/utils';
 import type { LoadedModel } from 'lia/plugin';
 import type { Admission, ChatMessage, ChatParams, GenerationEvent, OutputFormat, SamplingOptions, ToolChoice, ToolDefinition } from 'lia/plugin/contracts';
 import type {
@@ -31,6 +31,7 @@ import type { ModelStore, ResolvedModel } from 'lia/plugin/contracts';
 import { parseKeepAlive } from './keep-alive.js';
 import { mergeOptions } from './request-options.js';
 import { splitThinking } from './thinking.js';
+import { withContextGrowth } from './context-growth.js';
 import type { Lease, Scheduler } from './scheduler.js';
 
 export class EngineService implements InferenceService {
@@ -60,9 +61,10 @@ export class EngineService implements InferenceService {
     const { options } = asker;
     signal = asker.signal;
     this.#observe({ type: 'request', model: model.name, kind: 'generate', ...asker.label });
-    const lease = await this.#acquire(model, req.keep_alive, options.num_ctx, signal).catch(asker.fail);
-    if (images > 0) visionServed(lease, req.model, asker);
-    const events = lease.model.generate(
+    const { lease, events } = await withContextGrowth(async (grown) => {
+      const lease = await this.#acquire(model, req.keep_alive, grown ?? options.num_ctx, signal);
+      if (images > 0) visionServed(lease, req.model, asker);
+      const events = lease.model.generate(
       {
         prompt: req.prompt,
         ...(images > 0 ? { images: req.images } : {}),
@@ -79,6 +81,8 @@ export class EngineService implements InferenceService {
       },
       signal,
     );
+      return { lease, events };
+    }).catch(asker.fail);
     return { model: model.name, loadNs: lease.loadNs, events: leased(lease, asker.settle, observed(model.name, asker.label, started, this.#observe, think ? splitThinking(events) : events)) };
   }
 
@@ -93,9 +97,11 @@ export class EngineService implements InferenceService {
     const { options } = asker;
     signal = asker.signal;
     this.#observe({ type: 'request', model: model.name, kind: 'chat', ...asker.label });
-    const lease = await this.#acquire(model, req.keep_alive, options.num_ctx, signal).catch(asker.fail);
-    if (images > 0) visionServed(lease, req.model, asker);
-    const events = lease.model.chat(
+    const count = (loaded: LoadedModel) => (loaded.countChatTokens ? loaded.countChatTokens({ messages, options, ...tools }, signal) : Promise.resolve(0));
+    const { lease, events } = await withContextGrowth(async (grown) => {
+      const lease = await this.#acquire(model, req.keep_alive, grown ?? options.num_ctx, signal);
+      if (images > 0) visionServed(lease, req.model, asker);
+      const events = lease.model.chat(
       {
         messages,
         options,
@@ -107,6 +113,8 @@ export class EngineService implements InferenceService {
       },
       signal,
     );
+      return { lease, events };
+    }, count).catch(asker.fail);
     return { model: model.name, loadNs: lease.loadNs, events: leased(lease, asker.settle, observed(model.name, asker.label, started, this.#observe, think ? splitThinking(events) : events)) };
   }
 
@@ -246,10 +254,10 @@ export class EngineService implements InferenceService {
     if (typeof name !== 'string' || name.trim() === '') throw Errors.badRequest('model is required', { param: 'model' });
     // A key's model allow-list, checked on the name asked (before the store is asked, so a key
     // cannot learn which models exist outside its list) and on the name it resolves to.
-    const allowList = currentPrincipal()?.models;
-    if (!modelAllowed(allowList, name)) throw notAllowed(name);
+    const principal = currentPrincipal();
+    if (!mayUse(principal, name)) throw notAllowed(name);
     const model = await this.#store().resolve(name);
-    if (!modelAllowed(allowList, model.name)) throw notAllowed(name);
+    if (!mayUse(principal, model.name)) throw notAllowed(name);
     const caps = model.capabilities;
     if ((action === 'generate' || action === 'chat') && (caps.includes('embedding') || caps.includes('rerank')) && !caps.includes('completion')) {
       throw Errors.badRequest(`"${name}" does not support ${action}`);

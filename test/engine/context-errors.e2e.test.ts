@@ -1,11 +1,12 @@
 /**
- * A prompt longer than the context, on every surface, with a real model (stories260K, created
- * with `PARAMETER num_ctx 64`, and as it is, where the engine's default is capped at its trained
- * context): a 400 whose message names the prompt's length, the largest prompt the context takes
- * and what raises it (`num_ctx` / `LIA_CONTEXT_LENGTH` up to the trained context, or nothing past
- * it), in each surface's format: Ollama's `{"error"}`, OpenAI's error object with code
+ * Prompts longer than the loaded context, with a real model (stories260K, trained for 2048 tokens):
+ * created with `PARAMETER num_ctx 64`, a longer prompt grows the context (the model is loaded
+ * again, larger) and is answered, on every surface; past the trained context nothing can grow it,
+ * and the answer is a 400 naming the prompt's length, the largest prompt the context takes and
+ * why, in each surface's format: Ollama's `{"error"}`, OpenAI's error object with code
  * `context_length_exceeded`, Anthropic's `invalid_request_error` starting
- * `prompt is too long: N tokens > M maximum`.
+ * `prompt is too long: N tokens > M maximum`. (A larger context that would not fit the memory
+ * budget is refused by the scheduler: test/engine/scheduler.test.ts.)
  */
 import t from 'tap';
 import { createModel } from '../helpers/models.js';
@@ -16,48 +17,56 @@ t.teardown(() => app.close());
 await createModel(app, 'short', 'gguf/stories260K-chatml.gguf', { parameters: { num_ctx: 64 } });
 await createModel(app, 'whole', 'gguf/stories260K-chatml.gguf');
 const long = 'the cat sat on the mat. '.repeat(40);
+const tooLong = long.repeat(8);
 const post = async (path: string, body: unknown) => {
   const res = await app.fetch(path, { method: 'POST', body: JSON.stringify(body) });
   return { status: res.status, body: (await res.json()) as any };
 };
-/** The message for a 64-token context of a model trained for more. */
-const SHORT = /^prompt is too long: (\d+) tokens > 63 maximum \(the context length is 64; raise it with num_ctx \(a request option or the model's PARAMETER\) or the engine's contextLength setting \(LIA_CONTEXT_LENGTH\), up to the model's trained context length of (\d+)\)$/;
+const loadedContext = async (name: string): Promise<number | undefined> => {
+  const ps = (await (await app.fetch('/api/ps')).json()) as { models: { name: string; context_length: number }[] };
+  return ps.models.find((m) => m.name === `${name}:latest`)?.context_length;
+};
+/** The message past the model's trained context. */
+const TRAINED = /^prompt is too long: (\d+) tokens > (\d+) maximum \(the context length is (\d+), the model's trained context length; shorten the prompt\)$/;
 
-t.test('Ollama: /api/generate and /api/chat', async (t) => {
-  const gen = await post('/api/generate', { model: 'short', prompt: long, stream: false });
-  t.equal(gen.status, 400);
-  t.match(gen.body, { error: SHORT });
-  const [, n, trained] = SHORT.exec(gen.body.error) ?? [];
-  t.ok(Number(n) > 64 && Number(trained) > 64, `${n} tokens, trained ${trained}`);
-  const chat = await post('/api/chat', { model: 'short', messages: [{ role: 'user', content: long }] });
-  t.equal(chat.status, 400, 'a last message that cannot fit (streamed request: the error comes before the stream)');
-  t.match(chat.body, { error: SHORT });
+t.test('a prompt longer than the loaded context grows it, on every surface', async (t) => {
+  const gen = await post('/api/generate', { model: 'short', prompt: long, stream: false, options: { num_predict: 1 } });
+  t.equal(gen.status, 200, JSON.stringify(gen.body));
+  t.ok(gen.body.prompt_eval_count > 64, `a ${gen.body.prompt_eval_count}-token prompt answered by a model stored with num_ctx 64`);
+  const grown = (await loadedContext('short')) ?? 0;
+  t.ok(grown > gen.body.prompt_eval_count, `the model was loaded again with ${grown} tokens of context`);
+  const chat = await post('/api/chat', { model: 'short', stream: false, messages: [{ role: 'user', content: long }], options: { num_predict: 1 } });
+  t.equal(chat.status, 200);
+  const openai = await post('/v1/chat/completions', { model: 'short', max_tokens: 1, messages: [{ role: 'user', content: long }] });
+  t.equal(openai.status, 200);
+  const responses = await post('/v1/responses', { model: 'short', max_output_tokens: 16, input: long });
+  t.equal(responses.status, 200);
+  const anthropic = await post('/v1/messages', { model: 'short', max_tokens: 1, messages: [{ role: 'user', content: long }] });
+  t.equal(anthropic.status, 200);
 });
 
-t.test("past the model's trained context, nothing raises it", async (t) => {
-  const r = await post('/api/generate', { model: 'whole', prompt: long.repeat(8), stream: false });
-  t.equal(r.status, 400);
-  t.match(r.body, { error: /^prompt is too long: \d+ tokens > \d+ maximum \(the context length is \d+, the model's trained context length; shorten the prompt\)$/ });
+t.test("past the model's trained context, nothing grows it: /api/generate and /api/chat", async (t) => {
+  const gen = await post('/api/generate', { model: 'whole', prompt: tooLong, stream: false });
+  t.equal(gen.status, 400);
+  t.match(gen.body, { error: TRAINED });
+  const [, n, max, ctx] = TRAINED.exec(gen.body.error) ?? [];
+  t.ok(Number(n) > Number(ctx) && Number(max) === Number(ctx) - 1, `${n} tokens, context ${ctx}`);
+  const chat = await post('/api/chat', { model: 'whole', messages: [{ role: 'user', content: tooLong }] });
+  t.equal(chat.status, 400, 'a streamed request gets the error before the stream');
+  t.match(chat.body, { error: TRAINED });
 });
 
 t.test('OpenAI: /v1/chat/completions and /v1/responses', async (t) => {
-  const chat = await post('/v1/chat/completions', { model: 'short', messages: [{ role: 'user', content: long }] });
+  const chat = await post('/v1/chat/completions', { model: 'whole', messages: [{ role: 'user', content: tooLong }] });
   t.equal(chat.status, 400);
-  t.match(chat.body, { error: { type: 'invalid_request_error', code: 'context_length_exceeded', message: SHORT } });
-  const responses = await post('/v1/responses', { model: 'short', input: long });
+  t.match(chat.body, { error: { type: 'invalid_request_error', code: 'context_length_exceeded', message: TRAINED } });
+  const responses = await post('/v1/responses', { model: 'whole', input: tooLong });
   t.equal(responses.status, 400);
-  t.match(responses.body, { error: { type: 'invalid_request_error', code: 'context_length_exceeded', message: SHORT } });
+  t.match(responses.body, { error: { type: 'invalid_request_error', code: 'context_length_exceeded', message: TRAINED } });
 });
 
 t.test('Anthropic: /v1/messages', async (t) => {
-  const r = await post('/v1/messages', { model: 'short', max_tokens: 8, messages: [{ role: 'user', content: long }] });
+  const r = await post('/v1/messages', { model: 'whole', max_tokens: 8, messages: [{ role: 'user', content: tooLong }] });
   t.equal(r.status, 400);
-  t.match(r.body, { type: 'error', error: { type: 'invalid_request_error', message: SHORT } });
-});
-
-// Last: the larger context stays loaded (the engine reloads only to grow), so prompts fit after it.
-t.test('the num_ctx the message names makes the prompt fit', async (t) => {
-  const fits = await post('/api/generate', { model: 'short', prompt: long, stream: false, options: { num_ctx: 512, num_predict: 1 } });
-  t.equal(fits.status, 200);
-  t.ok(fits.body.prompt_eval_count > 64);
+  t.match(r.body, { type: 'error', error: { type: 'invalid_request_error', message: TRAINED } });
 });

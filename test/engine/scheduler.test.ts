@@ -179,6 +179,16 @@ t.test('memory budget: estimates that do not fit unload idle models first', asyn
   t.same(backend.journal, ['load a@2048', 'unload a', 'load b@2048']);
 });
 
+t.test('a context larger than the default that does not fit the memory budget is refused with a context error', async (t) => {
+  const backend = fakeBackend(600);
+  const s = scheduler(backend, { memoryBudgetBytes: 1000, contextLength: 2048 });
+  (await s.acquire(model('a'), {}, never)).release();
+  backend.estimateMemory = async (_m, o) => ({ totalBytes: (o.contextLength ?? 2048) > 2048 ? 1200 : 600, vramBytes: 0 });
+  const refused = await s.acquire(model('a'), { contextLength: 8192 }, never).then(() => null, (err: unknown) => err);
+  t.match(refused, { statusCode: 400, code: 'LIA_ERR_CONTEXT_LENGTH_EXCEEDED', message: /8192 tokens per sequence .* memory budget .*memoryBudget/ });
+  t.same(backend.journal, ['load a@2048', 'unload a'], 'nothing loaded past the budget');
+});
+
 t.test('a runner crash forgets the model; waiting requests load it again', async (t) => {
   const backend = fakeBackend();
   const s = scheduler(backend, { parallel: 1 });
