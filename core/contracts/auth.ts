@@ -14,17 +14,30 @@ export interface Principal {
   id: string;
   /**
    * What the credential may do; `*` is everything. Core's auth gate checks them against the scope
-   * each route declares (vocabulary and implication rule in `core/http/scopes.ts`).
+   * each route declares, with the implication rule of `core/http/scopes.ts`, unless the principal
+   * answers {@link Principal.hasScope} itself.
    */
   scopes: readonly string[];
+  /**
+   * Whether the credential may use a route that needs `scope`. Absent: core's rule over
+   * {@link Principal.scopes} (`*` grants all; `<area>:<level>` also grants `<area>:read`).
+   */
+  hasScope?(scope: string): boolean;
   /** A display name for usage and logs (`master`, a named key's name). Defaults to `id`. */
   name?: string;
   /**
-   * Models this credential may run, as glob patterns (`*` any run of characters, `?` one); a
-   * pattern without a tag also matches `<name>:latest`. Absent or null: every model. The engine
-   * enforces it wherever a model is named for inference (403 naming the model).
+   * The models this credential is limited to, as its strategy writes them (for listings and
+   * usage; `auth-api-key` writes glob patterns). Absent or null: every model. Core enforces the
+   * limit through {@link Principal.mayUse}; a principal with a list and no `mayUse` may use no
+   * model.
    */
   models?: readonly string[] | null;
+  /**
+   * Whether the credential may use `model`. The engine asks wherever a model is named for
+   * inference (403 naming the model), and listings show only the models it admits. Absent: every
+   * model (see {@link Principal.models}).
+   */
+  mayUse?(model: string): boolean;
   /**
    * Called by the engine before an inference request on `model` starts (after the allow-list):
    * throws a typed error to refuse it (429 past a rate limit, with `Retry-After`), or returns

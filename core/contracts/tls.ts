@@ -24,4 +24,10 @@ export interface TlsProvider {
   rootFingerprint(): string;
   /** Re-checks the leaf against the current host name and addresses; re-issues when needed. */
   refresh(reason: string): Promise<boolean>;
+  /**
+   * The https URLs a client can verify for a server bound to `bindHost` on `port`: the names and
+   * addresses the appliance answers on that the served certificate covers (the boot banner and
+   * `GET /system/network` list them). Absent: none are advertised.
+   */
+  advertisedUrls?(bindHost: string, port: number): string[];
 }

@@ -249,7 +249,7 @@ export class RunnerModel implements LoadedModel {
         result: (r) => (settle(), resolve(r as R)),
         error: (e) => (settle(), reject(e)),
       });
-      this.#send({ ...message, id } as ParentMessage);
+      this.#send({ ...message, id });
     });
   }
 

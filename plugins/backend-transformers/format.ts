@@ -34,9 +34,9 @@ export const onnxFormat: FormatHandler = {
     let capability: 'embedding' | 'rerank' = 'embedding';
     if (config) {
       try {
-        const parsed = JSON.parse(await readFile(config.path, 'utf8')) as { model_type?: unknown };
-        if (typeof parsed.model_type === 'string') family = parsed.model_type;
-        if (headOf(parsed as Record<string, unknown>).kind === 'cross-encoder') capability = 'rerank';
+        const parsed = JSON.parse(await readFile(config.path, 'utf8')) as Record<string, unknown>;
+        if (typeof parsed['model_type'] === 'string') family = parsed['model_type'];
+        if (headOf(parsed).kind === 'cross-encoder') capability = 'rerank';
       } catch {
         throw Errors.badRequest('config.json of the ONNX model is not valid JSON');
       }

@@ -130,12 +130,12 @@ class EncoderModel implements LoadedModel {
     return { embeddings, promptTokens: lengths.reduce((a, b) => a + b, 0) };
   }
 
-  async tokenize(params: TokenizeParams): Promise<TokenizeResult> {
-    return tokenizeText(this.tokenizer, params);
+  tokenize(params: TokenizeParams): Promise<TokenizeResult> {
+    return Promise.resolve().then(() => tokenizeText(this.tokenizer, params));
   }
 
-  async detokenize(tokens: number[]): Promise<string> {
-    return detokenizeIds(this.tokenizer, tokens);
+  detokenize(tokens: number[]): Promise<string> {
+    return Promise.resolve().then(() => detokenizeIds(this.tokenizer, tokens));
   }
 
   unload(): Promise<void> {

@@ -28,7 +28,7 @@ export default definePlugin({
   provides: ['inference'],
   requires: ['models'],
   description: 'Inference engine (svc-inference): scheduler, /api/generate, chat, embed, embeddings, ps, version, /tokenize, /detokenize',
-  service: 'svc-inference',
+  services: [{ name: 'svc-inference', description: 'LIA inference engine (model scheduler and runners)' }],
   options: Type.Object({
     numParallel: Type.Integer({
       minimum: 1,
@@ -119,7 +119,6 @@ export default definePlugin({
     service.maxImageBytes = o.maxImageBytes;
     ctx.hooks.inference.provide(service, 'engine');
     ctx.hooks.services.implement('svc-inference', {
-      description: 'LIA inference engine (model scheduler and runners)',
       async start() {
         service.running = true;
       },

@@ -121,6 +121,7 @@ export class EngineService implements InferenceService {
   async countChatTokens(req: InferenceChatRequest, signal: AbortSignal): Promise<{ model: string; promptTokens: number }> {
     const tools = toolFields(req.tools, req.toolChoice);
     const model = await this.#resolve(req.model, 'chat');
+    checkImages(model, req.model, req.messages.flatMap((m) => m.images ?? []), this.maxImageBytes, 'messages');
     const options = mergeOptions(model.parameters, req.options);
     const lease = await this.#acquire(model, req.keep_alive, options.num_ctx, signal);
     const params: ChatParams = { messages: withStored(model, req.messages), options, ...tools, ...thinkField(req.think, thinks(model, req.think, req.model)) };
