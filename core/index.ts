@@ -21,7 +21,7 @@ import './http/route-config.js';
 export { definePlugin, PLUGIN_API_VERSION, type LiaPlugin, type PluginContext, type PluginSpec } from './plugin/define.js';
 export { Slot, Registry, Extensions, type Hooks, type BannerSection, type ErrorFormat, type CustomHooks } from './plugin/hooks.js';
 export type { BackendRegistry } from './plugin/backend-registry.js';
-export type { ServiceRegistry, ServiceRole } from './services/registry.js';
+export type { ServiceRegistry, ServiceRole, ServiceDeclaration } from './services/registry.js';
 export type { LogHub } from './logging.js';
 export { AppError, Errors, defineError, isAppError, type AppErrorOptions, type ErrorFactory } from './errors.js';
 export { startNdjson, clientGone, type StreamWriter } from './streaming/ndjson.js';

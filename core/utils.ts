@@ -6,15 +6,13 @@
  *
  * @module
  */
-export { SCOPES, grants } from './http/scopes.js';
-export { checkModelAllowed, modelAllowed, principalMayUse } from './http/request-principal.js';
+export { grants } from './http/scopes.js';
+export { checkModelAllowed, mayUse, principalMayUse } from './http/request-principal.js';
 export { toAppError } from './http/error-handler.js';
 export { normalizePath } from './http/surface.js';
-export { SERVICE_NAMES, isServiceName } from './services/registry.js';
 export { readTextOrNull } from './fs/read.js';
 export { flushToDisk, writeFileAtomic, type AtomicWriteOptions } from './fs/write-atomic.js';
 export { VERSION } from './version.js';
-export { advertisedUrls, certificateCovers, type AdvertiseInput } from './banner.js';
 export { formatBytes } from './format/bytes.js';
 export { humanNumber } from './format/human-number.js';
 export { checkSchemaBounds, SCHEMA_MAX_DEPTH, SCHEMA_MAX_NODES } from './format/json-bounds.js';

@@ -63,6 +63,13 @@ export const ConfigSchema = Type.Object(
     maxConnections: Type.Integer({ minimum: 1 }),
     plugins: Type.Record(Type.String({ pattern: '^[a-z0-9@][a-z0-9._/@-]*$' }), PluginEntrySchema),
     /**
+     * The services the appliance has, in start order: `/health` and `/system/services` list each
+     * one, `inactive` while no enabled plugin declares it. Plugins declare the services they run
+     * (`PluginSpec.services`); one they declare beyond this list starts after it. Defaults to the
+     * interface's six (`config/lia.default.yaml`).
+     */
+    services: Type.Array(Type.String({ pattern: '^[a-z][a-z0-9-]{0,63}$' }), { uniqueItems: true }),
+    /**
      * Which backend serves a model format that several enabled backends claim, or one that runs
      * it beside its own backend: format name → backend name (`llama-cpp`) or plugin name
      * (`backend-llama-cpp`); a key with a `:` names one model (`llava:7b: llama-server`).

@@ -86,7 +86,7 @@ export const AJV_OPTIONS = {
 export async function buildApp(config: Config, options: BuildOptions = {}): Promise<BuiltApp> {
   const logs = new LogHub();
   const destination = await logOutput(config, options.logDestination === undefined ? process.stdout : options.logDestination);
-  const hooks = createHooks(logs, options.console ?? ((text) => process.stdout.write(text)));
+  const hooks = createHooks(logs, options.console ?? ((text) => process.stdout.write(text)), config.services ?? []);
   const app = Fastify({
     // Fastify applies its server timeouts only to servers it creates itself, so the factory sets
     // them: per phase (handshake, headers, keep-alive), none on a whole request (./connections.ts).
@@ -156,8 +156,8 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
  */
 function installProxyRole(app: FastifyInstance, hooks: Hooks): void {
   let open = false;
+  hooks.services.declare({ name: 'svc-proxy', description: 'LIA HTTPS front end (TLS termination and routing)' }, 'core');
   hooks.services.implement('svc-proxy', {
-    description: 'LIA HTTPS front end (TLS termination and routing)',
     async start() {
       open = true;
     },

@@ -54,7 +54,7 @@ export function installAuthGate(app: FastifyInstance, hooks: Hooks): void {
     markAuthenticated(request.raw.socket);
     if (request.is404 === true) return;
     const needed = requiredScope(request.routeOptions.config?.scope);
-    if (!grants(request.principal.scopes, needed)) {
+    if (!(request.principal.hasScope ? request.principal.hasScope(needed) : grants(request.principal.scopes, needed))) {
       throw Errors.forbidden(`this API key lacks the scope "${needed}" that ${request.method} ${request.routeOptions.url} needs`);
     }
   });

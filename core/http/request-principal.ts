@@ -7,7 +7,8 @@
  * every promise pays a little more once an `AsyncLocalStorage` is in use, a few µs per request
  * (bench/results/2026-11-27-code-notes.md).
  *
- * Also the model allow-list rule of `Principal.models`, so the engine and the docs agree.
+ * Also the generic model check: a principal answers for the models it may use
+ * (`Principal.mayUse`); the rule behind the answer belongs to the strategy that made it.
  *
  * @module
  */
@@ -27,31 +28,15 @@ export function runAs<T>(principal: Principal, fn: () => T): T {
   return current.run(principal, fn);
 }
 
-const compiled = new Map<string, RegExp>();
-
-function globToRegExp(pattern: string): RegExp {
-  let re = compiled.get(pattern);
-  if (!re) {
-    const body = pattern.replace(/[.+^${}()|[\]\\]/g, '\\$&').replace(/\*/g, '.*').replace(/\?/g, '.');
-    re = new RegExp(`^${body}$`, 'i');
-    if (compiled.size > 10_000) compiled.clear();
-    compiled.set(pattern, re);
-  }
-  return re;
-}
-
 /**
- * Whether a principal's model allow-list admits `model`: null or absent admits all; otherwise a
- * glob pattern (`*`, `?`, case-insensitive) must match the name, or the name without its
- * `:latest` tag (so `llama3` admits `llama3:latest`).
+ * Whether `principal` may use `model`: its own answer (`Principal.mayUse`, e.g. the glob allow-list
+ * of `auth-api-key`'s named keys); without one, every model, unless it carries a `models` list it
+ * cannot answer for, which admits none (fail closed). Outside a request (null), every model.
  */
-export function modelAllowed(patterns: readonly string[] | null | undefined, model: string): boolean {
-  if (!patterns) return true;
-  const bare = model.endsWith(':latest') ? model.slice(0, -':latest'.length) : null;
-  return patterns.some((p) => {
-    const re = globToRegExp(p);
-    return re.test(model) || (bare !== null && re.test(bare));
-  });
+export function mayUse(principal: Principal | null, model: string): boolean {
+  if (!principal) return true;
+  if (principal.mayUse) return principal.mayUse(model);
+  return principal.models === undefined || principal.models === null;
 }
 
 /**
@@ -61,12 +46,12 @@ export function modelAllowed(patterns: readonly string[] | null | undefined, mod
  * models exist outside the list.
  */
 export function checkModelAllowed(model: string, param = 'model'): void {
-  if (!modelAllowed(currentPrincipal()?.models, model)) {
+  if (!mayUse(currentPrincipal(), model)) {
     throw Errors.forbidden(`this API key may not use the model "${model}"`, { param });
   }
 }
 
-/** Whether the current principal's allow-list admits `model` (for filtering listings). */
+/** Whether the current principal may use `model` (for filtering listings). */
 export function principalMayUse(model: string): boolean {
-  return modelAllowed(currentPrincipal()?.models, model);
+  return mayUse(currentPrincipal(), model);
 }

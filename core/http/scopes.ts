@@ -1,7 +1,8 @@
 /**
  * Route scopes: what a principal may do. Every route names the one scope it needs in its options
  * (`config: { scope: 'models:read' }`); core's auth gate refuses, with 403, a principal that does
- * not hold it. The rule lives here so the gate, the route table and the docs agree.
+ * not hold it (or that answers `hasScope` false). The rule lives here so the gate, the route table
+ * and the docs agree; the vocabulary belongs to the routes and to the strategy that issues keys.
  *
  * - `*` grants everything (the master key holds it).
  * - A scope `<area>:<level>` whose level is not `read` also grants `<area>:read`: `models:write`
@@ -16,15 +17,14 @@
  * @module
  */
 
-/** The scopes of the built-in routes. */
-export const SCOPES = ['inference', 'models:read', 'models:write', 'system:read', 'system:admin', 'keys:admin'] as const;
-
 /** Every scope: granted to the master key, needed by non-public routes that declare none. */
 export const ALL_SCOPES = '*';
 
-export type BuiltInScope = (typeof SCOPES)[number];
-/** A built-in scope, `*`, or a scope a plugin defines; the intersection keeps editor completion. */
-export type Scope = BuiltInScope | typeof ALL_SCOPES | (string & {});
+/**
+ * A scope: `*` or any scope a plugin's routes declare (`models:read`, `hello:read`); the
+ * built-in plugins' scopes are listed by `auth-api-key`, which issues keys holding them.
+ */
+export type Scope = typeof ALL_SCOPES | (string & {});
 
 /** The read scope implied by `scope` (`models:write` → `models:read`), or null. */
 function impliedRead(scope: string): string | null {

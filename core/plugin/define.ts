@@ -31,6 +31,7 @@ import type { Static, TObject } from '@sinclair/typebox';
 import type { CliCommand } from '../cli/types.js';
 import type { Config } from '../config/schema.js';
 import type { HookName, Hooks } from './hooks.js';
+import type { ServiceDeclaration } from '../services/registry.js';
 
 /**
  * The major version of the plugin API this core implements. A plugin declares the version it was
@@ -47,7 +48,7 @@ export interface PluginContext<Options> {
   /** The whole validated configuration (read-only). */
   readonly config: Config;
   readonly hooks: Hooks;
-  /** A child logger bound to the plugin (and to its service, see {@link PluginSpec.service}). */
+  /** A child logger bound to the plugin (and to its service, see {@link PluginSpec.services}). */
   readonly log: FastifyBaseLogger;
 }
 
@@ -78,7 +79,16 @@ export interface PluginSpec<S extends TObject = TObject> {
    * documentation for `lia plugins` and the reader, not checked. Defaults to none.
    */
   readonly uses?: readonly HookName[];
-  /** The service this plugin implements, if any; its log lines are filed under it. */
+  /**
+   * The services this plugin runs (`svc-inference`, ...): each one is listed by `/health` and
+   * `/system/services`, started in the order the registry's rule gives (see
+   * `ServiceRegistry`) and stopped in reverse, and its setup attaches the role with
+   * `ctx.hooks.services.implement(name, { start, stop })`. A name another enabled plugin (or core)
+   * declares stops the start (exit 2, naming both); a declared service the setup does not
+   * implement stops it too. Defaults to none.
+   */
+  readonly services?: readonly ServiceDeclaration[];
+  /** The service the plugin's log lines are filed under. Defaults to the first of {@link PluginSpec.services}. */
   readonly service?: string;
   /** TypeBox schema of the options; unknown keys are rejected. No schema: the plugin takes none. */
   readonly options?: S;

@@ -5,7 +5,8 @@
  * - registries (`auth`, `backends`, `gpu`, `requestObservers`, `inferenceObservers`): many plugins
  *   may add to them;
  * - slots (`tls`, `models`, `inference`, `keys`, `serviceManager`, `network`, `gpuMonitor`): exactly one plugin
- *   provides each; reading an empty slot throws an error that names the plugin to enable;
+ *   provides each (the plugin that declares it in `provides`); reading an empty slot throws a 503
+ *   that names the hook;
  * - `extensions`: hooks that plugins define for each other (see {@link Extensions}).
  *
  * @module
@@ -123,7 +124,7 @@ export class Extensions {
   #slot(name: string): Slot<unknown> {
     let slot = this.#slots.get(name);
     if (!slot) {
-      slot = new Slot<unknown>(`hook "${name}"`, 'enable the plugin that provides it');
+      slot = new Slot<unknown>(`hook "${name}"`, missing(name));
       this.#slots.set(name, slot);
     }
     return slot;
@@ -172,7 +173,7 @@ export interface Hooks {
   readonly backends: BackendRegistry;
   /** GPU probes; the GPU monitor uses the first whose `detect()` is true. */
   readonly gpu: Registry<GpuProvider & { name: string }>;
-  /** The six managed services and their state. */
+  /** The managed services (the configuration's list and those plugins declare) and their state. */
   readonly services: ServiceRegistry;
   /** Per-service log buffers (`/system/logs` in the embedded default). */
   readonly logs: LogHub;
@@ -204,7 +205,16 @@ export interface Hooks {
   readonly network: Slot<NetworkProvider>;
 }
 
-export function createHooks(logs: LogHub, console: (text: string) => void): Hooks {
+/**
+ * The advice of an empty slot. Core names no plugin: whichever enabled plugin declares the hook
+ * in `provides` fills it (the start names the built-in provider when a plugin `requires` it).
+ */
+function missing(hook: string): string {
+  return `no enabled plugin provides "${hook}"; enable the plugin that declares it in "provides"`;
+}
+
+/** The hooks of one appliance; `services` is the configuration's list of the services it has. */
+export function createHooks(logs: LogHub, console: (text: string) => void, services: readonly string[] = []): Hooks {
   return {
     console,
     banner: new Registry<BannerSection>('banner section'),
@@ -213,17 +223,17 @@ export function createHooks(logs: LogHub, console: (text: string) => void): Hook
     requestObservers: new Registry<RequestObserver>('request observer'),
     inferenceObservers: new Registry<InferenceObserver>('inference observer'),
     modelSources: new Registry<ModelSource>('model source'),
-    gpuMonitor: new Slot<GpuMonitor>('the GPU monitor', 'enable the "host-gpu" plugin'),
+    gpuMonitor: new Slot<GpuMonitor>('the GPU monitor', missing('gpuMonitor')),
     auth: new Registry<AuthStrategy>('auth strategy'),
     backends: new BackendRegistry(),
     gpu: new Registry<GpuProvider & { name: string }>('GPU provider'),
-    services: new ServiceRegistry(),
+    services: new ServiceRegistry(services),
     logs,
-    tls: new Slot<TlsProvider>('TLS', 'enable the "pki-local-ca" plugin'),
-    keys: new Slot<KeyStore>('the key store', 'enable the "auth-api-key" plugin'),
-    models: new Slot<ModelStore>('the model store', 'enable the "model-store" plugin'),
-    inference: new Slot<InferenceService>('inference', 'enable the "engine" plugin'),
-    serviceManager: new Slot<ServiceManager>('service management', 'enable the "host-services" plugin'),
-    network: new Slot<NetworkProvider>('network management', 'enable the "host-network" plugin'),
+    tls: new Slot<TlsProvider>('TLS', missing('tls')),
+    keys: new Slot<KeyStore>('the key store', missing('keys')),
+    models: new Slot<ModelStore>('the model store', missing('models')),
+    inference: new Slot<InferenceService>('inference', missing('inference')),
+    serviceManager: new Slot<ServiceManager>('service management', missing('serviceManager')),
+    network: new Slot<NetworkProvider>('network management', missing('network')),
   };
 }

@@ -213,17 +213,29 @@ async function builtInProvidersOf(hook: string, enabled: ReadonlySet<string>): P
  */
 export async function registerPlugins(app: FastifyInstance, plugins: LoadedPlugin[], config: Config, hooks: Hooks): Promise<void> {
   const byName = new Map(plugins.map((p) => [p.spec.name, p]));
+  for (const { spec } of plugins) {
+    for (const service of spec.services ?? []) {
+      try {
+        hooks.services.declare(service, spec.name);
+      } catch (err) {
+        throw new ConfigError(`${where(config)}: ${(err as Error).message}`);
+      }
+    }
+  }
   const runtime: PluginRuntime = {
     contextFor(spec: PluginSpec, instance: FastifyInstance): PluginContext<Record<string, unknown>> {
       const loaded = byName.get(spec.name);
       if (!loaded) throw new ConfigError(`${where(config)}: plugin "${spec.name}" is registered but not enabled in the config`);
-      const log = instance.log.child(spec.service ? { plugin: spec.name, svc: spec.service } : { plugin: spec.name });
+      const service = spec.service ?? spec.services?.[0]?.name;
+      const log = instance.log.child(service ? { plugin: spec.name, svc: service } : { plugin: spec.name });
       return { name: spec.name, options: loaded.options, config, hooks, log };
     },
     setUp(name) {
       const spec = byName.get(name)?.spec;
       const unmet = (spec?.provides ?? []).find((hook) => !isProvided(hooks, hook));
       if (unmet) throw new Error(`plugin "${name}" declares that it provides "${unmet}", but its setup did not provide it`);
+      const idle = (spec?.services ?? []).find((service) => !hooks.services.isImplemented(service.name));
+      if (idle) throw new Error(`plugin "${name}" declares service "${idle.name}", but its setup did not implement it (hooks.services.implement)`);
       hooks.backends.claim(name);
     },
   };

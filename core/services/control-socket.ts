@@ -15,7 +15,7 @@
 import { chmod, mkdir, rm } from 'node:fs/promises';
 import net from 'node:net';
 import path from 'node:path';
-import { isServiceName, type ServiceRegistry, type ServiceState } from './registry.js';
+import { type ServiceRegistry, type ServiceState } from './registry.js';
 
 export function controlSocketPath(dataDir: string): string {
   return path.join(dataDir, 'run', 'control.sock');
@@ -68,7 +68,7 @@ export async function openControlSocket(dataDir: string, services: ServiceRegist
       return reply(socket, { ok: false, error: 'not JSON' });
     }
     const service = String(req.service);
-    if (!isServiceName(service)) return reply(socket, { ok: false, error: `unknown service "${service}"` });
+    if (!services.has(service)) return reply(socket, { ok: false, error: `unknown service "${service}"` });
     try {
       switch (req.action) {
         case 'start':

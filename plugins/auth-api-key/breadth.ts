@@ -36,7 +36,7 @@ const LIMITS = ['requests_per_minute', 'tokens_per_minute', 'concurrent_streams'
 
 /**
  * Whether every name the glob `inner` matches is matched by the glob `outer` (both as
- * `modelAllowed` reads them: `*` any run, `?` one character, case-insensitive). A sound, partial
+ * `modelAllowed` (allow-list.ts) reads them: `*` any run, `?` one character, case-insensitive). A sound, partial
  * check: `inner` is read as a sequence of literals, `?` and `*`; a literal of `outer` must meet the
  * same literal, its `?` one literal or `?`, and its `*` any run of them, while a `*` of `inner`
  * can only be met by a `*` of `outer`. So `stories-*` is inside `stories*`, `a?c` inside `a*`,

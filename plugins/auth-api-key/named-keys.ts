@@ -15,7 +15,8 @@ import { timingSafeEqual } from 'node:crypto';
 import path from 'node:path';
 import { Errors, type Principal } from 'lia/plugin';
 import type { AdmissionAsk } from 'lia/plugin/contracts';
-import { readTextOrNull, SCOPES, writeFileAtomic } from 'lia/utils';
+import { readTextOrNull, writeFileAtomic } from 'lia/utils';
+import { KEY_SCOPES, modelAllowed } from './allow-list.js';
 import { digestOf, generateKey } from './key-format.js';
 import { KeyLimiter, type KeyLimits } from './rate-limits.js';
 
@@ -77,11 +78,13 @@ export function namedRecordOf(principal: Principal): KeyRecord | null {
 /** The key's in-memory form; `limiter` is kept across a rotation (limits and their state stay). */
 function load(record: KeyRecord, limiter = new KeyLimiter(record.limits)): NamedKey {
   const withdrawn = new AbortController();
+  const models = record.models ? Object.freeze([...record.models]) : null;
   const principal: Principal = Object.freeze({
     id: record.name,
     name: record.name,
     scopes: Object.freeze([...record.scopes]),
-    models: record.models ? Object.freeze([...record.models]) : null,
+    models,
+    mayUse: (model: string) => modelAllowed(models, model),
     admit: (_model: string, ask?: AdmissionAsk) => limiter.admit(ask),
     signal: withdrawn.signal,
   });
@@ -228,8 +231,8 @@ function checkSpec(spec: KeySpec, now: Date): void {
   if (RESERVED_NAMES.includes(spec.name)) throw Errors.badRequest(`the name "${spec.name}" is reserved (the master key, and its rotation route)`, { param: 'name' });
   if (!new RegExp(NAME_PATTERN).test(spec.name)) throw Errors.badRequest(`invalid key name: it must match ${NAME_PATTERN}`, { param: 'name' });
   for (const scope of spec.scopes) {
-    if (!(SCOPES as readonly string[]).includes(scope)) {
-      throw Errors.badRequest(`unknown scope "${scope}": expected one of ${SCOPES.join(', ')}`, { param: 'scopes' });
+    if (!(KEY_SCOPES as readonly string[]).includes(scope)) {
+      throw Errors.badRequest(`unknown scope "${scope}": expected one of ${KEY_SCOPES.join(', ')}`, { param: 'scopes' });
     }
   }
   if (spec.expires_at) {

@@ -8,7 +8,6 @@
  */
 import type { ApiClient } from 'lia/plugin';
 import type { SystemStatus } from 'lia/plugin/contracts';
-import { SERVICE_NAMES } from 'lia/utils';
 import { recentWarnings, type LogEntry, type Warning } from './format.js';
 
 export interface ServiceRow {
@@ -69,14 +68,16 @@ export async function readSnapshot(client: ApiClient, withLogs = true): Promise<
       return null;
     }
   };
+  // The logs are read per service, for the services the appliance lists.
+  const listed = part('services', get<{ services: ServiceRow[] }>(client, '/system/services'));
   const [status, network, services, ps, gpu, logs] = await Promise.all([
     part('status', get<SystemStatus>(client, '/system/status')),
     part('network', get<NonNullable<Snapshot['network']>>(client, '/system/network')),
-    part('services', get<{ services: ServiceRow[] }>(client, '/system/services')),
+    listed,
     part('models', get<{ models: LoadedModel[] }>(client, '/api/ps')),
     part('gpu', get<NonNullable<Snapshot['gpu']>>(client, '/system/gpu')),
     withLogs
-      ? part('logs', Promise.all(SERVICE_NAMES.map(async (s) => [s, (await get<{ lines: LogEntry[] }>(client, `/system/logs?service=${s}&lines=${LOG_LINES}`)).lines] as const)))
+      ? part('logs', listed.then((l) => Promise.all((l?.services ?? []).map(({ name: s }) => s).map(async (s) => [s, (await get<{ lines: LogEntry[] }>(client, `/system/logs?service=${s}&lines=${LOG_LINES}`)).lines] as const))))
       : null,
   ]);
   return {

@@ -13,7 +13,6 @@
 import { createElement as h, useCallback, useEffect, useRef, useState, type ReactElement } from 'react';
 import { Box, Text, useApp, useInput, useStdout, type Key } from 'ink';
 import type { SystemStatus } from 'lia/plugin/contracts';
-import { SERVICE_NAMES } from 'lia/utils';
 import { caDownloadUrl, clip, formatSize, formatUptime, groupFingerprint } from './format.js';
 import type { Snapshot } from './snapshot.js';
 
@@ -163,12 +162,12 @@ export function screenKey(snap: Snapshot): string {
   ]);
 }
 
-function Prompt(props: { mode: Mode; notice: Notice | null; busy: string | null; keyFile: string; width: number }): ReactElement {
+function Prompt(props: { mode: Mode; notice: Notice | null; busy: string | null; keyFile: string; width: number; services: readonly string[] }): ReactElement {
   const { mode, notice, busy, width } = props;
   let text: ReactElement;
   if (busy) text = line(`${busy}…`, undefined, { color: 'yellow' });
   else if (mode.kind === 'confirm-rotate') text = line('Rotate the master key? Clients using the current key stop working.  y: rotate   any other key: cancel', undefined, { color: 'yellow' });
-  else if (mode.kind === 'choose-service') text = line(`Restart which service?  ${SERVICE_NAMES.map((n, i) => `${i + 1} ${n}`).join('  ')}   Esc: cancel`, undefined, { color: 'yellow' });
+  else if (mode.kind === 'choose-service') text = line(`Restart which service?  ${props.services.map((n, i) => `${i + 1} ${n}`).join('  ')}   Esc: cancel`, undefined, { color: 'yellow' });
   else if (mode.kind === 'hostname') text = line(`New host name (letters, digits, hyphens): ${mode.text}▏  Enter: apply   Esc: cancel`, undefined, { color: 'yellow' });
   else if (notice) text = h(Text, { color: notice.tone === 'error' ? 'red' : notice.tone === 'secret' ? 'magenta' : 'green', wrap: 'wrap' }, notice.text);
   else text = line('r rotate key   s restart a service   h host name   k key file   q quit', undefined, { dimColor: true });
@@ -228,6 +227,7 @@ export function ConsoleApp(props: ConsoleProps): ReactElement {
   }, [refresh]);
 
   const downloadUrl = caDownloadUrl(snap?.network?.urls ?? []);
+  const serviceNames = (snap?.services ?? []).map((s) => s.name);
   useEffect(() => {
     if (!downloadUrl || qrText?.url === downloadUrl) return;
     void props.qr(downloadUrl).then((text) => alive.current && setQrText({ url: downloadUrl, text }));
@@ -260,7 +260,7 @@ export function ConsoleApp(props: ConsoleProps): ReactElement {
       return;
     }
     if (mode.kind === 'choose-service') {
-      const name = SERVICE_NAMES[Number(input) - 1];
+      const name = serviceNames[Number(input) - 1];
       setMode({ kind: 'main' });
       if (name && /^[1-9]$/.test(input)) act(`Restarting ${name}`, async () => ({ text: await props.actions.restartService(name), tone: 'info' }));
       return;
@@ -312,6 +312,6 @@ export function ConsoleApp(props: ConsoleProps): ReactElement {
         : null,
     ),
     withQr ? null : line(`CA download: ${downloadUrl ?? '(no URL)'}  (widen the terminal to ${QR_MIN_COLUMNS} columns for a QR code)`, undefined, { dimColor: true }),
-    h(Prompt, { mode, notice, busy, keyFile: props.keyFile, width: columns }),
+    h(Prompt, { mode, notice, busy, keyFile: props.keyFile, width: columns, services: serviceNames }),
   );
 }

@@ -40,7 +40,7 @@ export default definePlugin({
   apiVersion: 1,
   provides: ['gpuMonitor'],
   description: 'GPU monitor (svc-gpu-monitor): NVIDIA and AMD probes sampled in the background, GET /system/gpu',
-  service: 'svc-gpu-monitor',
+  services: [{ name: 'svc-gpu-monitor', description: 'GPU monitor: samples GPU memory and temperature', required: false }],
   options,
   env: { LIA_GPU_VENDOR: 'vendor', LIA_NVIDIA_SMI: 'nvidiaSmi', LIA_ROCM_SMI: 'rocmSmi' },
   async setup(app, ctx) {
@@ -52,8 +52,6 @@ export default definePlugin({
     const sampler = new GpuSampler(() => hooks.gpu.list(), { vendor: o.vendor, intervalMs: o.intervalMs, timeoutMs: o.timeoutMs });
     hooks.gpuMonitor.provide({ latest: () => sampler.snapshot() }, ctx.name);
     hooks.services.implement('svc-gpu-monitor', {
-      description: 'GPU monitor: samples GPU memory and temperature',
-      required: false,
       async start() {
         await sampler.start();
         const s = sampler.snapshot();

@@ -13,7 +13,6 @@ import path from 'node:path';
 import { Type } from '@sinclair/typebox';
 import { definePlugin, Errors } from 'lia/plugin';
 import type { LogLine, ServiceManager } from 'lia/plugin/contracts';
-import { SERVICE_NAMES } from 'lia/utils';
 import { LogFiles } from './log-files.js';
 import { EmbeddedServiceManager } from './managers/embedded.js';
 import { SystemdServiceManager } from './managers/systemd.js';
@@ -62,7 +61,7 @@ export default definePlugin({
   provides: ['serviceManager'],
   uses: ['network', 'tls'],
   description: 'Management API (svc-system-api): status, services, logs, network; embedded supervisor or systemd',
-  service: 'svc-system-api',
+  services: [{ name: 'svc-system-api', description: 'Management API: status, services, logs and network' }],
   options,
   env: { LIA_SERVICE_MANAGER: 'manager' },
   commands: async () => (await import('./cli/commands.js')).commands,
@@ -73,16 +72,17 @@ export default definePlugin({
 
     let manager: ServiceManager;
     if (kind === 'systemd') {
-      manager = new SystemdServiceManager({ systemctl: o.systemctl, journalctl: o.journalctl, timeoutMs: o.timeoutMs });
+      manager = new SystemdServiceManager({ systemctl: o.systemctl, journalctl: o.journalctl, timeoutMs: o.timeoutMs, names: () => hooks.services.names() });
     } else {
       let history = new Map<string, LogLine[]>();
       if (o.logFiles) {
         const files = new LogFiles({ dir: path.join(config.dataDir, 'logs'), maxBytes: o.logFileMaxBytes, keep: o.logFileKeep });
-        history = await files.open(SERVICE_NAMES, 10_000);
+        const names = hooks.services.names();
+        history = await files.open(names, 10_000);
         // Lines logged before this plugin was set up are in the buffers only: file them first.
-        for (const name of SERVICE_NAMES) for (const line of hooks.logs.tail(name, 10_000)) files.write(name, line);
+        for (const name of names) for (const line of hooks.logs.tail(name, 10_000)) files.write(name, line);
         hooks.logs.onLine((service, line) => {
-          if ((SERVICE_NAMES as readonly string[]).includes(service)) files.write(service, line);
+          if (hooks.services.has(service)) files.write(service, line);
         });
         app.addHook('onClose', async () => files.flushed());
       }
@@ -96,7 +96,6 @@ export default definePlugin({
       intervalMs: o.statusIntervalMs,
     });
     hooks.services.implement('svc-system-api', {
-      description: 'Management API: status, services, logs and network',
       async start() {
         await sampler.start();
         if (sampler.lastError) ctx.log.warn({ error: sampler.lastError }, 'some status figures could not be read');
@@ -118,8 +117,8 @@ export default definePlugin({
     });
 
     statusRoutes(app, sampler, hooks);
-    servicesRoutes(app, () => hooks.serviceManager.get());
-    logsRoutes(app, () => hooks.serviceManager.get());
+    servicesRoutes(app, () => hooks.serviceManager.get(), hooks.services);
+    logsRoutes(app, () => hooks.serviceManager.get(), hooks.services);
     networkRoutes(app, hooks, config.host);
   },
 });

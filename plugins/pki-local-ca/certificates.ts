@@ -214,3 +214,14 @@ export function profileOf(certPem: string): NameConstraintProfile {
   const nc = AsnConvert.parse(ext.value, asn.NameConstraints);
   return (nc.permittedSubtrees ?? []).some((s) => s.base.iPAddress !== undefined) ? 'strict' : 'compatible';
 }
+
+/** True when the certificate covers the name or IP address (no certificate: nothing is covered). */
+export function certificateCovers(certPem: string | undefined, host: string): boolean {
+  if (!certPem) return false;
+  try {
+    const cert = new X509Certificate(certPem);
+    return /^[\d.]+$/.test(host) || host.includes(':') ? cert.checkIP(host) !== undefined : cert.checkHost(host) !== undefined;
+  } catch {
+    return false;
+  }
+}

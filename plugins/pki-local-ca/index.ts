@@ -13,7 +13,8 @@ import os from 'node:os';
 import { Type } from '@sinclair/typebox';
 import { definePlugin } from 'lia/plugin';
 import type { TlsCredentials, TlsProvider } from 'lia/plugin/contracts';
-import { fingerprint, permittedDnsOf } from './certificates.js';
+import { advertisedUrls } from './advertise.js';
+import { certificateCovers, fingerprint, permittedDnsOf } from './certificates.js';
 import { caFiles, loadOrCreateRoot, loadOrIssueLeaf, rootFingerprintIn } from './ca.js';
 import { isPermittedDns } from './names.js';
 
@@ -54,7 +55,7 @@ export default definePlugin({
   provides: ['tls'],
   uses: ['network'],
   description: 'Local CA: root with Name Constraints, TLS leaf renewal, hot swap, /system/ca-cert',
-  service: 'svc-certs',
+  services: [{ name: 'svc-certs', description: 'LIA certificates: local CA and TLS leaf renewal' }],
   options: Options,
   env: { LIA_CA_DNS_NAMES: 'dnsNames', LIA_CA_NAME_CONSTRAINTS: 'nameConstraints' },
   commands: async () => (await import('./cli/commands.js')).commands,
@@ -119,6 +120,15 @@ export default definePlugin({
       return running;
     };
 
+    // The URLs clients can verify: the names and addresses served, less those the leaf leaves out.
+    const urls = (bindHost: string, port: number): string[] =>
+      advertisedUrls({
+        bindHost,
+        port,
+        hostname: hostname(),
+        mdnsHostname: ctx.hooks.network.maybe()?.mdns().hostname,
+        covers: (host) => certificateCovers(credentials?.cert, host),
+      });
     const provider: TlsProvider = {
       current() {
         if (!credentials) throw new Error('svc-certs has not started: no TLS credentials yet');
@@ -135,8 +145,17 @@ export default definePlugin({
         return rootFp;
       },
       refresh: (reason) => check(reason),
+      advertisedUrls: urls,
     };
     ctx.hooks.tls.provide(provider, ctx.name);
+    ctx.hooks.banner.register({
+      name: 'urls',
+      order: 0,
+      lines: ({ port, hostname: name }) => [
+        ['Host name', name],
+        ...urls(ctx.config.host, port).map((url, i) => [i === 0 ? 'URLs' : '', url] as const),
+      ],
+    });
     ctx.hooks.banner.register({
       name: 'local-ca',
       order: 10,
@@ -161,7 +180,6 @@ export default definePlugin({
     });
 
     ctx.hooks.services.implement('svc-certs', {
-      description: 'LIA certificates: local CA and TLS leaf renewal',
       async start() {
         await check('start');
         timer = setInterval(() => {

@@ -32,14 +32,12 @@ export default definePlugin({
   name: 'webui',
   apiVersion: 1,
   description: 'Web console at /ui/: chat, models, system, keys, CA download',
-  service: 'svc-webui',
+  services: [{ name: 'svc-webui', description: 'LIA web console', required: false }],
   async setup(app, ctx) {
     const assets = await loadAssets(projectPath('dist', 'webui'));
     if (!assets) ctx.log.warn('dist/webui is missing: the web console is not built (npm run build)');
     let serving = false;
     ctx.hooks.services.implement('svc-webui', {
-      description: 'LIA web console',
-      required: false,
       async start() {
         serving = true;
       },

@@ -5,10 +5,12 @@
  * user: inference answers 503 (models unloaded), the web UI goes away, then both come back.
  */
 import t from 'tap';
-import { SERVICE_NAMES } from '../../core/utils.js';
 import { startTestAppliance } from '../helpers/appliance.js';
 import { createModel } from '../helpers/models.js';
 import { waitFor } from '../helpers/wait.js';
+
+/** The interface's six services, in the start order of the shipped configuration. */
+const SERVICE_NAMES = ['svc-inference', 'svc-webui', 'svc-proxy', 'svc-gpu-monitor', 'svc-system-api', 'svc-certs'];
 
 interface ServiceEntry {
   name: string;

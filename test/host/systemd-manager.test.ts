@@ -5,11 +5,13 @@
  * and that the tools were called with fixed argument arrays and allow-listed unit names.
  */
 import t from 'tap';
-import { SERVICE_NAMES } from '../../core/utils.js';
 import { HOST_ONLY } from '../helpers/plugin-sets.js';
 import { startTestAppliance } from '../helpers/appliance.js';
 import { waitFor } from '../helpers/wait.js';
 import { fakeTool } from './fake-tool.js';
+
+/** The interface's six services, in the start order of the shipped configuration. */
+const SERVICE_NAMES = ['svc-inference', 'svc-webui', 'svc-proxy', 'svc-gpu-monitor', 'svc-system-api', 'svc-certs'];
 
 
 t.test('systemd manager', async (t) => {

@@ -10,8 +10,10 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import vm from 'node:vm';
 import t from 'tap';
-import { SERVICE_NAMES } from '../../core/utils.js';
 import { ROOT } from '../helpers/fixtures.js';
+
+/** The interface's six services, in the start order of the shipped configuration. */
+const SERVICE_NAMES = ['svc-inference', 'svc-webui', 'svc-proxy', 'svc-gpu-monitor', 'svc-system-api', 'svc-certs'];
 
 const run = promisify(execFile);
 const UNITS_DIR = path.join(ROOT, 'systemd');

@@ -6,7 +6,12 @@
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import t from 'tap';
-import { advertisedUrls } from '../../core/banner.js';
+import { advertisedUrls as advertise, type AdvertiseInput } from '../../plugins/pki-local-ca/advertise.js';
+import { certificateCovers } from '../../plugins/pki-local-ca/certificates.js';
+
+/** The list over the coverage check of the served leaf, as pki-local-ca combines them. */
+const advertisedUrls = ({ certPem, ...rest }: Omit<AdvertiseInput, 'covers'> & { certPem: string | undefined }): string[] =>
+  advertise({ ...rest, covers: (host) => certificateCovers(certPem, host) });
 
 const run = promisify(execFile);
 // A leaf like the PKI issues: localhost, box.local, box-2.local, loopback and one LAN address.

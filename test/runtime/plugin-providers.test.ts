@@ -62,3 +62,34 @@ t.test('a plugin whose setup does not provide what it declares stops the start',
     /plugin "claims-network" declares that it provides "network", but its setup did not provide it/,
   );
 });
+
+const INDEXER = path.join(ROOT, 'test/fixtures/plugins/indexer/index.ts');
+const CLAIMS_PROXY = path.join(ROOT, 'test/fixtures/plugins/claims-proxy/index.ts');
+const SIX = ['svc-inference', 'svc-webui', 'svc-proxy', 'svc-gpu-monitor', 'svc-system-api', 'svc-certs'];
+
+t.test('a service a plugin declares is listed after the configured six and runs like them', async (t) => {
+  const app = await startTestAppliance({ plugins: { ...HOST_ONLY, indexer: { module: INDEXER } } });
+  t.teardown(() => app.close());
+  const list = (await (await app.fetch('/system/services')).json()) as { services: Array<{ name: string; state: string; description: string }> };
+  t.same(list.services.map((s) => s.name), [...SIX, 'svc-indexer'], 'the six (their plugins disabled or not), then the declared one');
+  t.match(list.services.find((s) => s.name === 'svc-inference'), { state: 'inactive' }, 'svc-inference is listed with the engine disabled');
+  t.match(list.services.find((s) => s.name === 'svc-indexer'), { state: 'active', description: 'Test indexer' });
+  const health = (await (await app.fetch('/health', { auth: false })).json()) as { services: Record<string, string> };
+  t.equal(health.services['svc-indexer'], 'active');
+  const stop = await app.fetch('/system/services/svc-indexer/stop', { method: 'POST' });
+  t.equal(stop.status, 200);
+  const after = (await (await app.fetch('/system/services')).json()) as { services: Array<{ name: string; state: string }> };
+  t.match(after.services.find((s) => s.name === 'svc-indexer'), { state: 'inactive' });
+  const logs = await app.fetch('/system/logs?service=svc-indexer&lines=5');
+  t.equal(logs.status, 200, 'its logs are a known service');
+});
+
+t.test('a service declared twice, or declared and not implemented, stops the start', async (t) => {
+  const r = await serve(`plugins:\n  claims-proxy: { module: ${JSON.stringify(CLAIMS_PROXY)} }\n`);
+  t.equal(r.code, 2);
+  t.match(r.err, /service "svc-proxy" is declared by both "core" and "claims-proxy"; enable only one of them/);
+  await t.rejects(
+    startTestAppliance({ plugins: { ...HOST_ONLY, indexer: { module: INDEXER, options: { implement: false } } } }),
+    /plugin "indexer" declares service "svc-indexer", but its setup did not implement it/,
+  );
+});

@@ -9,7 +9,6 @@
  */
 import os from 'node:os';
 import { ConfigError, loadConfig } from '../../config/load.js';
-import { isServiceName } from '../../services/registry.js';
 import { attach } from '../attach.js';
 import { startAppliance } from '../../main.js';
 import type { CliCommand } from '../types.js';
@@ -26,7 +25,8 @@ export const commands: CliCommand[] = [
       config: { type: 'string', short: 'c' },
       /**
        * Under systemd, which unit this process is: `svc-proxy` runs the appliance; any other
-       * service attaches to it and drives its role (core/cli/attach.ts).
+       * service attaches to it and drives its role (core/cli/attach.ts). The name must be one of
+       * the configuration's `services`.
        */
       service: { type: 'string' },
     },
@@ -46,7 +46,7 @@ export const commands: CliCommand[] = [
         throw err;
       }
       const service = values['service'] as string | undefined;
-      if (service !== undefined && !isServiceName(service)) {
+      if (service !== undefined && !config.services.includes(service)) {
         io.stderr.write(`lia: --service: unknown service "${service}"\n`);
         return 2;
       }

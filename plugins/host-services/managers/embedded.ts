@@ -17,9 +17,6 @@ import type {
   ServiceManager,
   ServiceStatus,
 } from 'lia/plugin/contracts';
-import {
-  isServiceName,
-} from 'lia/utils';
 import { serviceManagerFailed } from '../errors.js';
 
 /** The embedded default's service manager over core's ServiceRegistry and LogHub. */
@@ -50,7 +47,7 @@ export class EmbeddedServiceManager implements ServiceManager {
   }
 
   async act(name: string, action: ServiceAction): Promise<void> {
-    if (!isServiceName(name)) throw Errors.notFound(`no such service: ${name}`);
+    if (!this.#services.has(name)) throw Errors.notFound(`no such service: ${name}`);
     if (!this.#services.isImplemented(name)) {
       throw Errors.conflict(`${name} cannot ${action}: no enabled plugin provides it (enable it in the configuration)`);
     }

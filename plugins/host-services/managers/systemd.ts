@@ -8,7 +8,6 @@
  */
 import { Errors } from 'lia/plugin';
 import type { LogLine, ServiceAction, ServiceManager, ServiceName, ServiceStatus } from 'lia/plugin/contracts';
-import { SERVICE_NAMES } from 'lia/utils';
 import { serviceManagerFailed } from '../errors.js';
 import { firstLine, runTool, ToolError } from 'lia/utils';
 import { parseJournalJson, parseShowBlocks, serviceStatusOf } from './systemd-parse.js';
@@ -19,6 +18,8 @@ export interface SystemdOptions {
   journalctl: string;
   /** Deadline of one call in ms. */
   timeoutMs: number;
+  /** The appliance's services (`hooks.services.names()`), each a unit `<name>.service`. */
+  names: () => readonly ServiceName[];
 }
 
 const PROPERTIES = ['Id', 'Description', 'LoadState', 'ActiveState', 'SubState', 'MainPID', 'StateChangeTimestamp', 'UnitFileState'];
@@ -39,19 +40,20 @@ export class SystemdServiceManager implements ServiceManager {
   }
 
   async list(): Promise<ServiceStatus[]> {
-    const units = SERVICE_NAMES.map(unitOf);
+    const names = this.#o.names();
+    const units = names.map(unitOf);
     const args = ['show', '--no-pager', '--timestamp=unix', `--property=${PROPERTIES.join(',')}`, '--', ...units];
     const r = await this.#run(this.#o.systemctl, args);
     if (r.code !== 0) throw serviceManagerFailed(`systemctl show failed (exit ${r.code}): ${firstLine(r.stderr) || 'no message'}`);
     const blocks = parseShowBlocks(r.stdout);
-    return SERVICE_NAMES.map((name) => {
+    return names.map((name) => {
       const block = blocks.find((b) => b.get('Id') === unitOf(name)) ?? new Map([['LoadState', 'not-found']]);
       return serviceStatusOf(name, block);
     });
   }
 
   async act(name: string, action: ServiceAction): Promise<void> {
-    const unit = unitOf(name as ServiceName);
+    const unit = unitOf(name);
     const r = await this.#run(this.#o.systemctl, ['--no-block', '--no-ask-password', action, '--', unit]);
     if (r.code !== 0) {
       const said = firstLine(r.stderr) || firstLine(r.stdout) || 'no message';
@@ -63,7 +65,7 @@ export class SystemdServiceManager implements ServiceManager {
   }
 
   async logs(name: string, lines: number): Promise<LogLine[]> {
-    const unit = unitOf(name as ServiceName);
+    const unit = unitOf(name);
     const args = ['-q', '--no-pager', '-o', 'json', '-n', String(lines), '--output-fields=MESSAGE,PRIORITY', '-u', unit];
     const r = await this.#run(this.#o.journalctl, args, 64 * 1024 * 1024);
     if (r.code !== 0) throw serviceManagerFailed(`journalctl failed (exit ${r.code}): ${firstLine(r.stderr) || 'no message'}`);

@@ -7,9 +7,8 @@
  */
 import { Type } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
-import { Errors } from 'lia/plugin';
+import { Errors, type ServiceRegistry } from 'lia/plugin';
 import type { ServiceManager } from 'lia/plugin/contracts';
-import { isServiceName, SERVICE_NAMES } from 'lia/utils';
 
 /** `lines` when the query has none. */
 export const LINES_DEFAULT = 100;
@@ -29,11 +28,11 @@ export function parseLines(raw: string | undefined): number {
 const LogsQuery = Type.Object({ service: Type.Optional(Type.String()), lines: Type.Optional(Type.String()) });
 
 /** Registers `GET /system/logs`. */
-export function logsRoutes(app: FastifyInstance, manager: () => ServiceManager): void {
+export function logsRoutes(app: FastifyInstance, manager: () => ServiceManager, services: Pick<ServiceRegistry, 'has' | 'names'>): void {
   app.get<{ Querystring: { service?: string; lines?: string } }>('/system/logs', { config: { scope: 'system:read' }, schema: { querystring: LogsQuery } }, async (request, reply) => {
     const { service } = request.query;
-    if (!service) throw Errors.badRequest(`missing "service"; one of: ${SERVICE_NAMES.join(', ')}`, { param: 'service' });
-    if (!isServiceName(service)) throw Errors.badRequest(`unknown service "${service}"; one of: ${SERVICE_NAMES.join(', ')}`, { param: 'service' });
+    if (!service) throw Errors.badRequest(`missing "service"; one of: ${services.names().join(', ')}`, { param: 'service' });
+    if (!services.has(service)) throw Errors.badRequest(`unknown service "${service}"; one of: ${services.names().join(', ')}`, { param: 'service' });
     const lines = parseLines(request.query.lines);
     const m = manager();
     const entries = await m.logs(service, lines);

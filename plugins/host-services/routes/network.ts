@@ -12,7 +12,6 @@ import { Type } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
 import type { AddressInfo } from 'node:net';
 import { Errors, type Hooks } from 'lia/plugin';
-import { advertisedUrls } from 'lia/utils';
 
 /** One DNS label (RFC 1123): 1–63 letters, digits and hyphens, not starting or ending with a hyphen. */
 export const HOSTNAME_LABEL = /^(?=.{1,63}$)[a-z0-9](?:[a-z0-9-]*[a-z0-9])?$/;
@@ -48,7 +47,7 @@ export function networkRoutes(app: FastifyInstance, hooks: Hooks, bindHost: stri
     const net = hooks.network.get();
     const mdns = net.mdns();
     const port = (app.server.address() as AddressInfo | null)?.port ?? 0;
-    const urls = advertisedUrls({ bindHost, port, hostname: net.hostname(), mdnsHostname: mdns.hostname, certPem: hooks.tls.maybe()?.current().cert });
+    const urls = hooks.tls.maybe()?.advertisedUrls?.(bindHost, port) ?? [];
     return reply.header('Cache-Control', 'no-store').send({ hostname: net.hostname(), interfaces: net.interfaces(), mdns, urls });
   });
 

@@ -11,9 +11,8 @@
  */
 import { Type } from '@sinclair/typebox';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { Errors } from 'lia/plugin';
+import { Errors, type ServiceRegistry } from 'lia/plugin';
 import type { ServiceAction, ServiceManager, ServiceName } from 'lia/plugin/contracts';
-import { isServiceName, SERVICE_NAMES } from 'lia/utils';
 
 const ACTIONS: readonly ServiceAction[] = ['start', 'stop', 'restart'];
 
@@ -56,7 +55,7 @@ export function readAction(request: FastifyRequest<ActionRequest>): { action: Se
 }
 
 /** Registers `GET /system/services` and the action routes. */
-export function servicesRoutes(app: FastifyInstance, manager: () => ServiceManager): void {
+export function servicesRoutes(app: FastifyInstance, manager: () => ServiceManager, services: Pick<ServiceRegistry, 'has' | 'names'>): void {
   app.get('/system/services', { config: { scope: 'system:read' } }, async (_request, reply) => {
     const m = manager();
     return reply.header('Cache-Control', 'no-store').send({ manager: m.kind, services: await m.list() });
@@ -64,7 +63,7 @@ export function servicesRoutes(app: FastifyInstance, manager: () => ServiceManag
 
   const handler = async (request: FastifyRequest<ActionRequest>, reply: FastifyReply) => {
     const { name } = request.params;
-    if (!isServiceName(name)) throw Errors.notFound(`no such service "${name}"; services: ${SERVICE_NAMES.join(', ')}`);
+    if (!services.has(name)) throw Errors.notFound(`no such service "${name}"; services: ${services.names().join(', ')}`);
     const { action, force } = readAction(request);
     const self = SELF_SERVICES.includes(name);
     if (self && action === 'stop' && !force) {
