@@ -112,7 +112,7 @@ async function stopServer(child: ChildProcess): Promise<void> {
 }
 
 async function main(): Promise<void> {
-  const model = await benchModelPath(values.model!);
+  const model = await benchModelPath(values.model);
   const binary = await buildLlamaServer();
   let port = Number(values.port);
   const report: Record<string, unknown> = { model: modelLabel(model), date: new Date().toISOString(), threads: THREADS, batchThreads: BATCH_THREADS };

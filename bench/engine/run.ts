@@ -104,7 +104,7 @@ async function checkConfiguration(app: { fetch(p: string): Promise<{ json(): Pro
 async function main(): Promise<void> {
   const machine = machineInfo();
   console.log(machineLine(machine));
-  const model = await benchModelPath(values.model!);
+  const model = await benchModelPath(values.model);
   const binary = await buildLlamaServer();
   let port = Number(values.port);
   const startServer = () => startLlamaServer(binary, { model, port, threads: THREADS, batchThreads: BATCH_THREADS, parallel: SLOTS, contextPerSlot: CONTEXT });

@@ -72,7 +72,7 @@ async function phase(generate: Generate, system: string, together: boolean): Pro
 }
 
 async function main(): Promise<void> {
-  const model = await benchModelPath(values.model!);
+  const model = await benchModelPath(values.model);
   const port = Number(values.port);
   const server: ChildProcess = await startLlamaServer(await buildLlamaServer(), {
     model, port, threads: THREADS, batchThreads: BATCH_THREADS, parallel: SLOTS, contextPerSlot: CONTEXT,

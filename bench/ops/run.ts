@@ -155,8 +155,8 @@ const base = { plugins: { 'backend-transformers': false } };
 const on = await startApplianceProcess(base);
 const off = await startApplianceProcess({ plugins: { 'backend-transformers': false, metrics: false } });
 try {
-  await createModel(on, 'bench', values.model!);
-  await createModel(off, 'bench', values.model!);
+  await createModel(on, 'bench', values.model);
+  await createModel(off, 'bench', values.model);
   const scrape = await scrapeCost(on, Number(values.rounds), Number(values.seconds), Number(values.concurrency));
   const tput = await throughput(on, off, Number(values.gens), Number(values.tokens));
   const idle = await consoleIdle(on, Number(values.idle));

@@ -32,7 +32,7 @@ import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import tls from 'node:tls';
 import { parseArgs } from 'node:util';
-import { Pool, request, type Dispatcher } from 'undici';
+import { Pool, request } from 'undici';
 import { startApplianceProcess, type ApplianceProcess } from '../lib/appliance-process.js';
 import { median } from '../lib/stats.js';
 
@@ -87,7 +87,7 @@ interface Answer {
 /** One request; `headers` may be a flat array to repeat a header. A transport error is status 0. */
 async function send(method: string, url: string, headers: Record<string, string> | string[] = {}, body?: string | Buffer): Promise<Answer> {
   try {
-    const res = await request(app.url + url, { method: method as Dispatcher.HttpMethod, headers, body, dispatcher: pool });
+    const res = await request(app.url + url, { method: method, headers, body, dispatcher: pool });
     const text = method === 'HEAD' ? '' : await res.body.text();
     return { status: res.statusCode, text, headers: res.headers };
   } catch (err) {

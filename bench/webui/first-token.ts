@@ -69,14 +69,14 @@ await page.getByLabel('Model').selectOption('stories').catch(() => undefined);
 interface BrowserRound { painted: number; inDom: number }
 async function browserRound(): Promise<BrowserRound> {
   await page.locator('button.primary', { hasText: 'New chat' }).click();
-  const before = await page.evaluate('window.__ft.samples.length') as number;
+  const before = await page.evaluate<number>('window.__ft.samples.length');
   const box = page.getByLabel('Message');
   await box.fill(PROMPT);
   await box.press('Enter');
   await page.getByTestId('answer-stats').last().waitFor();
   // Polled from here: the page's CSP refuses the string evaluation waitForFunction polls with.
-  while (((await page.evaluate('window.__ft.samples.length')) as number) <= before) await new Promise((r) => setTimeout(r, 20));
-  return page.evaluate(`window.__ft.samples[${before}]`) as Promise<BrowserRound>;
+  while ((await page.evaluate<number>('window.__ft.samples.length')) <= before) await new Promise((r) => setTimeout(r, 20));
+  return page.evaluate<BrowserRound>(`window.__ft.samples[${before}]`);
 }
 
 interface ApiRound { client: number; server: number }

@@ -73,7 +73,12 @@ export class LlamaCppBackend implements InferenceBackend {
 
   async load(model: ResolvedModel, options: LoadOptions): Promise<RunnerModel> {
     const log = this.#options.log.child({ model: model.name });
+    // The runner may exit before startRunner returns (a failed load): `runner` is unset then.
     let runner: RunnerModel | undefined;
+    const onExit = (err: Error): void => {
+      if (runner) this.#forget(runner);
+      options.onExit?.(err);
+    };
     runner = await startRunner(
       {
         modelPath: model.modelPath,
@@ -86,13 +91,7 @@ export class LlamaCppBackend implements InferenceBackend {
         ...(model.template ? { template: model.template } : {}),
         ...(this.#jinjaOnly.has(model.modelPath) ? { knownChatWrapper: 'JinjaTemplate' as const } : {}),
       },
-      {
-        log,
-        onExit: (err) => {
-          if (runner) this.#forget(runner);
-          options.onExit?.(err);
-        },
-      },
+      { log, onExit },
       this.#takeSpare() ?? spawnRunner(this.#spawnOptions()),
     );
     this.#refillWhenQuiet();

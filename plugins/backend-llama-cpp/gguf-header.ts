@@ -64,21 +64,22 @@ export interface GgufHeaderOptions {
   ignoreKeys?: readonly string[];
 }
 
-const enum T {
-  U8 = 0,
-  I8 = 1,
-  U16 = 2,
-  I16 = 3,
-  U32 = 4,
-  I32 = 5,
-  F32 = 6,
-  Bool = 7,
-  Str = 8,
-  Arr = 9,
-  U64 = 10,
-  I64 = 11,
-  F64 = 12,
-}
+/** GGUF value type tags, as the file stores them (uint32). */
+const T = {
+  U8: 0,
+  I8: 1,
+  U16: 2,
+  I16: 3,
+  U32: 4,
+  I32: 5,
+  F32: 6,
+  Bool: 7,
+  Str: 8,
+  Arr: 9,
+  U64: 10,
+  I64: 11,
+  F64: 12,
+} as const;
 const FIXED_SIZE: Record<number, number> = { 0: 1, 1: 1, 2: 2, 3: 2, 4: 4, 5: 4, 6: 4, 7: 1, 10: 8, 11: 8, 12: 8 };
 
 /** Skipped values: a string over the limit, or an array that was not kept. */

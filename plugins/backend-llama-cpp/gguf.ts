@@ -110,7 +110,8 @@ export async function readGguf(file: string, options: { verbose?: boolean } = {}
   }
   const lib = await llama();
   const meta = header.metadata;
-  const arch = String(meta.get('general.architecture') ?? 'unknown');
+  const archName = meta.get('general.architecture');
+  const arch = typeof archName === 'string' ? archName : 'unknown';
   const count = parameterCount(header);
   const chatTemplate = meta.get('tokenizer.chat_template');
   const modelInfo = nest(meta);

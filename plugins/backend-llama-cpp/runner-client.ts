@@ -280,7 +280,7 @@ export class RunnerModel implements LoadedModel {
     signal.addEventListener('abort', onAbort, { once: true });
     try {
       if (signal.aborted) throw signal.reason;
-      this.#send({ ...message, id } as ParentMessage);
+      this.#send({ ...message, id });
       for await (const event of queue) {
         if (event.type === 'done') finished = true;
         yield event;

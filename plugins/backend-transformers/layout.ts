@@ -137,7 +137,10 @@ export async function poolingOf(dir: string, model: string): Promise<Pooling> {
   const modules = await readJsonAny(dir, 'modules.json', model);
   let folder = '1_Pooling';
   if (Array.isArray(modules)) {
-    const isPooling = (m: unknown): boolean => String((m as Json | null)?.['type'] ?? '').endsWith('.Pooling');
+    const isPooling = (m: unknown): boolean => {
+      const type = (m as Json | null)?.['type'];
+      return typeof type === 'string' && type.endsWith('.Pooling');
+    };
     const p = (modules.find(isPooling) as Json | undefined)?.['path'];
     if (typeof p === 'string' && /^\w[\w.-]*$/.test(p)) folder = p;
   }

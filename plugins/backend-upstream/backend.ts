@@ -70,7 +70,7 @@ class Forwarder {
   async *#attempts<T>(signal: AbortSignal, attempt: (r: Replica, signal: AbortSignal, answered: () => void) => AsyncGenerator<T>): AsyncGenerator<T> {
     const served = this.pool.served(this.model);
     const tried = new Set<Upstream>();
-    let last: unknown;
+    let last: Error | undefined;
     for (let n = 0; n < 2; n++) {
       const replica = this.pool.pick(served, tried);
       if (!replica) break;
@@ -85,7 +85,7 @@ class Forwarder {
         const f = failureOf(err);
         if (f.down) this.pool.markDown(replica.upstream, (err as Error).message);
         if (answered || signal.aborted || f.kind === 'client') throw err;
-        last = err;
+        last = err as Error;
         this.log.warn({ model: this.model, upstream: replica.upstream.name, err: (err as Error).message }, 'upstream failed before answering; trying another replica');
       } finally {
         replica.upstream.outstanding--;

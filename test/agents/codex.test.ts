@@ -6,7 +6,7 @@
  * answer, carrying that output, is what `codex exec` prints. (a) The real GGUF takes Codex's
  * whole prompt (well over 10,000 tokens) and the session completes.
  */
-import { access, readFile } from 'node:fs/promises';
+import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import t from 'tap';
 import { clientBin, describeRun, longContextModel, metric, runClient, scriptedModel, startAgentAppliance, type AgentAppliance } from './agent-appliance.js';

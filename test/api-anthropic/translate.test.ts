@@ -87,7 +87,7 @@ t.test('request: messages with content blocks', async (t) => {
 t.test('request: 400s naming the field', async (t) => {
   const image = { type: 'image', source: { type: 'base64', media_type: 'image/png', data: 'x' } };
   const cases: [string, Record<string, unknown>, string, RegExp][] = [
-    ['image from a URL', { messages: [{ role: 'user', content: [{ type: 'image', source: { type: 'url', url: 'https://example.com/a.png' } }] }] }, 'messages[0].content[0].source.type', /not fetched/],
+    ['image from a URL that is not http(s)', { messages: [{ role: 'user', content: [{ type: 'image', source: { type: 'url', url: 'file:///etc/passwd' } }] }] }, 'messages[0].content[0].source.url', /data: URL/],
     ['image from a file', { messages: [{ role: 'user', content: [{ type: 'image', source: { type: 'file', file_id: 'f' } }] }] }, 'messages[0].content[0].source.type', /base64/],
     ['image from the assistant', { messages: [{ role: 'assistant', content: [image] }] }, 'messages[0].content[0].type', /assistant/],
     ['document', { messages: [{ role: 'user', content: [{ type: 'document', source: { type: 'text', data: 'x', media_type: 'text/plain' } }] }] }, 'messages[0].content[0].type', /text and images/],
@@ -170,7 +170,7 @@ t.test('the schema bound is reported under the client\'s path', async (t) => {
 });
 
 t.test('count request: no forced choice, the tools kept', async (t) => {
-  const { native } = translateCountRequest({ ...base, tools: [tool], tool_choice: { type: 'any' } } as MessagesBody);
+  const { native } = translateCountRequest({ ...base, tools: [tool], tool_choice: { type: 'any' } });
   t.equal(native.toolChoice, undefined);
   t.equal(native.tools!.length, 1, 'the tools stay: they are part of the prompt');
 });

@@ -194,7 +194,6 @@ t.test('rejects bad input with a 400 naming the param', async (t) => {
     { body: { model: 'm', messages: [{ role: 'user' }] }, param: 'messages[0].content' },
     { body: { model: 'm', messages: [{ role: 'user', content: 5 }] }, param: 'messages[0].content' },
     { body: { model: 'm', messages: [{ role: 'user', content: [{ type: 'image_url', image_url: { url: 'x' } }] }] }, param: 'messages[0].content[0].image_url.url' },
-    { body: { model: 'm', messages: [{ role: 'user', content: [{ type: 'image_url', image_url: { url: 'https://example.com/a.png' } }] }] }, param: 'messages[0].content[0].image_url.url' },
     { body: { model: 'm', messages: [{ role: 'user', content: [{ type: 'input_audio', input_audio: { data: '', format: 'wav' } }] }] }, param: 'messages[0].content[0].type' },
     { body: { model: 'm', messages: [{ role: 'user', content: [{ type: 'text' }] }] }, param: 'messages[0].content[0].text' },
     {

@@ -50,6 +50,7 @@ t.test('primed', async (t) => {
   t.equal(closed, 1);
 
   async function* failsFirst(): AsyncGenerator<GenerationEvent> {
+    yield* []; // no event: the generation fails at its first step
     throw Errors.badRequest('bad schema');
   }
   await t.rejects(primed(failsFirst()), { statusCode: 400, message: 'bad schema' }, 'a failure before the first event is thrown');

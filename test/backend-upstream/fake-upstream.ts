@@ -171,7 +171,8 @@ export class FakeUpstream {
     }
 
     const messages = (seen.body['messages'] ?? []) as Array<{ content?: unknown }>;
-    const cue = String(messages.at(-1)?.content ?? '');
+    const last = messages.at(-1)?.content;
+    const cue = typeof last === 'string' ? last : '';
     if (cue === 'stall') return; // nothing, not even the headers
 
     res.writeHead(200, { 'content-type': openai ? 'text/event-stream' : 'application/x-ndjson' });

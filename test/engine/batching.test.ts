@@ -35,7 +35,7 @@ t.test('a batch takes every stream\'s step first, then whole prompts in queue or
   // On a real context: three prompts queued together; the first is evaluated whole in the first decode.
   const llama = await getLlama({ gpu: false, build: 'never', maxThreads: 1, logLevel: 'error' as never });
   const model = await llama.loadModel({ modelPath: fixture('gguf/stories260K.gguf') });
-  const context = await model.createContext({ sequences: 4, contextSize: 1024, batchSize: 512, threads: 1 });
+  const context = await model.createContext({ sequences: 4, contextSize: 1024, batchSize: 512, threads: 1, batching: { itemPrioritizationStrategy: stepsThenPrompts } });
   t.teardown(async () => {
     await context.dispose();
     await model.dispose();

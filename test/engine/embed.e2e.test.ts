@@ -34,7 +34,7 @@ t.test('embed: one vector per input, L2-normalised, deterministic', async (t) =>
 
 t.test('dimensions cut and re-normalise; truncate:false on a too-long input is a 400', async (t) => {
   const full = await ollama.embed({ model: 'stories', input: 'Once upon a time' });
-  const cut = await ollama.embed({ model: 'stories', input: 'Once upon a time', dimensions: 16 } as never);
+  const cut = await ollama.embed({ model: 'stories', input: 'Once upon a time', dimensions: 16 });
   const v = cut.embeddings[0] as number[];
   t.equal(v.length, 16);
   t.ok(Math.abs(norm(v) - 1) < 1e-5);

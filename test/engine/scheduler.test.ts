@@ -55,9 +55,9 @@ function fakeBackend(estimateBytes = 100): FakeBackend {
           unloaded = true;
           journal.push(`unload ${model.name}`);
         },
-      } as LoadedModel;
+      };
     },
-  } as FakeBackend;
+  };
   return backend;
 }
 

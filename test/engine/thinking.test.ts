@@ -66,7 +66,7 @@ t.test('/api/chat and /api/generate with think', async (t) => {
   t.equal(lines.map((l) => (l['message'] as { thinking?: string }).thinking ?? '').join(''), 'pondering deeply');
   t.equal(lines.map((l) => (l['message'] as { content: string }).content).join(''), 'the answer');
   const streamedGen = await ndjson(await post('/api/generate', { model: 'thinker', think: true, prompt }));
-  t.equal(streamedGen.map((l) => l['thinking'] ?? '').join(''), 'pondering deeply');
+  t.equal(streamedGen.map((l) => (l['thinking'] as string | undefined) ?? '').join(''), 'pondering deeply');
 
   const whole = await json(post('/api/chat', { model: 'thinker', stream: false, messages: [{ role: 'user', content: prompt }] }));
   t.match(whole, { message: { content: '<think> pondering deeply </think> the answer' } }, 'without think: the output as it is');

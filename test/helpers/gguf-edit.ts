@@ -36,7 +36,7 @@ export async function withStringMetadata(source: string, target: string, key: st
       const itemType = u32();
       const count = u64();
       for (let i = 0; i < count; i++) skipValue(itemType);
-    } else if (SIZES[type] !== undefined) pos += SIZES[type]!;
+    } else if (SIZES[type] !== undefined) pos += SIZES[type];
     else throw new Error(`unknown GGUF value type ${type}`);
   };
   const tensors = u64();

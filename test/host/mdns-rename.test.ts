@@ -50,8 +50,8 @@ const child = spawn(process.execPath, ['bin/lia.js', 'serve', '--config', config
   stdio: ['ignore', 'pipe', 'pipe'],
 });
 let output = '';
-child.stdout.on('data', (d: Buffer) => (output += d));
-child.stderr.on('data', (d: Buffer) => (output += d));
+child.stdout.on('data', (d: Buffer) => (output += d.toString()));
+child.stderr.on('data', (d: Buffer) => (output += d.toString()));
 const exited = new Promise<void>((r) => child.on('exit', () => r()));
 t.teardown(async () => {
   child.kill('SIGTERM');

@@ -23,8 +23,8 @@ function lia(app: TestAppliance, caFile: string, args: string[], cwd: string): P
     });
     let stdout = '';
     let stderr = '';
-    child.stdout.on('data', (c: Buffer) => (stdout += c));
-    child.stderr.on('data', (c: Buffer) => (stderr += c));
+    child.stdout.on('data', (c: Buffer) => (stdout += c.toString()));
+    child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
     child.on('close', (code) => resolve({ code, stdout, stderr }));
   });
 }

@@ -19,7 +19,7 @@ function ollamaClient(app: TestAppliance): Ollama {
   return new Ollama({
     host: app.url,
     headers: { Authorization: `Bearer ${app.key}` },
-    fetch: ((url: string, init: object) => undiciFetch(url, { ...init, dispatcher } as never)) as unknown as typeof fetch,
+    fetch: ((url: string, init: object) => undiciFetch(url, { ...init, dispatcher })) as unknown as typeof fetch,
   });
 }
 

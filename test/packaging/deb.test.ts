@@ -85,8 +85,8 @@ t.test('lia serve runs from the package as user lia and answers /health over HTT
     detached: true,
   });
   let output = '';
-  child.stdout.on('data', (d: Buffer) => (output += d));
-  child.stderr.on('data', (d: Buffer) => (output += d));
+  child.stdout.on('data', (d: Buffer) => (output += d.toString()));
+  child.stderr.on('data', (d: Buffer) => (output += d.toString()));
   const exited = new Promise<void>((resolve) => child.on('exit', () => resolve()));
   t.teardown(async () => {
     try {

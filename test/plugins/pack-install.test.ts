@@ -61,8 +61,8 @@ function serve(cwd: string): Promise<{ child: ChildProcess; port: number; banner
   let err = '';
   return new Promise((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`lia serve printed no banner in 60 s:\n${out}\n${err}`)), 60_000);
-    child.stderr!.on('data', (c: Buffer) => (err += c.toString()));
-    child.stdout!.on('data', (c: Buffer) => {
+    child.stderr.on('data', (c: Buffer) => (err += c.toString()));
+    child.stdout.on('data', (c: Buffer) => {
       out += c.toString();
       const port = /URLs\s+https:\/\/localhost:(\d+)/.exec(out)?.[1];
       // The banner ends with a blank line; wait for it so that every section is in.
@@ -215,7 +215,7 @@ try {
   // /v1/chat/completions through the official OpenAI client, plain and streamed.
   const client = new OpenAI({
     baseURL: `${base}/v1`,
-    apiKey: key!,
+    apiKey: key,
     fetch: ((url: string, init: RequestInit) => fetch(url, { ...init, dispatcher: agent })) as unknown as typeof globalThis.fetch,
   });
   const completion = await client.chat.completions.create({ model: 'parrot', messages: [{ role: 'user', content: 'ping' }] });

@@ -16,7 +16,7 @@ t.teardown(() => app.close());
 
 /** `fetch` trusting the appliance's CA (the client's `fetch` option). */
 const trusted = ((input: string | URL | Request, init?: RequestInit) =>
-  undiciFetch(input as string, { ...(init as object), dispatcher: app.dispatcher() } as never)) as unknown as typeof fetch;
+  undiciFetch(input as string, { ...(init as object), dispatcher: app.dispatcher() })) as unknown as typeof fetch;
 const options = { token: app.key, environment: app.url, fetch: trusted };
 
 const QUERY = 'what do cats eat';

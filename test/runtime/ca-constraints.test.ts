@@ -141,7 +141,7 @@ async function bunHealth(caFile: string, port: number): Promise<string> {
   const script = path.resolve('test/fixtures/tls/bun-get.mjs');
   return run(bun, [script, caFile, 'localhost', '127.0.0.1', String(port)]).then(
     ({ stdout }) => stdout.trim(),
-    (err: { stdout?: string }) => (err.stdout ?? String(err)).trim(),
+    (err: Error & { stdout?: string }) => (err.stdout ?? String(err)).trim(),
   );
 }
 

@@ -174,7 +174,7 @@ t.test('a keyed upload trickled past the headers limit and a long stream are not
     body: trickle,
     duplex: 'half',
     headers: { 'content-type': 'application/octet-stream' },
-  } as Parameters<typeof app.fetch>[1]);
+  });
   t.equal(upload.status, 201, 'the slow upload completes');
   const head = await app.fetch(`/api/blobs/${digest}`, { method: 'HEAD' });
   t.equal(head.status, 200, 'and the blob is stored');

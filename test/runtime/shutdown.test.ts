@@ -163,7 +163,7 @@ for (const signal of ['SIGTERM', 'SIGINT'] as const) {
     await until(() => /draining/.test(lia.out()) || lia.child.exitCode !== null || lia.child.signalCode !== null, 30_000, () => `no drain line: ${lia.out().slice(-3000)}`);
     // A request on a fresh connection is not served: the listening socket is closed (or it gets 503).
     const fresh = new Agent({ connect: { ca: await readFile(path.join(lia.dataDir, 'pki', 'root.crt'), 'utf8') } });
-    const late = await lia.fetch('/api/tags', { dispatcher: fresh } as RequestInit).then(
+    const late = await lia.fetch('/api/tags', { dispatcher: fresh }).then(
       (r) => r.status,
       () => 'refused',
     );

@@ -34,7 +34,6 @@ import {
   responseUsage,
   type FunctionCallItem,
   type MessageItem,
-  type OutputItem,
   type OutputText,
   type ReasoningItem,
   type ResponseEcho,
@@ -185,13 +184,13 @@ export class ResponseEmitter {
   }
 
   #call(call: Parameters<typeof toOpenAIToolCall>[0]): ResponseStreamEvent[] {
-    const { id: callId, function: fn } = toOpenAIToolCall(call, this.#ids.call);
+    const { id: callId, function: fn } = toOpenAIToolCall(call, () => this.#ids.call());
     // A flattened namespace function goes back under the name and namespace the client declared.
     const qualified = this.#names.get(fn.name);
     const name = qualified?.name ?? fn.name;
     const item: FunctionCallItem = { type: 'function_call', id: this.#ids.functionCall(), call_id: callId, name, arguments: '', status: 'in_progress' };
     if (qualified) item.namespace = qualified.namespace;
-    const index = this.#state.output.push(item as OutputItem) - 1;
+    const index = this.#state.output.push(item) - 1;
     const added = this.#event('response.output_item.added', { output_index: index, item });
     item.arguments = fn.arguments;
     item.status = 'completed';

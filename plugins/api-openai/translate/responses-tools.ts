@@ -126,7 +126,7 @@ export function responseToolChoice(
   tools: ResponseTools,
 ): { tools?: ToolDefinition[]; toolChoice?: ReturnType<typeof chooseTools>['toolChoice']; echo: ToolChoiceEcho } {
   if (choice === undefined || choice === null || typeof choice === 'string') {
-    const mode = (choice ?? 'auto') as 'none' | 'auto' | 'required';
+    const mode = (choice ?? 'auto');
     return { ...chooseTools(mode, tools.defs, 'tool_choice.name'), echo: mode };
   }
   const c = choice as Body;

@@ -9,11 +9,11 @@ import { openaiWire } from 'lia/utils';
 import type { Flavour } from './types.js';
 
 export const openai: Flavour = {
-  chat: openaiWire.chat,
-  generate: openaiWire.generate,
-  embed: openaiWire.embed,
-  events: openaiWire.events,
-  embedResult: openaiWire.embedResult,
+  chat: (model, params) => openaiWire.chat(model, params),
+  generate: (model, params) => openaiWire.generate(model, params),
+  embed: (model, params) => openaiWire.embed(model, params),
+  events: (lines, started) => openaiWire.events(lines, started),
+  embedResult: (json) => openaiWire.embedResult(json),
   listPath: '/v1/models',
   listed(json) {
     const data = (json as { data?: Array<{ id?: unknown }> }).data;

@@ -41,7 +41,7 @@ function table(rows: string[][]): string {
 
 /** Runs a pull/push/create stream through a progress view. */
 async function follow(io: CliIO, verb: string, lines: AsyncGenerator<ProgressLine>): Promise<void> {
-  const view = new ProgressView(io.stderr as CliIO['stdout'], verb);
+  const view = new ProgressView(io.stderr, verb);
   try {
     for await (const p of lines) view.update(p);
   } finally {
@@ -166,7 +166,8 @@ export const commands: CliCommand[] = [
           return 0;
         }
       }
-      const arch = String(info.model_info['general.architecture'] ?? info.details.family);
+      const archName = info.model_info['general.architecture'];
+      const arch = typeof archName === 'string' ? archName : info.details.family;
       const section = (title: string, rows: string[][]): string =>
         rows.length === 0 ? '' : `  ${title}\n` + table(rows).split('\n').filter(Boolean).map((l) => `    ${l}`).join('\n') + '\n\n';
       const model: string[][] = [
@@ -176,12 +177,12 @@ export const commands: CliCommand[] = [
       ];
       const ctx = info.model_info[`${arch}.context_length`];
       const emb = info.model_info[`${arch}.embedding_length`];
-      if (ctx !== undefined) model.push(['context length', String(ctx)]);
-      if (emb !== undefined) model.push(['embedding length', String(emb)]);
+      if (typeof ctx === 'number') model.push(['context length', String(ctx)]);
+      if (typeof emb === 'number') model.push(['embedding length', String(emb)]);
       model.push(['quantization', info.details.quantization_level]);
       let out = '\n' + section('Model', model.filter((r) => r[1]));
       out += section('Capabilities', (info.capabilities ?? []).map((c) => [c]));
-      if (info.parameters) out += section('Parameters', info.parameters.split('\n').map((l) => l.trim().split(/\s+(.*)/s).slice(0, 2) as string[]));
+      if (info.parameters) out += section('Parameters', info.parameters.split('\n').map((l) => l.trim().split(/\s+(.*)/s).slice(0, 2)));
       if (info.system) out += section('System', info.system.split('\n').slice(0, 5).map((l) => [l]));
       if (info.license) out += section('License', info.license.split('\n').slice(0, 2).map((l) => [l]));
       io.stdout.write(out);

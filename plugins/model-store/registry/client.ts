@@ -79,7 +79,7 @@ export class RegistryClient {
       });
     let res = await attempt(this.#tokens.get(key));
     if (res.status !== 401) return res;
-    const challenge = parseChallenge(res.headers['www-authenticate'] as string | undefined);
+    const challenge = parseChallenge(res.headers['www-authenticate']);
     res.body.resume();
     if (!challenge) throw Errors.badGateway(`registry ${repo.name.host} requires authentication (401) and offers no Bearer token service`);
     const token = await this.#fetchToken(challenge, new URL(url), init.signal);

@@ -28,9 +28,9 @@ export interface BodyTarget {
   /** Whether socket reads may land in the ring: only one body at a time may do so per file. */
   inPlace: boolean;
   /** Hears each received byte count (before it is on disk). */
-  onBytes(n: number): void;
+  onBytes: (n: number) => void;
   /** Hears each written byte count. */
-  onWritten(n: number): void;
+  onWritten: (n: number) => void;
 }
 
 /**
@@ -63,7 +63,7 @@ export async function receiveBody(body: IncomingMessage, t: BodyTarget): Promise
   /** A chunk from the HTTP parser. */
   const take = (chunk: Buffer): boolean => put(batcher.push(chunk.subarray(0, count(chunk.length))));
 
-  let finish!: (err?: unknown) => void;
+  let finish!: (err?: Error) => void;
   const ended = new Promise<void>((resolve, reject) => {
     finish = (err) => (err ? reject(err) : resolve());
   });
@@ -82,7 +82,7 @@ export async function receiveBody(body: IncomingMessage, t: BodyTarget): Promise
             if (!more) void t.file.room().then(() => tap?.tapped.resume());
             return more;
           } catch (err) {
-            finish(err);
+            finish(err as Error);
             return false;
           }
         },
@@ -96,11 +96,11 @@ export async function receiveBody(body: IncomingMessage, t: BodyTarget): Promise
       }
       if (received >= end) finish();
     } catch (err) {
-      finish(err);
+      finish(err as Error);
     }
   };
   // A cut connection ends the body early ('close' or 'error'); the caller retries from what arrived.
-  const onEnd = (err?: unknown): void => finish(err);
+  const onEnd = (err?: Error): void => finish(err);
   body.on('end', onEnd).on('close', onEnd).on('error', onEnd);
   try {
     if (tap) {

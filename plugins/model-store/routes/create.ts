@@ -16,15 +16,20 @@ import { sendProgress } from './progress.js';
 function licenses(v: unknown): string[] | undefined {
   if (v === undefined || v === null) return undefined;
   if (typeof v === 'string') return [v];
-  if (Array.isArray(v) && v.every((l) => typeof l === 'string')) return v as string[];
+  if (Array.isArray(v) && v.every((l) => typeof l === 'string')) return v;
   throw Errors.badRequest('"license" must be a string or an array of strings', { param: 'license' });
+}
+
+function isMessage(m: unknown): m is StoredMessage {
+  if (typeof m !== 'object' || m === null) return false;
+  const { role, content } = m as Record<string, unknown>;
+  return typeof role === 'string' && typeof content === 'string';
 }
 
 function messages(v: unknown): StoredMessage[] | undefined {
   if (v === undefined || v === null) return undefined;
-  const ok = Array.isArray(v) && v.every((m) => m && typeof m === 'object' && typeof m.role === 'string' && typeof m.content === 'string');
-  if (!ok) throw Errors.badRequest('"messages" must be an array of {role, content} strings', { param: 'messages' });
-  return (v as StoredMessage[]).map((m) => ({ role: m.role, content: m.content }));
+  if (!Array.isArray(v) || !v.every(isMessage)) throw Errors.badRequest('"messages" must be an array of {role, content} strings', { param: 'messages' });
+  return v.map((m) => ({ role: m.role, content: m.content }));
 }
 
 /** Registers `POST /api/create`. */
