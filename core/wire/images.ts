@@ -54,17 +54,52 @@ export function checkImage(b64: string, maxBytes: number, param = 'images'): Che
   return { mime, bytes };
 }
 
+/** Whether an image reference is a remote URL (`http://`, `https://`) rather than base64 data. */
+export function isRemoteImage(image: string): boolean {
+  return /^https?:\/\//i.test(image.slice(0, 8));
+}
+
 /**
- * The base64 payload of a `data:` URL of an image (`data:image/png;base64,...`), or a 400 naming
- * `param` for any other URL. Remote URLs (`https://...`) are never fetched: the appliance does not
- * reach out to addresses a client names (see docs/security.md).
+ * An image URL as the engine takes it: the base64 payload of a `data:` URL
+ * (`data:image/png;base64,...`), or an `http(s)://` URL as it is, which the engine fetches only
+ * where the operator allows it (`engine.remoteImages`; otherwise a 400). Any other URL is a 400
+ * naming `param`.
  */
 export function imageFromDataUrl(url: string, param: string): string {
+  if (isRemoteImage(url)) return url;
   const m = /^data:([^;,]*)((?:;[^;,]*)*),/i.exec(url.slice(0, 256));
-  if (!m) {
-    if (/^https?:/i.test(url)) throw Errors.badRequest('remote image URLs are not fetched; send the image inline as a data: URL (base64)', { param });
-    throw Errors.badRequest('an image URL must be a data: URL with base64 data', { param });
-  }
+  if (!m) throw Errors.badRequest('an image URL must be a data: URL with base64 data (or an http(s) URL)', { param });
   if (!/;base64$/i.test(m[2] ?? '')) throw Errors.badRequest('an image data: URL must be base64-encoded (;base64,)', { param });
   return url.slice(m[0].length);
+}
+
+/**
+ * Downloads a remote image (only where the operator allows it: `engine.remoteImages`), following
+ * redirects, within `timeoutMs`, reading no more than `maxBytes`; returns it as base64.
+ * Every failure is a 400 naming `param` (the URL is the client's).
+ */
+export async function fetchImage(url: string, maxBytes: number, param: string, timeoutMs = 10_000): Promise<string> {
+  let res: Response;
+  try {
+    res = await fetch(url, { redirect: 'follow', signal: AbortSignal.timeout(timeoutMs), headers: { accept: 'image/*' } });
+  } catch (err) {
+    throw Errors.badRequest(`the image at ${url} could not be fetched (${(err as Error).name === 'TimeoutError' ? 'timed out' : (err as Error).message})`, {
+      param,
+    });
+  }
+  if (!res.ok || !res.body) {
+    await res.body?.cancel().catch(() => undefined);
+    throw Errors.badRequest(`the image at ${url} could not be fetched (HTTP ${res.status})`, { param });
+  }
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) {
+    size += chunk.length;
+    if (size > maxBytes) {
+      await res.body.cancel().catch(() => undefined);
+      throw Errors.badRequest(`the image at ${url} is over ${maxBytes} bytes (the engine's maxImageBytes)`, { param });
+    }
+    chunks.push(Buffer.from(chunk));
+  }
+  return Buffer.concat(chunks).toString('base64');
 }

@@ -11,7 +11,17 @@
  *
  * @module
  */
-import type { ChatMessage, ChatParams, EmbedParams, EmbedResult, GenerateParams, GenerationEvent, OutputFormat, SamplingOptions, ToolCall } from '../contracts/backend.js';
+import type {
+  ChatMessage,
+  ChatParams,
+  EmbedParams,
+  EmbedResult,
+  GenerateParams,
+  GenerationEvent,
+  OutputFormat,
+  SamplingOptions,
+  ToolCall,
+} from '../contracts/backend.js';
 import { Errors } from '../errors.js';
 import { imageMimeType } from './images.js';
 
@@ -74,7 +84,11 @@ type Chunk = {
   error?: unknown;
   choices?: Array<{
     text?: string;
-    delta?: { content?: string | null; reasoning_content?: string | null; tool_calls?: Array<{ index?: number; id?: string; function?: { name?: string; arguments?: string } }> };
+    delta?: {
+      content?: string | null;
+      reasoning_content?: string | null;
+      tool_calls?: Array<{ index?: number; id?: string; function?: { name?: string; arguments?: string } }>;
+    };
     finish_reason?: string | null;
   }>;
   usage?: { prompt_tokens?: number; completion_tokens?: number; prompt_tokens_details?: { cached_tokens?: number } } | null;
@@ -121,7 +135,10 @@ export async function* streamLines(body: AsyncIterable<Buffer | Uint8Array | str
 export const openaiWire = {
   /** A streamed chat completion with usage. */
   chat(model: string, p: ChatParams): WireCall {
-    const choice = p.toolChoice && p.toolChoice !== 'auto' ? { tool_choice: typeof p.toolChoice === 'string' ? p.toolChoice : { type: 'function', function: { name: p.toolChoice.name } } } : {};
+    const choice =
+      p.toolChoice && p.toolChoice !== 'auto'
+        ? { tool_choice: typeof p.toolChoice === 'string' ? p.toolChoice : { type: 'function', function: { name: p.toolChoice.name } } }
+        : {};
     return {
       path: '/v1/chat/completions',
       body: {

@@ -68,6 +68,11 @@ export default definePlugin({
       description:
         'Largest image a request may carry, in bytes once decoded; a larger one is a 400. The body limit (`bodyLimit`, base64 adds a third) applies first. Defaults to 5242880 (5 MiB).',
     }),
+    remoteImages: Type.Boolean({
+      default: false,
+      description:
+        'Fetch images that requests name by http(s) URL (at most maxImageBytes, within 10 s). Off, such a URL is a 400: fetching what any key holder names lets them reach hosts on the appliance\'s network (SSRF). Defaults to false.',
+    }),
     batchThreads: Type.Integer({
       minimum: 0,
       maximum: 512,
@@ -86,6 +91,7 @@ export default definePlugin({
     LIA_THREADS: 'threads',
     LIA_BATCH_THREADS: 'batchThreads',
     LIA_MAX_IMAGE_BYTES: 'maxImageBytes',
+    LIA_REMOTE_IMAGES: 'remoteImages',
   },
   commands: async () => (await import('./cli/commands.js')).commands,
   async setup(app, ctx) {
@@ -117,6 +123,7 @@ export default definePlugin({
     });
     const service = new EngineService(() => ctx.hooks.models.get(), scheduler, observe);
     service.maxImageBytes = o.maxImageBytes;
+    service.remoteImages = o.remoteImages;
     ctx.hooks.inference.provide(service, 'engine');
     ctx.hooks.services.implement('svc-inference', {
       async start() {

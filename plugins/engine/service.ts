@@ -7,7 +7,7 @@
  * @module
  */
 import { currentPrincipal, Errors } from 'lia/plugin';
-import { checkImage, checkSchemaBounds, mayUse } from 'lia/utils';
+import { checkImage, checkSchemaBounds, fetchImage, isRemoteImage, mayUse } from 'lia/utils';
 import type { LoadedModel } from 'lia/plugin';
 import type { Admission, ChatMessage, ChatParams, GenerationEvent, OutputFormat, SamplingOptions, ToolChoice, ToolDefinition } from 'lia/plugin/contracts';
 import type {
@@ -39,6 +39,8 @@ export class EngineService implements InferenceService {
   running = true;
   /** The largest image a request may carry, in bytes (decoded); the engine's `maxImageBytes`. */
   maxImageBytes = DEFAULT_MAX_IMAGE_BYTES;
+  /** Whether `http(s)` image URLs are fetched (the engine's `remoteImages`); off, they are a 400. */
+  remoteImages = false;
   readonly #store: () => ModelStore;
   readonly #scheduler: Scheduler;
   readonly #observe: Observe;
@@ -54,7 +56,7 @@ export class EngineService implements InferenceService {
     if (req.raw && (req.template || req.system || req.context?.length)) throw Errors.badRequest('raw mode does not support template, system, or context');
     const started = process.hrtime.bigint();
     const model = await this.#resolve(req.model, 'generate');
-    const images = checkImages(model, req.model, req.images ?? [], this.maxImageBytes, 'images');
+    const images = await this.#images(model, req.model, req.images ?? [], 'images');
     const think = thinks(model, req.think, req.model);
     const system = req.system ?? model.system;
     const asker = admitted(model.name, estimateTokens([req.prompt, system, req.suffix]), mergeOptions(model.parameters, req.options), signal);
@@ -63,11 +65,11 @@ export class EngineService implements InferenceService {
     this.#observe({ type: 'request', model: model.name, kind: 'generate', ...asker.label });
     const { lease, events } = await withContextGrowth(async (grown) => {
       const lease = await this.#acquire(model, req.keep_alive, grown ?? options.num_ctx, signal);
-      if (images > 0) visionServed(lease, req.model, asker);
+      if (images.length > 0) visionServed(lease, req.model, asker);
       const events = lease.model.generate(
       {
         prompt: req.prompt,
-        ...(images > 0 ? { images: req.images } : {}),
+        ...(images.length > 0 ? { images } : {}),
         raw: req.raw ?? false,
         options,
         ...(system ? { system } : {}),
@@ -90,9 +92,9 @@ export class EngineService implements InferenceService {
     const tools = toolFields(req.tools, req.toolChoice);
     const started = process.hrtime.bigint();
     const model = await this.#resolve(req.model, 'chat');
-    const images = checkImages(model, req.model, req.messages.flatMap((m) => m.images ?? []), this.maxImageBytes, 'messages');
+    const { messages: requested, images } = await this.#messageImages(model, req.model, req.messages);
     const think = thinks(model, req.think, req.model);
-    const messages = withStored(model, req.messages);
+    const messages = withStored(model, requested);
     const asker = admitted(model.name, estimateTokens(messages.map((m) => m.content)), mergeOptions(model.parameters, req.options), signal);
     const { options } = asker;
     signal = asker.signal;
@@ -121,10 +123,10 @@ export class EngineService implements InferenceService {
   async countChatTokens(req: InferenceChatRequest, signal: AbortSignal): Promise<{ model: string; promptTokens: number }> {
     const tools = toolFields(req.tools, req.toolChoice);
     const model = await this.#resolve(req.model, 'chat');
-    checkImages(model, req.model, req.messages.flatMap((m) => m.images ?? []), this.maxImageBytes, 'messages');
+    const { messages: requested } = await this.#messageImages(model, req.model, req.messages);
     const options = mergeOptions(model.parameters, req.options);
     const lease = await this.#acquire(model, req.keep_alive, options.num_ctx, signal);
-    const params: ChatParams = { messages: withStored(model, req.messages), options, ...tools, ...thinkField(req.think, thinks(model, req.think, req.model)) };
+    const params: ChatParams = { messages: withStored(model, requested), options, ...tools, ...thinkField(req.think, thinks(model, req.think, req.model)) };
     try {
       if (lease.model.countChatTokens) return { model: model.name, promptTokens: await lease.model.countChatTokens(params, signal) };
       // A backend without a count: one greedy token, whose `done` event reports the prompt's length.
@@ -250,6 +252,28 @@ export class EngineService implements InferenceService {
     return this.#scheduler.stats();
   }
 
+  /** A request's images, checked (and fetched where allowed): see {@link checkImages}. */
+  #images(model: ResolvedModel, asked: string, images: readonly string[], param: string): Promise<string[]> {
+    return checkImages(model, asked, images, { maxBytes: this.maxImageBytes, remote: this.remoteImages }, param);
+  }
+
+  /** A chat's messages with their images checked (and fetched where allowed), and how many there are. */
+  async #messageImages(model: ResolvedModel, asked: string, messages: ChatMessage[]): Promise<{ messages: ChatMessage[]; images: number }> {
+    if (!messages.some((m) => m.images?.length)) return { messages, images: 0 };
+    let images = 0;
+    const out: ChatMessage[] = [];
+    for (const m of messages) {
+      if (!m.images?.length) {
+        out.push(m);
+        continue;
+      }
+      const checked = await this.#images(model, asked, m.images, 'messages');
+      images += checked.length;
+      out.push({ ...m, images: checked });
+    }
+    return { messages: out, images };
+  }
+
   async #resolve(name: string, action: 'generate' | 'chat' | 'embed' | 'rerank' | 'tokenize' | 'load' | 'unload'): Promise<ResolvedModel> {
     if (!this.running) throw Errors.unavailable('svc-inference is stopped; start it with POST /system/services/svc-inference/start');
     if (typeof name !== 'string' || name.trim() === '') throw Errors.badRequest('model is required', { param: 'model' });
@@ -347,18 +371,26 @@ type Observe = (event: InferenceEvent) => void;
 export const DEFAULT_MAX_IMAGE_BYTES = 5 * 1024 * 1024;
 
 /**
- * Checks a request's images before a model is loaded for them: each one well-formed and within
- * the size limit (`checkImage`), and the model able to see (the `vision` capability, which a
- * projector layer gives). Returns how many there are.
+ * A request's images before a model is loaded for them: the model able to see (the `vision`
+ * capability, which a projector layer gives), a remote URL fetched where the operator allows it
+ * (`remoteImages`; else a 400, as fetching what a client names reaches the appliance's network),
+ * and each image well-formed and within the size limit (`checkImage`). Returns them as base64.
  */
-function checkImages(model: ResolvedModel, asked: string, images: readonly string[], maxBytes: number, param: string): number {
-  if (images.length === 0) return 0;
+async function checkImages(model: ResolvedModel, asked: string, images: readonly string[], o: { maxBytes: number; remote: boolean }, param: string): Promise<string[]> {
+  if (images.length === 0) return [];
   if (!model.capabilities.includes('vision')) throw unsupported(asked, 'vision');
+  const out: string[] = [];
   for (const image of images) {
     if (typeof image !== 'string') throw Errors.badRequest('an image must be base64 text', { param });
-    checkImage(image, maxBytes, param);
+    let data = image;
+    if (isRemoteImage(image)) {
+      if (!o.remote) throw Errors.badRequest('remote image URLs are not fetched; send the image inline as base64 (a data: URL)', { param });
+      data = await fetchImage(image, o.maxBytes, param);
+    }
+    checkImage(data, o.maxBytes, param);
+    out.push(data);
   }
-  return images.length;
+  return out;
 }
 
 /**

@@ -13,7 +13,8 @@
  *   `tool_result` blocks become `tool` messages, placed before the user's own text and named
  *   after the `tool_use` they answer; a user's `image` blocks with a `base64` source carry
  *   images (the engine checks them and gives them only to a model with the `vision` capability;
- *   `url` and `file` sources are a 400: remote images are never fetched, files never stored);
+ *   a `url` source is fetched by the engine only where the operator allows it (a 400 otherwise),
+ *   a `file` source is a 400: no files are stored);
  *   images elsewhere (an assistant turn, a `tool_result`) and documents are a 400; every other block (`thinking` and `redacted_thinking` sent back, server
  *   tool blocks such as `server_tool_use` and `web_search_tool_result`, types newer than this
  *   server) is left out and reported in `ignored`. `cache_control` on any block has no effect.
@@ -37,8 +38,9 @@ function blockImage(block: ContentBlock, param: string): string {
   const source = block['source'] as { type?: unknown; data?: unknown; url?: unknown } | undefined;
   if (source === null || typeof source !== 'object') invalid(`${param}.source`, 'must be an object');
   if (source.type === 'url') {
-    if (typeof source.url === 'string' && source.url.startsWith('data:')) return imageFromDataUrl(source.url, `${param}.source.url`);
-    invalid(`${param}.source.type`, "remote images are not fetched; send the image as a 'base64' source");
+    // An http(s) URL goes to the engine, which fetches it only where the operator allows it.
+    if (typeof source.url !== 'string') invalid(`${param}.source.url`, 'must be a string');
+    return imageFromDataUrl(source.url, `${param}.source.url`);
   }
   if (source.type !== 'base64') invalid(`${param}.source.type`, `'${String(source.type)}' image sources are not supported; send a 'base64' source`);
   if (typeof source.data !== 'string') invalid(`${param}.source.data`, 'must be a string');
@@ -79,7 +81,7 @@ export function systemText(system: MessagesBody['system']): string | undefined {
 /** A system turn's text: a string, or its text blocks joined (other blocks left out). */
 function systemTurnText(content: string | ContentBlock[], p: string): string {
   if (typeof content === 'string') return content;
-  return content.flatMap((b, j) => (b.type === 'text' ? [blockText(b as ContentBlock, `${p}[${j}]`)] : [])).join('\n');
+  return content.flatMap((b, j) => (b.type === 'text' ? [blockText(b, `${p}[${j}]`)] : [])).join('\n');
 }
 
 /**

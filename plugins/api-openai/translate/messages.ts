@@ -7,10 +7,10 @@
  * parts, or — for assistant messages with `tool_calls` — `null` or absent; `tool_calls[].function
  * .arguments` is a JSON string that is parsed here; a `tool` message gets the name of the tool it
  * answers from the assistant call with the same `tool_call_id`; the deprecated `function` role is
- * a `tool` message. `image_url` parts of user messages carry images as `data:` URLs (base64;
- * remote URLs are never fetched, a 400), which the engine checks and gives only to a model with
- * the `vision` capability; audio and file parts are a 400; part types newer than this server are
- * left out.
+ * a `tool` message. `image_url` parts of user messages carry images as `data:` URLs (base64),
+ * which the engine checks and gives only to a model with the `vision` capability (an `http(s)` URL
+ * is fetched by the engine only where the operator allows it, `engine.remoteImages`; else a 400);
+ * audio and file parts are a 400; part types newer than this server are left out.
  *
  * @module
  */

@@ -5,8 +5,9 @@
  * - a message item (`type: "message"`, or no `type` and a `role`) has `role` `user`, `assistant`,
  *   `system` or `developer` (= `system`) and `content` as a string or a list of `input_text`,
  *   `output_text` (an earlier answer sent back) and `refusal` parts, joined with `\n`, and for a
- *   user, `input_image` parts whose `image_url` is a `data:` URL (base64; remote URLs are never
- *   fetched, and `file_id` needs stored files: both a 400); file and audio parts are a 400;
+ *   user, `input_image` parts whose `image_url` is a `data:` URL (base64; an `http(s)` URL is
+ *   fetched by the engine only where the operator allows it, and `file_id` needs stored files, a
+ *   400); file and audio parts are a 400;
  *   part types newer than this server are left out;
  * - a `function_call` item (an earlier call sent back) becomes a tool call of an assistant message,
  *   joined to the assistant message just before it; its `arguments` is a JSON string of an object;

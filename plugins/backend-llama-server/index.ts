@@ -1,0 +1,74 @@
+/**
+ * Plugin "backend-llama-server": a second local engine. It runs llama.cpp's own `llama-server`,
+ * one process per loaded model (with `--mmproj` for a model with a vision projector), and talks to
+ * it over loopback HTTP with the OpenAI wire codec backend-upstream uses too. The scheduler drives
+ * it like any backend: keep-alive, the queue, slots and threads, metrics, keys and allow-lists
+ * apply unchanged, and a server that dies is started again by the next request.
+ *
+ * node-llama-cpp (backend-llama-cpp) stays the default for GGUF; this backend gets the models that
+ * need what only it serves (`vision`) and those the `backends` configuration gives it (per format
+ * or per model). The binary comes from `lia engine build` (cached outside the project) or from
+ * the `binary` option. See docs/backends.md.
+ *
+ * @module
+ */
+import { accessSync, constants } from 'node:fs';
+import { definePlugin, Errors } from 'lia/plugin';
+import { Type } from 'lia/utils';
+import { llamaServerBackend } from './backend.js';
+import { cachedBinary } from './build.js';
+import { engineCommands } from './cli.js';
+
+export default definePlugin({
+  name: 'backend-llama-server',
+  apiVersion: 1,
+  description: "GGUF models (vision included) on llama.cpp's own llama-server, one process per model",
+  options: Type.Object(
+    {
+      binary: Type.Optional(
+        Type.String({
+          minLength: 1,
+          description:
+            'The llama-server executable to run. Defaults to the one `lia engine build` built for the bundled llama.cpp release (in ~/.cache/lia, or LIA_CACHE_DIR).',
+        }),
+      ),
+      cacheDir: Type.Optional(
+        Type.String({
+          minLength: 1,
+          description: 'Where `lia engine build` caches its builds (the binary is looked up there). Defaults to $XDG_CACHE_HOME/lia, else ~/.cache/lia.',
+        }),
+      ),
+      batchSize: Type.Integer({
+        minimum: 16,
+        maximum: 8192,
+        default: 512,
+        description: 'Prompt tokens evaluated per decode (`--batch-size`). Defaults to 512.',
+      }),
+      startTimeoutMs: Type.Integer({ minimum: 1000, default: 300_000, description: 'Longest wait for a server to load its model, in ms. Defaults to 300000.' }),
+    },
+    { additionalProperties: false },
+  ),
+  env: { LIA_LLAMA_SERVER: 'binary', LIA_CACHE_DIR: 'cacheDir' },
+  commands: engineCommands,
+  async setup(app, ctx) {
+    const configured = ctx.options.binary;
+    let found: string | null = null;
+    const binary = async (): Promise<string> => {
+      if (configured) {
+        try {
+          accessSync(configured, constants.X_OK);
+        } catch {
+          throw Errors.unavailable(`plugins.${ctx.name}.options.binary: ${configured} is not an executable file`);
+        }
+        return configured;
+      }
+      found ??= await cachedBinary({ ...process.env, ...(ctx.options.cacheDir ? { LIA_CACHE_DIR: ctx.options.cacheDir } : {}) });
+      if (!found) throw Errors.unavailable('llama-server is not built: run `lia engine build` (or set plugins.backend-llama-server.options.binary)');
+      return found;
+    };
+    const backend = llamaServerBackend({ binary, batchSize: ctx.options.batchSize, startTimeoutMs: ctx.options.startTimeoutMs });
+    ctx.hooks.backends.register(backend);
+    // Servers are the scheduler's models: it unloads them (stopping each process) at shutdown.
+    void app;
+  },
+});

@@ -1,0 +1,243 @@
+/**
+ * One `llama-server` process serving one loaded model on a loopback port. It is started with the
+ * scheduler's load options (threads, batch threads, slots, context per slot, batch size), the
+ * model's projector (`--mmproj`) and a random key (sent in the environment, never on the command
+ * line), so no other local process can use it. {@link LlamaServer.start} resolves once `/health`
+ * answers 200 and `/props` tells the context per slot; an exit before that rejects with the end of
+ * its log, an exit after it is reported to `onExit` (the scheduler forgets the model and the next
+ * request starts a fresh server).
+ *
+ * @module
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import net from 'node:net';
+import { Agent, request, type Dispatcher } from 'undici';
+import { Errors } from 'lia/plugin';
+
+/** What a server is started with. */
+export interface ServerSpec {
+  binary: string;
+  model: string;
+  /** The vision projector (`--mmproj`), when the model has one. */
+  projector?: string;
+  threads: number;
+  batchThreads: number;
+  /** Slots (`-np`): requests served at once. */
+  parallel: number;
+  /** Tokens of context per slot; 0 asks for the model's own. */
+  contextPerSlot: number;
+  batchSize: number;
+  /** Start as an embedding server (`--embeddings`): a model with a pooling type. */
+  embedding: boolean;
+  /** Longest wait for the model to load, in ms. */
+  startTimeoutMs: number;
+}
+
+/** What `/props` says about the running server. */
+interface Props {
+  default_generation_settings?: { n_ctx?: number };
+  total_slots?: number;
+  modalities?: { vision?: boolean };
+}
+
+/** A free loopback TCP port (the kernel's pick, released for llama-server to bind). */
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const s = net.createServer();
+    s.once('error', reject);
+    s.listen(0, '127.0.0.1', () => {
+      const port = (s.address() as net.AddressInfo).port;
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+/** The command-line arguments of a server for `spec` on `port`. */
+export function serverArgs(spec: ServerSpec, port: number): string[] {
+  return [
+    '--model',
+    spec.model,
+    ...(spec.projector ? ['--mmproj', spec.projector] : []),
+    '--host',
+    '127.0.0.1',
+    '--port',
+    String(port),
+    '--threads',
+    String(spec.threads),
+    '--threads-batch',
+    String(spec.batchThreads),
+    '--parallel',
+    String(spec.parallel),
+    // Split evenly among the slots (no unified cache), so every slot has the context asked for.
+    '--no-kv-unified',
+    '--ctx-size',
+    String(spec.contextPerSlot * spec.parallel),
+    '--batch-size',
+    String(spec.batchSize),
+    '--ubatch-size',
+    String(spec.batchSize),
+    // The memory the scheduler budgets is the model's: no host-side prompt cache on top.
+    '--cache-ram',
+    '0',
+    '--no-webui',
+    // The GGUF's Jinja template; a thinking model's `<think>` section left in the text, which the
+    // engine splits as it does node-llama-cpp's.
+    ...(spec.embedding ? ['--embeddings'] : ['--jinja', '--reasoning-format', 'none']),
+  ];
+}
+
+export class LlamaServer {
+  readonly #child: ChildProcess;
+  readonly #base: string;
+  readonly #key: string;
+  readonly #agent: Agent;
+  #stopping = false;
+  #log = '';
+  /** Context per slot, as the server reports it. */
+  contextPerSlot = 0;
+  /** Whether the server takes images (its projector loaded). */
+  vision = false;
+
+  private constructor(child: ChildProcess, port: number, key: string) {
+    this.#child = child;
+    this.#base = `http://127.0.0.1:${port}`;
+    this.#key = key;
+    this.#agent = new Agent({ connect: { timeout: 10_000 }, headersTimeout: 0, bodyTimeout: 0, keepAliveTimeout: 30_000 });
+    child.stderr?.on('data', (d: Buffer) => (this.#log = (this.#log + d.toString()).slice(-4000)));
+    child.stdout?.on('data', (d: Buffer) => (this.#log = (this.#log + d.toString()).slice(-4000)));
+  }
+
+  /** The process id (for tests and logs). */
+  get pid(): number | undefined {
+    return this.#child.pid;
+  }
+
+  /** The last lines llama-server wrote. */
+  get logTail(): string {
+    return this.#log.trim().split('\n').slice(-8).join('\n');
+  }
+
+  /**
+   * Starts a server and waits until it serves. `onExit` is called once if the process ends on its
+   * own afterwards (a crash, a kill): not after {@link stop}.
+   */
+  static async start(spec: ServerSpec, onExit: (err: Error) => void, env: NodeJS.ProcessEnv = process.env): Promise<LlamaServer> {
+    const key = randomBytes(24).toString('base64url');
+    for (let attempt = 0; ; attempt++) {
+      const port = await freePort();
+      const child = spawn(spec.binary, serverArgs(spec, port), {
+        stdio: ['ignore', 'pipe', 'pipe'],
+        env: { ...env, LLAMA_API_KEY: key, LLAMA_ARG_HOST: '127.0.0.1' },
+      });
+      const server = new LlamaServer(child, port, key);
+      try {
+        await server.#ready(spec.startTimeoutMs);
+      } catch (err) {
+        const lost = /couldn't bind|address already in use/i.test(server.#log);
+        await server.stop();
+        if (lost && attempt < 3) continue; // another process took the port in between
+        throw err;
+      }
+      child.once('exit', (code, signal) => {
+        if (server.#stopping) return;
+        void server.#agent.close();
+        onExit(new Error(`llama-server exited (${signal ?? `code ${code}`}): ${server.logTail}`));
+      });
+      return server;
+    }
+  }
+
+  async #ready(timeoutMs: number): Promise<void> {
+    const exited = new Promise<never>((_, reject) => {
+      this.#child.once('error', (err) => reject(Errors.engineFailed(`llama-server could not start: ${err.message}`)));
+      this.#child.once('exit', (code, signal) =>
+        reject(Errors.engineFailed(`llama-server exited while loading the model (${signal ?? `code ${code}`}): ${this.logTail}`)),
+      );
+    });
+    exited.catch(() => undefined);
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      if (Date.now() > deadline) throw Errors.engineFailed(`llama-server did not load the model within ${timeoutMs} ms: ${this.logTail}`);
+      const ok = await Promise.race([
+        exited,
+        this.fetchJson('GET', '/health', undefined, AbortSignal.timeout(5000)).then(
+          () => true,
+          () => false,
+        ),
+      ]);
+      if (ok) break;
+      await Promise.race([exited, new Promise((r) => setTimeout(r, 200))]);
+    }
+    const props = (await Promise.race([exited, this.fetchJson('GET', '/props', undefined, AbortSignal.timeout(10_000))])) as Props;
+    this.contextPerSlot = props.default_generation_settings?.n_ctx ?? 0;
+    this.vision = props.modalities?.vision === true;
+  }
+
+  /**
+   * Sends one request and resolves with the answer once its status is 2xx. A 4xx is the request's
+   * fault: a 400 with llama-server's own message (this process is the appliance's own, so its
+   * words may reach the client: "failed to load image", the context that was exceeded); a
+   * connection failure or a 5xx is the engine's (500).
+   */
+  async send(method: 'GET' | 'POST', path: string, body: unknown, signal: AbortSignal): Promise<Dispatcher.ResponseData> {
+    let res: Dispatcher.ResponseData;
+    try {
+      res = await request(this.#base + path, {
+        method,
+        headers: { authorization: `Bearer ${this.#key}`, ...(body !== undefined ? { 'content-type': 'application/json' } : {}) },
+        ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
+        signal,
+        dispatcher: this.#agent,
+      });
+    } catch (err) {
+      if (signal.aborted) throw signal.reason;
+      throw Errors.engineFailed(`llama-server did not answer (${(err as Error).message})`);
+    }
+    if (res.statusCode >= 200 && res.statusCode < 300) return res;
+    const text = await res.body.text().catch(() => '');
+    let message = '';
+    let type = '';
+    try {
+      const e = (JSON.parse(text) as { error?: { message?: string; type?: string } }).error;
+      message = e?.message ?? '';
+      type = e?.type ?? '';
+    } catch {
+      message = text.slice(0, 300);
+    }
+    if (res.statusCode === 400 && type === 'exceed_context_size_error') throw Errors.contextLengthExceeded(message);
+    // llama.cpp's media loader fails with a server error for an image it cannot decode; the image
+    // is the request's, so it is the request's fault.
+    if (/failed to load image/i.test(message)) throw Errors.badRequest(`an image could not be decoded (${message})`, { param: 'images' });
+    if (res.statusCode >= 400 && res.statusCode < 500 && res.statusCode !== 401 && res.statusCode !== 404) {
+      throw Errors.badRequest(message ? `the engine refused the request: ${message}` : `the engine refused the request (HTTP ${res.statusCode})`);
+    }
+    if (res.statusCode === 503) throw Errors.unavailable('llama-server is busy or still loading', { headers: { 'Retry-After': '1' } });
+    throw Errors.engineFailed(`llama-server answered HTTP ${res.statusCode}${message ? `: ${message}` : ''}`);
+  }
+
+  /** {@link send}, and the answer's JSON. */
+  async fetchJson(method: 'GET' | 'POST', path: string, body: unknown, signal: AbortSignal): Promise<unknown> {
+    const res = await this.send(method, path, body, signal);
+    try {
+      return await res.body.json();
+    } catch (err) {
+      if (signal.aborted) throw signal.reason;
+      throw Errors.engineFailed(`llama-server sent an answer that is not JSON (${(err as Error).message})`);
+    }
+  }
+
+  /** Ends the process (SIGTERM, then SIGKILL after 5 s); safe to call twice. */
+  async stop(): Promise<void> {
+    this.#stopping = true;
+    const child = this.#child;
+    if (child.exitCode === null && child.signalCode === null) {
+      const gone = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+      child.kill('SIGTERM');
+      const timer = setTimeout(() => child.kill('SIGKILL'), 5000);
+      await gone;
+      clearTimeout(timer);
+    }
+    await this.#agent.close().catch(() => undefined);
+  }
+}
