@@ -153,7 +153,7 @@ const rotatedAway = await createKey({ name: 'rotated', scopes: SCOPES });
 await send('POST', '/system/api-keys/rotated/rotate', master());
 await new Promise((r) => setTimeout(r, 1100));
 
-// ---------------------------------------------------------------- the route table (docs/security.md, checked against the live table by test/runtime/scopes.test.ts)
+// ---------------------------------------------------------------- the route table (docs/security.md, checked against the live table by test/runtime/scopes.e2e.test.ts)
 
 interface Route {
   method: string;

@@ -2,7 +2,7 @@
  * The transformers backend on its own, on the real `onnx/tiny-random-minilm` fixture (random
  * weights, real all-MiniLM tokenizer): shapes, normalisation, batch = single calls, agreement
  * with a bare transformers.js pipeline, truncation, dimensions, dtype choice, clear errors for
- * missing files, and the embedding-only refusals. The HTTPS path is in `api.test.ts`.
+ * missing files, and the embedding-only refusals. The HTTPS path is in `api.model.test.ts`.
  */
 import { cp, mkdir, mkdtemp, rm, symlink, writeFile } from 'node:fs/promises';
 import os from 'node:os';

@@ -1,5 +1,5 @@
 /**
- * The environment runners start with for transparent huge pages (huge-pages.ts); memory.e2e.test.ts
+ * The environment runners start with for transparent huge pages (huge-pages.ts); memory.model.test.ts
  * checks a real runner's environment and pages.
  */
 import t from 'tap';

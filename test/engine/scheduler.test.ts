@@ -2,7 +2,7 @@
  * The scheduler on its own (unit tier: no process, no socket, no model file): a fake backend whose
  * loads and unloads the test can see and hold, and Node's mock timers for keep-alive, so each case
  * reads as a table row of "requests in, loads/unloads/503s out". The end-to-end behaviour on real
- * GGUF runners is in scheduler.e2e.test.ts.
+ * GGUF runners is in scheduler.model.test.ts.
  */
 import { mock } from 'node:test';
 import t from 'tap';

@@ -8,7 +8,7 @@
  * `think: true` what it renders by default. The model's text is random, so the check is the
  * prompt's length (`prompt_eval_count`, through the official `ollama` client): thinking off adds
  * exactly the empty thought's tokens. The split of a `<think>` section from the answer is checked with scripted
- * output in thinking.test.ts.
+ * output in thinking.e2e.test.ts.
  */
 import t from 'tap';
 import { createModel } from '../helpers/models.js';

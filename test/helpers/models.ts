@@ -55,12 +55,13 @@ export async function uploadBlob(app: Pick<TestAppliance, 'fetch'>, file: string
   const digest = await fileDigest(file);
   const head = await app.fetch(`/api/blobs/${digest}`, { method: 'HEAD' });
   if (head.status === 200) return digest;
-  const res = await app.fetch(`/api/blobs/${digest}`, {
+  const init: Parameters<TestAppliance['fetch']>[1] = {
     method: 'POST',
     body: createReadStream(file) as unknown as ReadableStream,
     duplex: 'half',
     headers: { 'content-type': 'application/octet-stream' },
-  } as Parameters<TestAppliance['fetch']>[1]);
+  };
+  const res = await app.fetch(`/api/blobs/${digest}`, init);
   if (res.status !== 201 && res.status !== 200) throw new Error(`uploading ${file} failed: ${res.status} ${await res.text()}`);
   await res.arrayBuffer().catch(() => undefined);
   return digest;

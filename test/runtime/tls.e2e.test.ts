@@ -82,7 +82,7 @@ t.test('the leaf covers <host>.local and every permitted interface address', asy
   const text = (await run('openssl', ['x509', '-in', rootFile, '-noout', '-ext', 'nameConstraints'])).stdout;
   t.match(text, /Permitted:/);
   t.match(text, /DNS:local\b/);
-  t.notMatch(text, /IP:/, 'no address constraint by default (BoringSSL refuses them; see tls-matrix.test.ts)');
+  t.notMatch(text, /IP:/, 'no address constraint by default (BoringSSL refuses them; see tls-matrix.e2e.test.ts)');
   t.notMatch(text, /DNS:com\b/);
 });
 

@@ -14,7 +14,7 @@
  * Every function checks the shapes it needs before it changes anything and returns null, false or
  * undefined (changing nothing) when they are not there, so another release degrades to the
  * library's own behaviour, with a warning, rather than failing. The checks cannot see a member that
- * kept its shape but changed its meaning: test/engine/llama-internals.contract.test.ts exercises
+ * kept its shape but changed its meaning: test/engine/llama-internals-contract.model.test.ts exercises
  * each assumption on a real model, and docs/engine.md ("node-llama-cpp internals") says how to
  * review a new release.
  *
@@ -34,7 +34,7 @@ export async function versionWarning(installed?: string): Promise<string | null>
   if (version === CHECKED_VERSION) return null;
   return (
     `node-llama-cpp ${version} is installed, but the runner's patches of its internals (runner/llama-internals.ts) ` +
-    `were checked against ${CHECKED_VERSION}: run test/engine/llama-internals.contract.test.ts and see docs/engine.md, "node-llama-cpp internals"`
+    `were checked against ${CHECKED_VERSION}: run test/engine/llama-internals-contract.model.test.ts and see docs/engine.md, "node-llama-cpp internals"`
   );
 }
 
