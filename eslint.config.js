@@ -29,7 +29,11 @@ const boundaries = {
       const to = area(path.resolve(path.dirname(context.filename), spec));
       if (to === null || to === from) return;
       const why =
-        from === 'core' ? 'core never depends on a plugin' : to === 'core' ? "plugins reach core only through 'lia/plugin'" : "a plugin uses another only through the contracts in 'lia/plugin'";
+        from === 'core'
+          ? 'core never depends on a plugin'
+          : to === 'core'
+            ? "plugins reach core only through 'lia/plugin'"
+            : "a plugin uses another only through the contracts in 'lia/plugin'";
       context.report({ node: node.source, messageId: 'crossed', data: { from, to, why } });
     };
     return { ImportDeclaration: check, ExportNamedDeclaration: check, ExportAllDeclaration: check, ImportExpression: check };
@@ -37,7 +41,19 @@ const boundaries = {
 };
 
 export default tseslint.config(
-  { ignores: ['dist/**', 'node_modules/**', 'bench/.cache/**', '.cache/**', 'build/**', 'plugins/webui/app/**', '**/*.d.ts', 'test/fixtures/**/*.{js,mjs}', 'bench/.scratch/**'] },
+  {
+    ignores: [
+      'dist/**',
+      'node_modules/**',
+      'bench/.cache/**',
+      '.cache/**',
+      'build/**',
+      'plugins/webui/app/**',
+      '**/*.d.ts',
+      'test/fixtures/**/*.{js,mjs}',
+      'bench/.scratch/**',
+    ],
+  },
   js.configs.recommended,
   ...tseslint.configs.recommendedTypeChecked,
   {

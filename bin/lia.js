@@ -23,9 +23,7 @@ if (process.env.LIA_FROM_SOURCE !== '1' && existsSync(dist)) {
   // Built-in plugins import core as `lia/plugin`, which resolves to dist/ unless the `lia-source`
   // condition asks for the TypeScript sources: add it, then let tsx load them.
   const { register: registerHooks } = await import('node:module');
-  registerHooks(
-    'data:text/javascript,export function resolve(s, c, next) { return next(s, { ...c, conditions: [...c.conditions, "lia-source"] }) }',
-  );
+  registerHooks('data:text/javascript,export function resolve(s, c, next) { return next(s, { ...c, conditions: [...c.conditions, "lia-source"] }) }');
   const { register } = await import('tsx/esm/api');
   register();
   ({ main } = await import('../core/cli/main.ts'));

@@ -21,16 +21,7 @@ function priorityOf(level: number): number {
 }
 
 /** Paths pino redacts in every line. */
-export const REDACT_PATHS = [
-  'req.headers.authorization',
-  'headers.authorization',
-  'authorization',
-  'key',
-  'apiKey',
-  'api_key',
-  '*.key',
-  '*.apiKey',
-];
+export const REDACT_PATHS = ['req.headers.authorization', 'headers.authorization', 'authorization', 'key', 'apiKey', 'api_key', '*.key', '*.apiKey'];
 
 export class LogHub {
   readonly #buffers = new Map<string, LogLine[]>();

@@ -95,6 +95,8 @@ function listenTextResolver(address: string): string {
 async function ready({ app, hooks }: BuiltApp, config: Config): Promise<void> {
   await app.ready();
   if (!hooks.tls.provided) {
-    throw new ConfigError(`${config.source ?? 'the default configuration'}: no enabled plugin provides TLS ("tls"), and LIA serves only HTTPS; enable a plugin that provides it`);
+    throw new ConfigError(
+      `${config.source ?? 'the default configuration'}: no enabled plugin provides TLS ("tls"), and LIA serves only HTTPS; enable a plugin that provides it`,
+    );
   }
 }

@@ -47,18 +47,27 @@ const SETTLE_MS = 30;
 
 /** 256 deterministic short sentences. */
 function sentences(): string[] {
-  const subjects = [
-    'The old fisherman', 'A small robot', 'My neighbour', 'The committee',
-    'Every student', 'The red fox', 'Our new server', 'A quiet child',
-  ];
+  const subjects = ['The old fisherman', 'A small robot', 'My neighbour', 'The committee', 'Every student', 'The red fox', 'Our new server', 'A quiet child'];
   const verbs = ['repaired', 'painted', 'forgot about', 'carefully measured', 'quietly watched', 'sold', 'described', 'found'];
   const objects = [
-    'the wooden boat', 'a broken clock', 'the garden fence', 'three yellow kites',
-    'the evening news', 'an empty bottle', 'the river bank', 'a paper map',
+    'the wooden boat',
+    'a broken clock',
+    'the garden fence',
+    'three yellow kites',
+    'the evening news',
+    'an empty bottle',
+    'the river bank',
+    'a paper map',
   ];
   const tails = [
-    'before sunrise.', 'near the harbour.', 'in the rain.', 'without a word.',
-    'for the second time this week.', 'while everyone slept.', 'at the market.', '',
+    'before sunrise.',
+    'near the harbour.',
+    'in the rain.',
+    'without a word.',
+    'for the second time this week.',
+    'while everyone slept.',
+    'at the market.',
+    '',
   ];
   let seed = 42;
   const pick = <T>(list: T[]): T => {
@@ -136,8 +145,10 @@ async function main(): Promise<void> {
       },
     });
     const defaults = await pipeline('feature-extraction', dir, { dtype: 'q8', local_files_only: true });
-    const bare = (p: typeof same) => async (batch: string[]): Promise<number[][]> =>
-      (await p(batch, { pooling: 'mean', normalize: true })).tolist() as number[][];
+    const bare =
+      (p: typeof same) =>
+      async (batch: string[]): Promise<number[][]> =>
+        (await p(batch, { pooling: 'mean', normalize: true })).tolist() as number[][];
 
     const contenders: Record<string, Embed> = {
       appliance: viaApi,

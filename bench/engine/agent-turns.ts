@@ -135,7 +135,10 @@ interface Chunk {
 }
 
 /** One streamed request: time to first content, the answer, and the final usage. */
-async function ask(target: Target, messages: Message[]): Promise<{ ttftMs: number; t0: number; answer: string; usage: NonNullable<Chunk['usage']>; cached: number }> {
+async function ask(
+  target: Target,
+  messages: Message[],
+): Promise<{ ttftMs: number; t0: number; answer: string; usage: NonNullable<Chunk['usage']>; cached: number }> {
   const body = JSON.stringify({ ...target.body, messages, stream: true, stream_options: { include_usage: true }, max_tokens: PREDICT });
   const { res, t0 } = await timedPost(`${target.url}/v1/chat/completions`, { dispatcher: target.dispatcher, headers: target.headers, body });
   if (res.statusCode !== 200) throw new Error(`${target.name}: HTTP ${res.statusCode}: ${await res.body.text()}`);
@@ -230,10 +233,22 @@ async function main(): Promise<void> {
     if (names.includes('llama-server')) {
       const port = await freePort();
       server = await startLlamaServer(values.server ?? (await buildLlamaServer()), {
-        model, port, threads: THREADS, batchThreads: BATCH_THREADS, parallel: SLOTS, contextPerSlot: CONTEXT, jinja: true,
+        model,
+        port,
+        threads: THREADS,
+        batchThreads: BATCH_THREADS,
+        parallel: SLOTS,
+        contextPerSlot: CONTEXT,
+        jinja: true,
       });
       const url = `http://127.0.0.1:${port}`;
-      targets.push({ name: 'llama-server', url, headers: {}, dispatcher: keepAlivePool(url), body: { model: 'bench', ...sampling, top_k: 40, min_p: 0, repeat_penalty: 1.0 } });
+      targets.push({
+        name: 'llama-server',
+        url,
+        headers: {},
+        dispatcher: keepAlivePool(url),
+        body: { model: 'bench', ...sampling, top_k: 40, min_p: 0, repeat_penalty: 1.0 },
+      });
     }
     if (names.includes('appliance')) {
       app = await startApplianceProcess({
@@ -244,7 +259,13 @@ async function main(): Promise<void> {
         },
       });
       await createBenchModel(app, 'bench', model);
-      targets.push({ name: 'appliance', url: app.url, headers: { authorization: `Bearer ${app.key}` }, dispatcher: app.dispatcher(), body: { model: 'bench', ...sampling } });
+      targets.push({
+        name: 'appliance',
+        url: app.url,
+        headers: { authorization: `Bearer ${app.key}` },
+        dispatcher: app.dispatcher(),
+        body: { model: 'bench', ...sampling },
+      });
     }
     // Warm-up: load, first allocations, connections; then a pause for the appliance's spare runner.
     for (const t of targets) {
@@ -275,7 +296,22 @@ async function main(): Promise<void> {
     await mkdir(path.dirname(file), { recursive: true });
     await writeFile(
       file,
-      JSON.stringify({ model: modelLabel(model), cpu: os.cpus()[0]?.model, cores: os.availableParallelism(), loadavg, threads: THREADS, batchThreads: BATCH_THREADS, slots: SLOTS, context: CONTEXT, barrier: values.barrier, results }, null, 2),
+      JSON.stringify(
+        {
+          model: modelLabel(model),
+          cpu: os.cpus()[0]?.model,
+          cores: os.availableParallelism(),
+          loadavg,
+          threads: THREADS,
+          batchThreads: BATCH_THREADS,
+          slots: SLOTS,
+          context: CONTEXT,
+          barrier: values.barrier,
+          results,
+        },
+        null,
+        2,
+      ),
     );
     console.log(`\nraw turns: ${path.relative(ROOT, file)}`);
   } finally {
@@ -291,7 +327,9 @@ function report(model: string, loadavg: number[], results: { rep: number; sessio
       `threads ${THREADS} (batches ${BATCH_THREADS}), ${SLOTS} slots × ${CONTEXT}; system prompt ~${SYSTEM_TOKENS} tokens, ${TURNS} turns of ~${TURN_TOKENS} new tokens, ${PREDICT} generated` +
       `${values.barrier ? '; each turn of a phase starts together (--barrier)' : ''}\n`,
   );
-  console.log('| rep | sessions | server | first turns, median TTFT (range) | later turns, median TTFT (range) | later turns: evaluated / new tokens (median, max) | all turns done |');
+  console.log(
+    '| rep | sessions | server | first turns, median TTFT (range) | later turns, median TTFT (range) | later turns: evaluated / new tokens (median, max) | all turns done |',
+  );
   console.log('|---:|---:|---|---:|---:|---:|---:|');
   for (const row of results) {
     const first = row.turns.filter((x) => x.turn === 1).map((x) => x.ttftMs);
@@ -305,15 +343,21 @@ function report(model: string, loadavg: number[], results: { rep: number; sessio
         `${fmt(Math.max(...row.turns.map((x) => x.endMs)))} |`,
     );
   }
-  const pairs = results.filter((x) => x.target === 'appliance').map((a) => [a, results.find((l) => l.target === 'llama-server' && l.rep === a.rep && l.sessions === a.sessions)] as const);
+  const pairs = results
+    .filter((x) => x.target === 'appliance')
+    .map((a) => [a, results.find((l) => l.target === 'llama-server' && l.rep === a.rep && l.sessions === a.sessions)] as const);
   if (pairs.some(([, l]) => l)) {
-    console.log('\n| rep | sessions | first turns: appliance ÷ llama-server | later turns: appliance ÷ llama-server | all turns done: appliance ÷ llama-server |');
+    console.log(
+      '\n| rep | sessions | first turns: appliance ÷ llama-server | later turns: appliance ÷ llama-server | all turns done: appliance ÷ llama-server |',
+    );
     console.log('|---:|---:|---:|---:|---:|');
     for (const [a, l] of pairs) {
       if (!l) continue;
-      const m = (row: typeof a, later: boolean) => median(row.turns.filter((x) => (x.turn > 1) === later).map((x) => x.ttftMs));
+      const m = (row: typeof a, later: boolean) => median(row.turns.filter((x) => x.turn > 1 === later).map((x) => x.ttftMs));
       const done = (row: typeof a) => Math.max(...row.turns.map((x) => x.endMs));
-      console.log(`| ${a.rep} | ${a.sessions} | ${(m(a, false) / m(l, false)).toFixed(2)} | ${(m(a, true) / m(l, true)).toFixed(2)} | ${(done(a) / done(l)).toFixed(2)} |`);
+      console.log(
+        `| ${a.rep} | ${a.sessions} | ${(m(a, false) / m(l, false)).toFixed(2)} | ${(m(a, true) / m(l, true)).toFixed(2)} | ${(done(a) / done(l)).toFixed(2)} |`,
+      );
     }
   }
   console.log('\nPer turn (session.turn: TTFT, prompt tokens evaluated / new):');

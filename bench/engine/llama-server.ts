@@ -75,7 +75,10 @@ async function setAsideAmx(binary: string, log: (line: string) => void): Promise
   }
   await rename(variant, `${variant}.sigill`);
   await writeFile(probed, binary);
-  await writeFile(AMX_NOTE, `llama-server died of SIGILL in its AMX kernels on this machine; it runs without AMX, while the appliance's node-llama-cpp uses AMX here\n`);
+  await writeFile(
+    AMX_NOTE,
+    `llama-server died of SIGILL in its AMX kernels on this machine; it runs without AMX, while the appliance's node-llama-cpp uses AMX here\n`,
+  );
   log(`llama-server: ${AMX_VARIANT} died of SIGILL here and was set aside; figures against it flatter the appliance wherever AMX helps`);
 }
 
@@ -96,20 +99,47 @@ export function benchThreads(): { threads: number; batchThreads: number } {
 /**
  * Starts llama-server on 127.0.0.1:`port` and resolves once `/health` answers 200. `batchThreads`
  * (`-tb`, prompt processing) defaults to `threads`. `jinja` turns on the GGUF's chat template for
- * `/v1/chat/completions` (off by default: `/completion` needs none).
+ * `/v1/chat/completions` (off by default: `/completion` needs none). `args` are appended as they
+ * are (`--mmproj <file>`, `--rerank`).
  */
 export async function startLlamaServer(
   binary: string,
-  opts: { model: string; port: number; threads: number; batchThreads?: number; parallel: number; contextPerSlot: number; jinja?: boolean },
+  opts: {
+    model: string;
+    port: number;
+    threads: number;
+    batchThreads?: number;
+    parallel: number;
+    contextPerSlot: number;
+    jinja?: boolean;
+    args?: readonly string[];
+  },
 ): Promise<ChildProcess> {
   const child = spawn(
     binary,
     [
-      '-m', opts.model, '--host', '127.0.0.1', '--port', String(opts.port),
-      '-t', String(opts.threads), '-tb', String(opts.batchThreads ?? opts.threads),
-      '-np', String(opts.parallel), '-c', String(opts.contextPerSlot * opts.parallel),
-      '-b', '512', '-ub', '512', '--no-webui', '--log-disable',
+      '-m',
+      opts.model,
+      '--host',
+      '127.0.0.1',
+      '--port',
+      String(opts.port),
+      '-t',
+      String(opts.threads),
+      '-tb',
+      String(opts.batchThreads ?? opts.threads),
+      '-np',
+      String(opts.parallel),
+      '-c',
+      String(opts.contextPerSlot * opts.parallel),
+      '-b',
+      '512',
+      '-ub',
+      '512',
+      '--no-webui',
+      '--log-disable',
       ...(opts.jinja ? ['--jinja'] : []),
+      ...(opts.args ?? []),
     ],
     { stdio: ['ignore', 'ignore', 'pipe'] },
   );
@@ -118,7 +148,10 @@ export async function startLlamaServer(
   const deadline = Date.now() + 120_000;
   while (Date.now() < deadline) {
     if (child.exitCode !== null || child.signalCode !== null) throw new Error(`llama-server exited (${child.exitCode ?? child.signalCode}): ${stderr}`);
-    const ok = await fetch(`http://127.0.0.1:${opts.port}/health`).then((r) => r.ok, () => false);
+    const ok = await fetch(`http://127.0.0.1:${opts.port}/health`).then(
+      (r) => r.ok,
+      () => false,
+    );
     if (ok) return child;
     await new Promise((r) => setTimeout(r, 250));
   }

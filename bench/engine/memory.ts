@@ -77,8 +77,10 @@ function tree(pid: number): number[] {
 }
 
 type Memory = ReturnType<typeof memoryOf>;
-const sum = (ms: Memory[]): Memory => ms.reduce((a, b) => ({ rss: a.rss + b.rss, anon: a.anon + b.anon, file: a.file + b.file, pss: a.pss + b.pss }), { rss: 0, anon: 0, file: 0, pss: 0 });
-const fmt = (m: Memory) => `RSS ${(m.rss / MB).toFixed(0)} MB (anon ${(m.anon / MB).toFixed(0)}, file ${(m.file / MB).toFixed(0)}), PSS ${(m.pss / MB).toFixed(0)} MB`;
+const sum = (ms: Memory[]): Memory =>
+  ms.reduce((a, b) => ({ rss: a.rss + b.rss, anon: a.anon + b.anon, file: a.file + b.file, pss: a.pss + b.pss }), { rss: 0, anon: 0, file: 0, pss: 0 });
+const fmt = (m: Memory) =>
+  `RSS ${(m.rss / MB).toFixed(0)} MB (anon ${(m.anon / MB).toFixed(0)}, file ${(m.file / MB).toFixed(0)}), PSS ${(m.pss / MB).toFixed(0)} MB`;
 
 /** The appliance's processes: API, the runner with the most memory (the loaded model), the rest. */
 function applianceMemory(app: ApplianceProcess): { api: Memory; runner: Memory; others: Memory; total: Memory } {
@@ -92,15 +94,49 @@ function dropCaches(): void {
   writeFileSync('/proc/sys/vm/drop_caches', '3');
 }
 
-async function startServer(binary: string, model: string, port: number, slots: number, contextPerSlot: number): Promise<{ child: ChildProcess; t0: number; healthy: number }> {
+async function startServer(
+  binary: string,
+  model: string,
+  port: number,
+  slots: number,
+  contextPerSlot: number,
+): Promise<{ child: ChildProcess; t0: number; healthy: number }> {
   const t0 = performance.now();
-  const child = spawn(binary, [
-    '-m', model, '--host', '127.0.0.1', '--port', String(port), '-t', String(THREADS), '-tb', String(BATCH_THREADS),
-    '-np', String(slots), '-c', String(slots * contextPerSlot), '-b', '512', '-ub', '512', '--no-webui', '--log-disable',
-  ], { stdio: 'ignore' });
+  const child = spawn(
+    binary,
+    [
+      '-m',
+      model,
+      '--host',
+      '127.0.0.1',
+      '--port',
+      String(port),
+      '-t',
+      String(THREADS),
+      '-tb',
+      String(BATCH_THREADS),
+      '-np',
+      String(slots),
+      '-c',
+      String(slots * contextPerSlot),
+      '-b',
+      '512',
+      '-ub',
+      '512',
+      '--no-webui',
+      '--log-disable',
+    ],
+    { stdio: 'ignore' },
+  );
   for (;;) {
     if (child.exitCode !== null || child.signalCode !== null) throw new Error(`llama-server exited (${child.exitCode ?? child.signalCode})`);
-    if (await fetch(`http://127.0.0.1:${port}/health`).then((r) => r.ok, () => false)) return { child, t0, healthy: performance.now() };
+    if (
+      await fetch(`http://127.0.0.1:${port}/health`).then(
+        (r) => r.ok,
+        () => false,
+      )
+    )
+      return { child, t0, healthy: performance.now() };
     await sleep(25);
   }
 }
@@ -133,9 +169,14 @@ async function main(): Promise<void> {
   }
 
   // Loaded, and load time, per slot count.
-  const load: Record<string, { appliance: number[]; llamaServer: number[] }> = { cold: { appliance: [], llamaServer: [] }, warm: { appliance: [], llamaServer: [] } };
+  const load: Record<string, { appliance: number[]; llamaServer: number[] }> = {
+    cold: { appliance: [], llamaServer: [] },
+    warm: { appliance: [], llamaServer: [] },
+  };
   for (const slots of [1, 4]) {
-    const app = await startApplianceProcess({ plugins: { engine: { options: { numParallel: slots, contextLength: 2048, threads: THREADS, batchThreads: BATCH_THREADS, keepAlive: -1 } } } });
+    const app = await startApplianceProcess({
+      plugins: { engine: { options: { numParallel: slots, contextLength: 2048, threads: THREADS, batchThreads: BATCH_THREADS, keepAlive: -1 } } },
+    });
     try {
       await createBenchModel(app, 'bench', model);
       const agent = app.dispatcher();
@@ -151,15 +192,19 @@ async function main(): Promise<void> {
       await plain.close();
       await stopServer(server.child);
       report[`loaded-${slots}x2048`] = { appliance: a, llamaServer: l };
-      say(`loaded, ${slots} × 2048: appliance runner ${fmt(a.runner)}; appliance total ${fmt(a.total)}; llama-server ${fmt(l)}; runner ÷ llama-server RSS ${(a.runner.rss / l.rss).toFixed(3)}, total ÷ llama-server ${(a.total.rss / l.rss).toFixed(3)}`);
+      say(
+        `loaded, ${slots} × 2048: appliance runner ${fmt(a.runner)}; appliance total ${fmt(a.total)}; llama-server ${fmt(l)}; runner ÷ llama-server RSS ${(a.runner.rss / l.rss).toFixed(3)}, total ÷ llama-server ${(a.total.rss / l.rss).toFixed(3)}`,
+      );
 
       if (slots !== 1) continue;
       // Load time, 1 slot × 2048: unload, let the spare runner come up, then time a request.
       for (let r = 0; r < REPS; r++) {
         for (const kind of ['cold', 'warm'] as const) {
-          for (const who of r % 2 === 0 ? ['appliance', 'llamaServer'] as const : ['llamaServer', 'appliance'] as const) {
+          for (const who of r % 2 === 0 ? (['appliance', 'llamaServer'] as const) : (['llamaServer', 'appliance'] as const)) {
             if (who === 'appliance') {
-              await app.fetch('/api/generate', { method: 'POST', body: JSON.stringify({ model: 'bench', prompt: '', keep_alive: 0 }) }).then((res) => res.text());
+              await app
+                .fetch('/api/generate', { method: 'POST', body: JSON.stringify({ model: 'bench', prompt: '', keep_alive: 0 }) })
+                .then((res) => res.text());
               await sleep(6000);
               if (kind === 'cold') dropCaches();
               const s = await applianceGenerate(app, agent, 'bench', 'Once upon a time', 1);
@@ -176,7 +221,9 @@ async function main(): Promise<void> {
               const fromStart = sent + s.ttftMs - server.t0;
               const ms = s.ttftMs;
               load[kind]!.llamaServer.push(fromStart);
-              say(`load ${kind} llama-server: ${fromStart.toFixed(0)} ms (healthy after ${(server.healthy - server.t0).toFixed(0)} ms, first token ${ms.toFixed(0)} ms after the request)`);
+              say(
+                `load ${kind} llama-server: ${fromStart.toFixed(0)} ms (healthy after ${(server.healthy - server.t0).toFixed(0)} ms, first token ${ms.toFixed(0)} ms after the request)`,
+              );
               await plain.close();
               await stopServer(server.child);
             }
@@ -190,7 +237,9 @@ async function main(): Promise<void> {
   report['load'] = load;
   for (const kind of ['cold', 'warm'] as const) {
     const ratios = load[kind]!.appliance.map((a, i) => a / load[kind]!.llamaServer[i]!);
-    say(`load ${kind}: appliance median ${median(load[kind]!.appliance).toFixed(0)} ms, llama-server median ${median(load[kind]!.llamaServer).toFixed(0)} ms, appliance ÷ llama-server (median of pairs) ${median(ratios).toFixed(2)} [${ratios.map((x) => x.toFixed(2)).join(', ')}]`);
+    say(
+      `load ${kind}: appliance median ${median(load[kind]!.appliance).toFixed(0)} ms, llama-server median ${median(load[kind]!.llamaServer).toFixed(0)} ms, appliance ÷ llama-server (median of pairs) ${median(ratios).toFixed(2)} [${ratios.map((x) => x.toFixed(2)).join(', ')}]`,
+    );
   }
   report['loadavg'] = os.loadavg();
   const out = path.join(ROOT, 'bench/results');

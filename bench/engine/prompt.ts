@@ -57,12 +57,18 @@ async function main(): Promise<void> {
     contextPerSlot: CONTEXT,
   });
   const app = await startApplianceProcess({
-    plugins: { ...ENGINE_ONLY, engine: { options: { numParallel: SLOTS, contextLength: CONTEXT, threads: THREADS, batchThreads: BATCH_THREADS, keepAlive: -1 } } },
+    plugins: {
+      ...ENGINE_ONLY,
+      engine: { options: { numParallel: SLOTS, contextLength: CONTEXT, threads: THREADS, batchThreads: BATCH_THREADS, keepAlive: -1 } },
+    },
   });
   try {
     await createModel(app, 'bench', 'gguf/bench-random-135m-q4_0.gguf');
     const appliance = async (prompt: string): Promise<{ tokens: number; rate: number }> => {
-      const res = await app.fetch('/api/generate', { method: 'POST', body: JSON.stringify({ model: 'bench', prompt, raw: true, stream: false, options: { num_predict: 1 } }) });
+      const res = await app.fetch('/api/generate', {
+        method: 'POST',
+        body: JSON.stringify({ model: 'bench', prompt, raw: true, stream: false, options: { num_predict: 1 } }),
+      });
       const o = (await res.json()) as { prompt_eval_count: number; prompt_eval_duration: number; error?: string };
       if (o.error) throw new Error(o.error);
       return { tokens: o.prompt_eval_count, rate: o.prompt_eval_count / (o.prompt_eval_duration / 1e9) };
@@ -78,7 +84,9 @@ async function main(): Promise<void> {
     await new Promise((resolve) => setTimeout(resolve, 4000));
     for (const n of LENGTHS) await llamaServer(promptOf(n));
 
-    console.log(`\nbench-random-135m-q4_0, prompt processing, threads ${THREADS} (batches ${BATCH_THREADS}), ${SLOTS} slots × ${CONTEXT} context, median of ${REPS}`);
+    console.log(
+      `\nbench-random-135m-q4_0, prompt processing, threads ${THREADS} (batches ${BATCH_THREADS}), ${SLOTS} slots × ${CONTEXT} context, median of ${REPS}`,
+    );
     console.log('| prompt tokens | appliance (tok/s) | llama-server (tok/s) | appliance ÷ llama-server |');
     console.log('|---:|---:|---:|---:|');
     for (const n of LENGTHS) {

@@ -77,14 +77,28 @@ type Target = { name: string; generate: Generate };
  */
 async function measureLibrary(model: string): Promise<Figures> {
   const pool = String(Math.min(6, Math.max(2, os.availableParallelism())));
-  const { stdout } = await promisify(execFile)(process.execPath, ['--import', 'tsx', path.join(ROOT, 'bench/engine/library.ts'), String(THREADS), String(TOKENS), String(SLOTS), String(CONTEXT), String(BATCH_THREADS), model], {
-    cwd: ROOT,
-    env: {
-      ...process.env,
-      UV_THREADPOOL_SIZE: pool,
-      GLIBC_TUNABLES: runnerTunables(process.env['LIA_HUGE_PAGES'] === 'off' ? 'off' : 'auto', process.env['GLIBC_TUNABLES']),
+  const { stdout } = await promisify(execFile)(
+    process.execPath,
+    [
+      '--import',
+      'tsx',
+      path.join(ROOT, 'bench/engine/library.ts'),
+      String(THREADS),
+      String(TOKENS),
+      String(SLOTS),
+      String(CONTEXT),
+      String(BATCH_THREADS),
+      model,
+    ],
+    {
+      cwd: ROOT,
+      env: {
+        ...process.env,
+        UV_THREADPOOL_SIZE: pool,
+        GLIBC_TUNABLES: runnerTunables(process.env['LIA_HUGE_PAGES'] === 'off' ? 'off' : 'auto', process.env['GLIBC_TUNABLES']),
+      },
     },
-  });
+  );
   return JSON.parse(stdout.trim().split('\n').at(-1)!) as Figures;
 }
 
@@ -96,7 +110,11 @@ async function checkConfiguration(app: { fetch(p: string): Promise<{ json(): Pro
   const ps = (await (await app.fetch('/api/ps')).json()) as { models: { name: string; context_length?: number }[] };
   const props = (await (await fetch(`http://127.0.0.1:${port}/props`)).json()) as { total_slots?: number; default_generation_settings?: { n_ctx?: number } };
   assertSameConfiguration([
-    { name: 'context per sequence', wanted: CONTEXT, sides: { appliance: ps.models.find((m) => m.name.startsWith('bench'))?.context_length, 'llama-server': props.default_generation_settings?.n_ctx } },
+    {
+      name: 'context per sequence',
+      wanted: CONTEXT,
+      sides: { appliance: ps.models.find((m) => m.name.startsWith('bench'))?.context_length, 'llama-server': props.default_generation_settings?.n_ctx },
+    },
     { name: 'slots', wanted: SLOTS, sides: { 'llama-server': props.total_slots } },
   ]);
 }
@@ -112,7 +130,10 @@ async function main(): Promise<void> {
   // Servers of earlier repetitions, stopped at the end.
   const retired: ChildProcess[] = [];
   const app = await startApplianceProcess({
-    plugins: { ...ENGINE_ONLY, engine: { options: { numParallel: SLOTS, contextLength: CONTEXT, threads: THREADS, batchThreads: BATCH_THREADS, keepAlive: -1 } } },
+    plugins: {
+      ...ENGINE_ONLY,
+      engine: { options: { numParallel: SLOTS, contextLength: CONTEXT, threads: THREADS, batchThreads: BATCH_THREADS, keepAlive: -1 } },
+    },
   });
   try {
     await createBenchModel(app, 'bench', model);
@@ -172,7 +193,9 @@ async function main(): Promise<void> {
     const paired = (name: string, key: keyof Figures): number => {
       const xs = results[name]!;
       if (xs.length === 0) return NaN;
-      return median(xs.map((x, i) => (key === 'ttft' || key === 'ttftLong' ? results['llama-server']![i]![key] / x[key] : x[key] / results['llama-server']![i]![key])));
+      return median(
+        xs.map((x, i) => (key === 'ttft' || key === 'ttftLong' ? results['llama-server']![i]![key] / x[key] : x[key] / results['llama-server']![i]![key])),
+      );
     };
     const rows = (['decode', 'ttft', 'agg4', 'agg16', 'ttftLong'] as const).map((key) => ({
       figure: key,
@@ -182,24 +205,55 @@ async function main(): Promise<void> {
       library: med('library', key),
       libraryRatio: paired('library', key),
     }));
-    const labels = { decode: 'single-stream decode (tok/s)', ttft: 'time to first token (ms)', agg4: 'aggregate, 4 streams (tok/s)', agg16: 'aggregate, 16 streams (tok/s)', ttftLong: 'TTFT, 512-token prompt (ms)' };
+    const labels = {
+      decode: 'single-stream decode (tok/s)',
+      ttft: 'time to first token (ms)',
+      agg4: 'aggregate, 4 streams (tok/s)',
+      agg16: 'aggregate, 16 streams (tok/s)',
+      ttftLong: 'TTFT, 512-token prompt (ms)',
+    };
     console.log(`\n${machineLine(machine)}`);
-    console.log(`${modelLabel(model)}, ${TOKENS} tokens per stream, threads ${THREADS} (batches ${BATCH_THREADS}), ${SLOTS} slots × ${CONTEXT} context, median of ${REPS}`);
+    console.log(
+      `${modelLabel(model)}, ${TOKENS} tokens per stream, threads ${THREADS} (batches ${BATCH_THREADS}), ${SLOTS} slots × ${CONTEXT} context, median of ${REPS}`,
+    );
     const amx = amxNote();
     if (amx) console.log(`WARNING: ${amx}: the llama-server ratios are not like-for-like on this machine`);
     console.log('(figures: medians over the repetitions; ratios: medians of the ratios within each repetition)');
-    console.log(`${'figure'.padEnd(32)}${'appliance'.padStart(12)}${'llama-server'.padStart(14)}${'ratio'.padStart(8)}${'library'.padStart(10)}${'ratio'.padStart(8)}`);
+    console.log(
+      `${'figure'.padEnd(32)}${'appliance'.padStart(12)}${'llama-server'.padStart(14)}${'ratio'.padStart(8)}${'library'.padStart(10)}${'ratio'.padStart(8)}`,
+    );
     for (const r of rows) {
       console.log(
         `${labels[r.figure].padEnd(32)}${r.appliance.toFixed(1).padStart(12)}${r.llamaServer.toFixed(1).padStart(14)}${r.ratio.toFixed(2).padStart(8)}` +
           `${r.library.toFixed(1).padStart(10)}${r.libraryRatio.toFixed(2).padStart(8)}`,
       );
     }
-    console.log('library: the runner\'s generation code in-process, no HTTPS, auth or IPC (bench/engine/library.ts): the ceiling node-llama-cpp leaves');
+    console.log("library: the runner's generation code in-process, no HTTPS, auth or IPC (bench/engine/library.ts): the ceiling node-llama-cpp leaves");
     const out = path.join(ROOT, 'bench/results');
     await mkdir(out, { recursive: true });
-    console.log(`connections opened while timing: ${JSON.stringify(connections.opened)}; requests sent again on a new connection (timedPost): ${JSON.stringify(resent)}`);
-    await writeFile(path.join(out, `engine-${new Date().toISOString().replace(/[:.]/g, '-')}.json`), JSON.stringify({ model: modelLabel(model), date: new Date().toISOString(), machine, loadavg: os.loadavg(), threads: THREADS, batchThreads: BATCH_THREADS, tokens: TOKENS, slots: SLOTS, context: CONTEXT, rows, raw: results }, null, 2));
+    console.log(
+      `connections opened while timing: ${JSON.stringify(connections.opened)}; requests sent again on a new connection (timedPost): ${JSON.stringify(resent)}`,
+    );
+    await writeFile(
+      path.join(out, `engine-${new Date().toISOString().replace(/[:.]/g, '-')}.json`),
+      JSON.stringify(
+        {
+          model: modelLabel(model),
+          date: new Date().toISOString(),
+          machine,
+          loadavg: os.loadavg(),
+          threads: THREADS,
+          batchThreads: BATCH_THREADS,
+          tokens: TOKENS,
+          slots: SLOTS,
+          context: CONTEXT,
+          rows,
+          raw: results,
+        },
+        null,
+        2,
+      ),
+    );
     await plain.close();
   } finally {
     await app.close();

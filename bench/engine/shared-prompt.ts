@@ -75,10 +75,18 @@ async function main(): Promise<void> {
   const model = await benchModelPath(values.model);
   const port = Number(values.port);
   const server: ChildProcess = await startLlamaServer(await buildLlamaServer(), {
-    model, port, threads: THREADS, batchThreads: BATCH_THREADS, parallel: SLOTS, contextPerSlot: CONTEXT,
+    model,
+    port,
+    threads: THREADS,
+    batchThreads: BATCH_THREADS,
+    parallel: SLOTS,
+    contextPerSlot: CONTEXT,
   });
   const app = await startApplianceProcess({
-    plugins: { ...ENGINE_ONLY, engine: { options: { numParallel: SLOTS, contextLength: CONTEXT, threads: THREADS, batchThreads: BATCH_THREADS, keepAlive: -1 } } },
+    plugins: {
+      ...ENGINE_ONLY,
+      engine: { options: { numParallel: SLOTS, contextLength: CONTEXT, threads: THREADS, batchThreads: BATCH_THREADS, keepAlive: -1 } },
+    },
   });
   try {
     await createBenchModel(app, 'bench', model);
@@ -102,11 +110,15 @@ async function main(): Promise<void> {
           const ttft = await phase(targets[name]!, systemPrompt(`${process.pid}-${tag++}`), together);
           const row = { rep: r + 1, phase: together ? 'concurrent' : 'sequential', target: name, ttft };
           results.push(row);
-          console.error(`rep ${row.rep} ${row.phase} ${name}: median ${median(ttft).toFixed(0)} ms, first ${ttft[0]!.toFixed(0)} ms, max ${Math.max(...ttft).toFixed(0)} ms`);
+          console.error(
+            `rep ${row.rep} ${row.phase} ${name}: median ${median(ttft).toFixed(0)} ms, first ${ttft[0]!.toFixed(0)} ms, max ${Math.max(...ttft).toFixed(0)} ms`,
+          );
         }
       }
     }
-    console.log(`\n${modelLabel(model)}, ${CONVERSATIONS} conversations sharing a ~1,000-token system prompt, ${PREDICT} tokens each, threads ${THREADS} (batches ${BATCH_THREADS}), ${SLOTS} slots × ${CONTEXT} context, ${REPS} repetitions`);
+    console.log(
+      `\n${modelLabel(model)}, ${CONVERSATIONS} conversations sharing a ~1,000-token system prompt, ${PREDICT} tokens each, threads ${THREADS} (batches ${BATCH_THREADS}), ${SLOTS} slots × ${CONTEXT} context, ${REPS} repetitions`,
+    );
     console.log('| phase | rep | appliance median TTFT (ms) | llama-server median TTFT (ms) | appliance ÷ llama-server |');
     console.log('|---|---:|---:|---:|---:|');
     for (const ph of ['sequential', 'concurrent']) {
@@ -120,7 +132,11 @@ async function main(): Promise<void> {
     await mkdir(out, { recursive: true });
     await writeFile(
       path.join(out, `shared-prompt-${new Date().toISOString().replace(/[:.]/g, '-')}.json`),
-      JSON.stringify({ model: modelLabel(model), loadavg: os.loadavg(), threads: THREADS, batchThreads: BATCH_THREADS, slots: SLOTS, context: CONTEXT, results }, null, 2),
+      JSON.stringify(
+        { model: modelLabel(model), loadavg: os.loadavg(), threads: THREADS, batchThreads: BATCH_THREADS, slots: SLOTS, context: CONTEXT, results },
+        null,
+        2,
+      ),
     );
     await plain.close();
   } finally {

@@ -43,23 +43,37 @@ export async function timeStream(res: Answer, parse: (line: string) => { text: b
 }
 
 /** The appliance's `/api/generate` with a raw prompt, model `model`, Ollama's default sampling. */
-export async function applianceGenerate(app: { url: string; key: string }, dispatcher: Dispatcher, model: string, prompt: string, predict: number): Promise<Stream> {
+export async function applianceGenerate(
+  app: { url: string; key: string },
+  dispatcher: Dispatcher,
+  model: string,
+  prompt: string,
+  predict: number,
+): Promise<Stream> {
   const body = JSON.stringify({ model, prompt, raw: true, options: { ...SAMPLING, num_predict: predict } });
   const { res, t0 } = await timedPost(`${app.url}/api/generate`, { dispatcher, headers: { authorization: `Bearer ${app.key}` }, body });
-  return timeStream(res, (line) => {
-    const o = JSON.parse(line) as { response?: string; done?: boolean; eval_count?: number; error?: string };
-    if (o.error) throw new Error(o.error);
-    return { text: !o.done, ...(o.done ? { tokens: o.eval_count ?? 0 } : {}) };
-  }, t0);
+  return timeStream(
+    res,
+    (line) => {
+      const o = JSON.parse(line) as { response?: string; done?: boolean; eval_count?: number; error?: string };
+      if (o.error) throw new Error(o.error);
+      return { text: !o.done, ...(o.done ? { tokens: o.eval_count ?? 0 } : {}) };
+    },
+    t0,
+  );
 }
 
 /** llama-server's `/completion` at `origin` with the same prompt and sampling. */
 export async function llamaServerGenerate(origin: string, dispatcher: Dispatcher, prompt: string, predict: number): Promise<Stream> {
   const body = JSON.stringify({ prompt, stream: true, n_predict: predict, ...SAMPLING });
   const { res, t0 } = await timedPost(`${origin}/completion`, { dispatcher, body });
-  return timeStream(res, (line) => {
-    if (!line.startsWith('data: ')) return { text: false };
-    const o = JSON.parse(line.slice(6)) as { content?: string; stop?: boolean; tokens_predicted?: number };
-    return { text: !o.stop, ...(o.stop ? { tokens: o.tokens_predicted ?? 0 } : {}) };
-  }, t0);
+  return timeStream(
+    res,
+    (line) => {
+      if (!line.startsWith('data: ')) return { text: false };
+      const o = JSON.parse(line.slice(6)) as { content?: string; stop?: boolean; tokens_predicted?: number };
+      return { text: !o.stop, ...(o.stop ? { tokens: o.tokens_predicted ?? 0 } : {}) };
+    },
+    t0,
+  );
 }

@@ -47,11 +47,15 @@ export async function startApplianceProcess(config: Record<string, unknown> = {}
   const dataDir = path.join(dir, 'data');
   const port = await freePort();
   await writeFile(path.join(dir, 'lia.config.json'), JSON.stringify({ logLevel: 'warn', ...config }));
-  const child: ChildProcess = spawn(process.execPath, [path.join(ROOT, 'bin', 'lia.js'), 'serve', '--host', '127.0.0.1', '--port', String(port), '--data-dir', dataDir], {
-    cwd: dir,
-    env: { ...process.env, ...env },
-    stdio: ['ignore', 'pipe', 'inherit'],
-  });
+  const child: ChildProcess = spawn(
+    process.execPath,
+    [path.join(ROOT, 'bin', 'lia.js'), 'serve', '--host', '127.0.0.1', '--port', String(port), '--data-dir', dataDir],
+    {
+      cwd: dir,
+      env: { ...process.env, ...env },
+      stdio: ['ignore', 'pipe', 'inherit'],
+    },
+  );
   await new Promise<void>((resolve, reject) => {
     let out = '';
     child.stdout!.on('data', (c: Buffer) => {

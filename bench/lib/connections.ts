@@ -58,7 +58,10 @@ export const resent: Record<string, number> = {};
  * on a new connection, and timed from the second send (counted in {@link resent}). Any other
  * error, or a second failure, is thrown.
  */
-export async function timedPost(url: string, options: { dispatcher?: Dispatcher; headers?: Record<string, string>; body: string }): Promise<{ res: Dispatcher.ResponseData; t0: number }> {
+export async function timedPost(
+  url: string,
+  options: { dispatcher?: Dispatcher; headers?: Record<string, string>; body: string },
+): Promise<{ res: Dispatcher.ResponseData; t0: number }> {
   for (let attempt = 1; ; attempt++) {
     await settle();
     const t0 = performance.now();

@@ -28,7 +28,9 @@ export type Quant = 'q4_0' | 'q8_0';
 /** The path of the 1B model in `quant`, building both files first when missing or stale. */
 export async function build1b(quant: Quant, log: (line: string) => void = console.error): Promise<string> {
   const stamp = path.join(CACHE, 'bench-random-1b.stamp');
-  const digest = createHash('sha256').update(await readFile(SCRIPT)).digest('hex');
+  const digest = createHash('sha256')
+    .update(await readFile(SCRIPT))
+    .digest('hex');
   const file = (q: Quant) => path.join(CACHE, `bench-random-1b-${q}.gguf`);
   const fresh = existsSync(file('q4_0')) && existsSync(file('q8_0')) && (await readFile(stamp, 'utf8').catch(() => '')) === digest;
   if (!fresh) {

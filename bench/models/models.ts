@@ -25,7 +25,9 @@ export const modelLabel = (file: string): string => path.basename(file, '.gguf')
 
 /** Creates model `name` in the appliance from a GGUF file anywhere on disk (`/api/create`). */
 export async function createBenchModel(
-  app: { fetch(pathname: string, init?: { method?: string; headers?: Record<string, string>; body?: string }): Promise<{ status: number; text(): Promise<string> }> },
+  app: {
+    fetch(pathname: string, init?: { method?: string; headers?: Record<string, string>; body?: string }): Promise<{ status: number; text(): Promise<string> }>;
+  },
   name: string,
   file: string,
 ): Promise<void> {

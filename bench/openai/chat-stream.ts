@@ -76,7 +76,6 @@ interface Contender {
   parse(line: string): { text?: string; tokens?: number };
 }
 
-
 function openaiParse(line: string): { text?: string; tokens?: number } {
   if (!line.startsWith('data: ') || line === 'data: [DONE]') return {};
   const chunk = JSON.parse(line.slice(6)) as { choices?: { delta?: { content?: string } }[]; usage?: { completion_tokens: number } };
@@ -132,7 +131,12 @@ async function main(): Promise<void> {
     await createModel(app, 'bench', FIXTURE);
     const auth = { authorization: `Bearer ${app.key}` };
     const openaiBody = {
-      model: 'bench', messages: MESSAGES, max_tokens: TOKENS, seed: 1, temperature: 0.8, stream: true,
+      model: 'bench',
+      messages: MESSAGES,
+      max_tokens: TOKENS,
+      seed: 1,
+      temperature: 0.8,
+      stream: true,
       stream_options: { include_usage: true },
     };
     const binary = args.server ?? (await buildLlamaServer());
@@ -145,13 +149,28 @@ async function main(): Promise<void> {
     // to compare the engines on exactly equal work.
     const serverBody = args['same-sampling'] ? { ...openaiBody, repeat_penalty: 1.0, top_k: 40, top_p: 0.9, min_p: 0 } : openaiBody;
     const contenders: Contender[] = [
-      { name: 'lia /v1/chat/completions', url: `${app.url}/v1/chat/completions`, headers: auth, dispatcher: app.dispatcher(), body: openaiBody, parse: openaiParse },
       {
-        name: 'lia /api/chat', url: `${app.url}/api/chat`, headers: auth, dispatcher: app.dispatcher(), parse: ollamaParse,
+        name: 'lia /v1/chat/completions',
+        url: `${app.url}/v1/chat/completions`,
+        headers: auth,
+        dispatcher: app.dispatcher(),
+        body: openaiBody,
+        parse: openaiParse,
+      },
+      {
+        name: 'lia /api/chat',
+        url: `${app.url}/api/chat`,
+        headers: auth,
+        dispatcher: app.dispatcher(),
+        parse: ollamaParse,
         body: { model: 'bench', messages: MESSAGES, stream: true, options: { num_predict: TOKENS, seed: 1, temperature: 0.8 } },
       },
       {
-        name: 'llama-server /v1/chat/completions', url: `${serverUrl}/v1/chat/completions`, headers: {}, body: serverBody, parse: openaiParse,
+        name: 'llama-server /v1/chat/completions',
+        url: `${serverUrl}/v1/chat/completions`,
+        headers: {},
+        body: serverBody,
+        parse: openaiParse,
         dispatcher: keepAlivePool(serverUrl),
       },
     ];
@@ -174,7 +193,12 @@ async function main(): Promise<void> {
     connections.stop();
     const summary = contenders.map((c) => {
       const s = samples.get(c.name)!;
-      return { name: c.name, ttftMs: median(s.map((x) => x.ttftMs)), tokensPerSecond: median(s.map((x) => x.tokensPerSecond)), tokens: median(s.map((x) => x.tokens)) };
+      return {
+        name: c.name,
+        ttftMs: median(s.map((x) => x.ttftMs)),
+        tokensPerSecond: median(s.map((x) => x.tokensPerSecond)),
+        tokens: median(s.map((x) => x.tokens)),
+      };
     });
     // Each ratio is the median of the ratios within a round (the contenders of one round run back
     // to back, so a machine that drifts between rounds moves both sides of a ratio alike).
@@ -197,9 +221,17 @@ async function main(): Promise<void> {
       console.log(`${s.name.padEnd(36)} TTFT ${s.ttftMs.toFixed(1).padStart(7)} ms   ${s.tokensPerSecond.toFixed(1).padStart(7)} tok/s   (${s.tokens} tokens)`);
     }
     console.log(`/v1 vs /api/chat: tok/s ×${ratios.v1VsApiChat.tokensPerSecond.toFixed(3)}, TTFT ×${ratios.v1VsApiChat.ttft.toFixed(3)} (>1 = /v1 faster)`);
-    console.log(`/v1 vs llama-server: tok/s ×${ratios.v1VsLlamaServer.tokensPerSecond.toFixed(3)}, TTFT ×${ratios.v1VsLlamaServer.ttft.toFixed(3)} (>1 = /v1 faster)`);
-    console.log(`connections opened while timing: ${JSON.stringify(connections.opened)}; requests sent again on a new connection (timedPost): ${JSON.stringify(resent)}`);
-    if (args.json) await writeFile(args.json, JSON.stringify({ model: FIXTURE, tokens: TOKENS, rounds: ROUNDS, threads, summary, ratios, samples: Object.fromEntries(samples) }, null, 2));
+    console.log(
+      `/v1 vs llama-server: tok/s ×${ratios.v1VsLlamaServer.tokensPerSecond.toFixed(3)}, TTFT ×${ratios.v1VsLlamaServer.ttft.toFixed(3)} (>1 = /v1 faster)`,
+    );
+    console.log(
+      `connections opened while timing: ${JSON.stringify(connections.opened)}; requests sent again on a new connection (timedPost): ${JSON.stringify(resent)}`,
+    );
+    if (args.json)
+      await writeFile(
+        args.json,
+        JSON.stringify({ model: FIXTURE, tokens: TOKENS, rounds: ROUNDS, threads, summary, ratios, samples: Object.fromEntries(samples) }, null, 2),
+      );
   } finally {
     server?.kill();
     await app.close();

@@ -128,7 +128,21 @@ const SETTLE_SECONDS = 15;
 async function consoleIdle(app: ApplianceProcess, seconds: number) {
   const socket = `lia-bench-console-${process.pid}`;
   const tmux = (...args: string[]) => exec('tmux', ['-L', socket, ...args]).then((r) => r.stdout);
-  await tmux('new-session', '-d', '-s', 'c', '-x', '120', '-y', '40', '-c', ROOT, '-e', `LIA_URL=${app.url}`, `exec node bin/lia.js console --data-dir '${app.dataDir}' 2>/dev/null`);
+  await tmux(
+    'new-session',
+    '-d',
+    '-s',
+    'c',
+    '-x',
+    '120',
+    '-y',
+    '40',
+    '-c',
+    ROOT,
+    '-e',
+    `LIA_URL=${app.url}`,
+    `exec node bin/lia.js console --data-dir '${app.dataDir}' 2>/dev/null`,
+  );
   try {
     const pid = Number((await tmux('display-message', '-p', '-t', 'c', '#{pane_pid}')).trim());
     for (let i = 0; i < 600; i++) {

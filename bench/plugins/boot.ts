@@ -34,11 +34,15 @@ const insecure = new Agent({ connect: { rejectUnauthorized: false } });
 async function boot(root: string, dir: string): Promise<number> {
   const port = await freePort();
   const started = performance.now();
-  const child = spawn(process.execPath, [path.join(root, 'bin', 'lia.js'), 'serve', '--host', '127.0.0.1', '--port', String(port), '--data-dir', path.join(dir, 'data')], {
-    cwd: dir,
-    env: { ...process.env, LIA_LOG_LEVEL: 'warn' },
-    stdio: ['ignore', 'ignore', 'inherit'],
-  });
+  const child = spawn(
+    process.execPath,
+    [path.join(root, 'bin', 'lia.js'), 'serve', '--host', '127.0.0.1', '--port', String(port), '--data-dir', path.join(dir, 'data')],
+    {
+      cwd: dir,
+      env: { ...process.env, LIA_LOG_LEVEL: 'warn' },
+      stdio: ['ignore', 'ignore', 'inherit'],
+    },
+  );
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   try {
     for (;;) {

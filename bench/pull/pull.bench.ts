@@ -113,6 +113,8 @@ export async function run(runs = 7): Promise<{ pullMBps: number; curlMBps: numbe
 if (import.meta.url === `file://${process.argv[1]}`) {
   const { values } = parseArgs({ options: { runs: { type: 'string', default: '7' } } });
   const r = await run(Number(values.runs));
-  console.log(`pull: ${r.pullMBps.toFixed(0)} MB/s   curl: ${r.curlMBps.toFixed(0)} MB/s   ratio ${r.ratio.toFixed(2)} (goal >= 0.9; ${(r.bytes / 1e6).toFixed(0)} MB blob, medians, ratio of paired runs; ${r.connects} new connections in timed pulls)`);
+  console.log(
+    `pull: ${r.pullMBps.toFixed(0)} MB/s   curl: ${r.curlMBps.toFixed(0)} MB/s   ratio ${r.ratio.toFixed(2)} (goal >= 0.9; ${(r.bytes / 1e6).toFixed(0)} MB blob, medians, ratio of paired runs; ${r.connects} new connections in timed pulls)`,
+  );
   console.log(JSON.stringify({ bench: 'pull', ...r }));
 }

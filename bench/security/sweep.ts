@@ -37,7 +37,9 @@ import { startApplianceProcess, type ApplianceProcess } from '../lib/appliance-p
 import { median } from '../lib/stats.js';
 
 const ROOT = path.resolve(import.meta.dirname, '..', '..');
-const { values: flags } = parseArgs({ options: { fuzz: { type: 'string', default: '10000' }, rounds: { type: 'string', default: '3' }, seconds: { type: 'string', default: '4' } } });
+const { values: flags } = parseArgs({
+  options: { fuzz: { type: 'string', default: '10000' }, rounds: { type: 'string', default: '3' }, seconds: { type: 'string', default: '4' } },
+});
 
 interface Area {
   tries: number;
@@ -171,7 +173,14 @@ const guarded = routes.filter((r) => r.scope !== 'public');
 const fill = (url: string, value = 'nope'): string => url.replace(/:[A-Za-z_]+/g, value).replace(/\*/g, `library/${value}`);
 const bodyFor = (r: Route): string | undefined => (r.method === 'GET' || r.method === 'HEAD' || r.method === 'DELETE' ? undefined : '{}');
 /** Routes that change the box or the master key: never sent with a key that may use them, except by the scopes area. */
-const DANGEROUS = new Set(['POST /system/services/:name', 'POST /system/services/:name/:action', 'POST /system/network/hostname', 'POST /system/api-keys/rotate', 'POST /api/pull', 'POST /api/push']);
+const DANGEROUS = new Set([
+  'POST /system/services/:name',
+  'POST /system/services/:name/:action',
+  'POST /system/network/hostname',
+  'POST /system/api-keys/rotate',
+  'POST /api/pull',
+  'POST /api/push',
+]);
 
 console.log(`appliance ${app.url} (pid ${app.pid}); ${routes.length} routes, ${guarded.length} guarded`);
 
@@ -216,7 +225,12 @@ console.log(`appliance ${app.url} (pid ${app.pid}); ${routes.length} routes, ${g
     for (const [name, headers, query] of bad) {
       jobs.push(async () => {
         const url = fill(r.url) + (query ? `?${query}` : '');
-        const res = await send(r.method, url, Array.isArray(headers) ? [...headers, 'content-type', 'application/json'] : { ...headers, 'content-type': 'application/json' }, bodyFor(r));
+        const res = await send(
+          r.method,
+          url,
+          Array.isArray(headers) ? [...headers, 'content-type', 'application/json'] : { ...headers, 'content-type': 'application/json' },
+          bodyFor(r),
+        );
         a.tries++;
         if (res.status >= 500) {
           a.fivexx++;
@@ -228,7 +242,10 @@ console.log(`appliance ${app.url} (pid ${app.pid}); ${routes.length} routes, ${g
       });
     }
     // The right key in accepted spellings must work (else the spellings test says nothing).
-    for (const [name, value] of [['BEARER upper', `BEARER ${masterKey}`], ['spaces around', `  Bearer   ${masterKey}  `]] as const) {
+    for (const [name, value] of [
+      ['BEARER upper', `BEARER ${masterKey}`],
+      ['spaces around', `  Bearer   ${masterKey}  `],
+    ] as const) {
       if (DANGEROUS.has(`${r.method} ${r.url}`)) continue;
       jobs.push(async () => {
         const res = await send(r.method, fill(r.url), { authorization: value, 'content-type': 'application/json' }, bodyFor(r));
@@ -283,7 +300,7 @@ console.log(`appliance ${app.url} (pid ${app.pid}); ${routes.length} routes, ${g
 {
   const a = area('fuzz');
   let seed = 20261125;
-  const rand = (): number => ((seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31);
+  const rand = (): number => (seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31;
   const pick = <T>(xs: readonly T[]): T => xs[Math.floor(rand() * xs.length)]!;
   const junk = (): string =>
     pick([
@@ -329,7 +346,35 @@ console.log(`appliance ${app.url} (pid ${app.pid}); ${routes.length} routes, ${g
       case 6:
         return Array.from({ length: Math.floor(rand() * 4) }, () => value(depth + 1));
       default: {
-        const keys = ['model', 'prompt', 'messages', 'role', 'content', 'stream', 'format', 'options', 'tools', 'keep_alive', 'input', 'name', 'scopes', 'models', 'limits', 'source', 'destination', 'files', 'template', 'system', 'think', 'num_predict', 'response_format', 'max_tokens', 'raw', 'context', 'images'];
+        const keys = [
+          'model',
+          'prompt',
+          'messages',
+          'role',
+          'content',
+          'stream',
+          'format',
+          'options',
+          'tools',
+          'keep_alive',
+          'input',
+          'name',
+          'scopes',
+          'models',
+          'limits',
+          'source',
+          'destination',
+          'files',
+          'template',
+          'system',
+          'think',
+          'num_predict',
+          'response_format',
+          'max_tokens',
+          'raw',
+          'context',
+          'images',
+        ];
         return Object.fromEntries(Array.from({ length: Math.floor(rand() * 6) }, () => [pick(keys), value(depth + 1)]));
       }
     }
@@ -359,12 +404,24 @@ console.log(`appliance ${app.url} (pid ${app.pid}); ${routes.length} routes, ${g
     let url = fill(r.url, encodeURIComponent(junk()).slice(0, 2000) || 'x');
     if (rand() < 0.2) url = fill(r.url, junk().replace(/[#?]/g, '')) || '/';
     if (rand() < 0.2) url += `?${pick(['lines=1&lines=2', 'service=../../etc', 'lines=-1', 'stream=true', 'x=' + junk(), 'format=%00', 'lines=99999999999'])}`;
-    const ct = pick(['application/json', 'application/json', 'text/plain', 'application/x-www-form-urlencoded', 'application/octet-stream', 'multipart/form-data; boundary=x', 'application/json; charset=utf-16', '']);
+    const ct = pick([
+      'application/json',
+      'application/json',
+      'text/plain',
+      'application/x-www-form-urlencoded',
+      'application/octet-stream',
+      'multipart/form-data; boundary=x',
+      'application/json; charset=utf-16',
+      '',
+    ]);
     const headers: Record<string, string> = { authorization: `Bearer ${masterKey}` };
     if (ct) headers['content-type'] = ct;
     if (rand() < 0.1) headers['accept-encoding'] = pick(['gzip', 'br', 'identity;q=0', '*']);
     if (rand() < 0.1) headers['origin'] = pick(['https://evil.example', 'null']);
-    if (rand() < 0.05) headers['x-request-id'] = junk().replace(/[^\x20-\x7e]/g, '?').slice(0, 500);
+    if (rand() < 0.05)
+      headers['x-request-id'] = junk()
+        .replace(/[^\x20-\x7e]/g, '?')
+        .slice(0, 500);
     const body = method === 'GET' || method === 'HEAD' ? undefined : bodies();
     if (!url.startsWith('/')) url = '/' + url;
     const res = await send(method, url, headers, body);
@@ -474,7 +531,13 @@ console.log(`appliance ${app.url} (pid ${app.pid}); ${routes.length} routes, ${g
   const N = 200;
   const slowHeaders = await Promise.all(Array.from({ length: N }, () => open('GET /api/tags HTTP/1.1\r\nHost: localhost\r\n', 'X-a: b\r\n', 1000)));
   const endless = await Promise.all(
-    Array.from({ length: N }, () => open('POST /api/chat HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n', '400\r\n' + 'x'.repeat(1024) + '\r\n', 50)),
+    Array.from({ length: N }, () =>
+      open(
+        'POST /api/chat HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n',
+        '400\r\n' + 'x'.repeat(1024) + '\r\n',
+        50,
+      ),
+    ),
   );
   a.tries += 2 * N;
   const health: number[] = [];
@@ -496,7 +559,10 @@ console.log(`appliance ${app.url} (pid ${app.pid}); ${routes.length} routes, ${g
     note(a, `${stillReading} of ${N} unauthenticated endless bodies still open after 10 s`);
   }
   const slowOpen = slowHeaders.filter((c) => !c.closed()).length;
-  note(a, `after 10 s: ${slowOpen} of ${N} slow-header connections open (closed by the headers timeout later), ${stillReading} of ${N} endless unauthenticated bodies open; /health median ${median(health.filter((h) => h >= 0)).toFixed(1)} ms, max ${Math.max(...health).toFixed(1)} ms`);
+  note(
+    a,
+    `after 10 s: ${slowOpen} of ${N} slow-header connections open (closed by the headers timeout later), ${stillReading} of ${N} endless unauthenticated bodies open; /health median ${median(health.filter((h) => h >= 0)).toFixed(1)} ms, max ${Math.max(...health).toFixed(1)} ms`,
+  );
   for (const c of [...slowHeaders, ...endless]) c.socket.destroy();
   await checkAlive(a);
   console.log(`slow: done`);
@@ -605,8 +671,18 @@ console.log(`appliance ${app.url} (pid ${app.pid}); ${routes.length} routes, ${g
     ['/v1/messages/count_tokens', (m) => ({ model: m, messages: [{ role: 'user', content: 'hi' }] })],
   ];
   for (const [url, body] of inference) {
-    for (const [model, allowed] of [['crow', false], ['crow:latest', false], ['CROW', false], ['parrot', true]] as const) {
-      const res = await send('POST', url, { authorization: `Bearer ${limited}`, 'content-type': 'application/json', 'anthropic-version': '2023-06-01' }, JSON.stringify(body(model)));
+    for (const [model, allowed] of [
+      ['crow', false],
+      ['crow:latest', false],
+      ['CROW', false],
+      ['parrot', true],
+    ] as const) {
+      const res = await send(
+        'POST',
+        url,
+        { authorization: `Bearer ${limited}`, 'content-type': 'application/json', 'anthropic-version': '2023-06-01' },
+        JSON.stringify(body(model)),
+      );
       a.tries++;
       if (res.status >= 500) {
         a.fivexx++;
@@ -658,7 +734,17 @@ async function load(keys: readonly string[], width = 32): Promise<Load> {
   return { perSecond: done / seconds, cpuPerK: (cpu / done) * 1000 };
 }
 // The other named keys go, so "alone" means it; the 50 are created for each such round and revoked after.
-for (const name of ['scope-inference', 'scope-models-read', 'scope-models-write', 'scope-system-read', 'scope-system-admin', 'scope-keys-admin', 'parrot-only', 'expiring', 'rotated']) {
+for (const name of [
+  'scope-inference',
+  'scope-models-read',
+  'scope-models-write',
+  'scope-system-read',
+  'scope-system-admin',
+  'scope-keys-admin',
+  'parrot-only',
+  'expiring',
+  'rotated',
+]) {
   await send('DELETE', `/system/api-keys/${name}`, master());
 }
 const rounds = Number(flags.rounds);
@@ -692,7 +778,9 @@ for (let round = 0; round < rounds; round++) {
     await measureAlone();
   }
   const [a, f] = [alone[round]!, fifty[round]!];
-  console.log(`round ${round + 1}: master alone ${a.perSecond.toFixed(0)} req/s (${a.cpuPerK.toFixed(0)} CPU ms per 1000), 50 named keys ${f.perSecond.toFixed(0)} req/s (${f.cpuPerK.toFixed(0)})`);
+  console.log(
+    `round ${round + 1}: master alone ${a.perSecond.toFixed(0)} req/s (${a.cpuPerK.toFixed(0)} CPU ms per 1000), 50 named keys ${f.perSecond.toFixed(0)} req/s (${f.cpuPerK.toFixed(0)})`,
+  );
 }
 // The same window for both: 50 named keys exist; half the workers use the master key, half the named keys.
 const sameWindow: number[] = [];

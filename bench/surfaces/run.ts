@@ -64,7 +64,15 @@ const SURFACES: Surface[] = [
   {
     name: '/api/chat',
     path: '/api/chat',
-    body: { model: 'bench', messages: [{ role: 'system', content: SYSTEM }, { role: 'user', content: USER }], stream: true, options: { num_predict: TOKENS, temperature: TEMPERATURE } },
+    body: {
+      model: 'bench',
+      messages: [
+        { role: 'system', content: SYSTEM },
+        { role: 'user', content: USER },
+      ],
+      stream: true,
+      options: { num_predict: TOKENS, temperature: TEMPERATURE },
+    },
     parse(line) {
       if (!line) return {};
       const o = JSON.parse(line) as { message?: { content?: string }; done?: boolean; eval_count?: number };
@@ -75,8 +83,15 @@ const SURFACES: Surface[] = [
     name: '/v1/chat/completions',
     path: '/v1/chat/completions',
     body: {
-      model: 'bench', messages: [{ role: 'system', content: SYSTEM }, { role: 'user', content: USER }], max_tokens: TOKENS, temperature: TEMPERATURE,
-      stream: true, stream_options: { include_usage: true },
+      model: 'bench',
+      messages: [
+        { role: 'system', content: SYSTEM },
+        { role: 'user', content: USER },
+      ],
+      max_tokens: TOKENS,
+      temperature: TEMPERATURE,
+      stream: true,
+      stream_options: { include_usage: true },
     },
     parse(line) {
       const c = data(line) as { choices?: { delta?: { content?: string } }[]; usage?: { completion_tokens: number } } | null;
@@ -134,7 +149,11 @@ async function main(): Promise<void> {
     await createModel(app, 'bench', FIXTURE);
     const auth = { authorization: `Bearer ${app.key}` };
     const measure = async (s: Surface): Promise<Sample> => {
-      const { res, t0 } = await timedPost(`${app.url}${s.path}`, { dispatcher: app.dispatcher(), headers: { ...auth, ...s.headers }, body: JSON.stringify(s.body) });
+      const { res, t0 } = await timedPost(`${app.url}${s.path}`, {
+        dispatcher: app.dispatcher(),
+        headers: { ...auth, ...s.headers },
+        body: JSON.stringify(s.body),
+      });
       if (res.statusCode !== 200) throw new Error(`${s.name}: ${res.statusCode} ${await res.body.text()}`);
       let first = 0;
       let last = 0;
@@ -190,9 +209,19 @@ async function main(): Promise<void> {
     console.log('surface                  TTFT ms   tok/s   TTFT ratio (p25–p75)     tok/s ratio (p25–p75)');
     for (const r of rows) {
       const ratio = (x: { median: number; p25: number; p75: number }) => `×${x.median.toFixed(3)} (${x.p25.toFixed(3)}–${x.p75.toFixed(3)})`;
-      console.log(`${r.name.padEnd(22)} ${r.ttftMs.toFixed(1).padStart(8)} ${r.tokensPerSecond.toFixed(1).padStart(7)}   ${ratio(r.ttftRatio).padEnd(24)} ${ratio(r.speedRatio)}`);
+      console.log(
+        `${r.name.padEnd(22)} ${r.ttftMs.toFixed(1).padStart(8)} ${r.tokensPerSecond.toFixed(1).padStart(7)}   ${ratio(r.ttftRatio).padEnd(24)} ${ratio(r.speedRatio)}`,
+      );
     }
-    if (args.json) await writeFile(args.json, JSON.stringify({ model: FIXTURE, tokens: TOKENS, rounds: ROUNDS, rows, samples: Object.fromEntries(SURFACES.map((s, i) => [s.name, samples[i]])) }, null, 2));
+    if (args.json)
+      await writeFile(
+        args.json,
+        JSON.stringify(
+          { model: FIXTURE, tokens: TOKENS, rounds: ROUNDS, rows, samples: Object.fromEntries(SURFACES.map((s, i) => [s.name, samples[i]])) },
+          null,
+          2,
+        ),
+      );
   } finally {
     await app.close();
   }

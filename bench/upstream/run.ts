@@ -29,7 +29,9 @@ import { benchThreads, buildLlamaServer, startLlamaServer } from '../engine/llam
 import { timeStream } from '../engine/targets.js';
 import { benchModelPath, modelLabel } from '../models/models.js';
 
-const { values } = parseArgs({ options: { reps: { type: 'string', default: '3' }, tokens: { type: 'string', default: '128' }, model: { type: 'string', default: '135m' } } });
+const { values } = parseArgs({
+  options: { reps: { type: 'string', default: '3' }, tokens: { type: 'string', default: '128' }, model: { type: 'string', default: '135m' } },
+});
 const REPS = Number(values.reps);
 const TOKENS = Number(values.tokens);
 const SLOTS = 16;
@@ -109,14 +111,29 @@ async function main(): Promise<void> {
       }
     }
     const keys = ['decode', 'ttft', 'agg4', 'agg16'] as const;
-    const labels = { decode: 'single-stream decode (tok/s)', ttft: 'time to first token (ms)', agg4: 'aggregate, 4 streams (tok/s)', agg16: 'aggregate, 16 streams (tok/s)' };
-    console.log(`\n${modelLabel(model)} on llama-server (${SLOTS} slots × ${CONTEXT}, threads ${threads}/${batchThreads}), ${TOKENS} tokens per stream, median of ${REPS}`);
+    const labels = {
+      decode: 'single-stream decode (tok/s)',
+      ttft: 'time to first token (ms)',
+      agg4: 'aggregate, 4 streams (tok/s)',
+      agg16: 'aggregate, 16 streams (tok/s)',
+    };
+    console.log(
+      `\n${modelLabel(model)} on llama-server (${SLOTS} slots × ${CONTEXT}, threads ${threads}/${batchThreads}), ${TOKENS} tokens per stream, median of ${REPS}`,
+    );
     console.log(`${'figure'.padEnd(32)}${'via LIA'.padStart(10)}${'direct'.padStart(10)}${'ratio'.padStart(8)}`);
     for (const k of keys) {
       const ratio = median(results.lia.map((x, i) => (k === 'ttft' ? results.direct[i]![k] / x[k] : x[k] / results.direct[i]![k])));
-      console.log(`${labels[k].padEnd(32)}${median(results.lia.map((x) => x[k])).toFixed(1).padStart(10)}${median(results.direct.map((x) => x[k])).toFixed(1).padStart(10)}${ratio.toFixed(2).padStart(8)}`);
+      console.log(
+        `${labels[k].padEnd(32)}${median(results.lia.map((x) => x[k]))
+          .toFixed(1)
+          .padStart(10)}${median(results.direct.map((x) => x[k]))
+          .toFixed(1)
+          .padStart(10)}${ratio.toFixed(2).padStart(8)}`,
+      );
     }
-    console.log(`LIA CPU per proxied request: ${median(cpu.map((c) => c.perRequestMs)).toFixed(2)} ms; per token: ${median(cpu.map((c) => c.perTokenUs)).toFixed(1)} µs`);
+    console.log(
+      `LIA CPU per proxied request: ${median(cpu.map((c) => c.perRequestMs)).toFixed(2)} ms; per token: ${median(cpu.map((c) => c.perTokenUs)).toFixed(1)} µs`,
+    );
   } finally {
     await direct.close();
     await app.close();

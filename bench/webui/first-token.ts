@@ -64,9 +64,15 @@ await page.getByLabel('API key').fill(app.key);
 await page.getByRole('button', { name: 'Sign in' }).click();
 await page.getByRole('navigation', { name: 'Pages' }).waitFor();
 await page.evaluate(INSTRUMENT);
-await page.getByLabel('Model').selectOption('stories').catch(() => undefined);
+await page
+  .getByLabel('Model')
+  .selectOption('stories')
+  .catch(() => undefined);
 
-interface BrowserRound { painted: number; inDom: number }
+interface BrowserRound {
+  painted: number;
+  inDom: number;
+}
 async function browserRound(): Promise<BrowserRound> {
   await page.locator('button.primary', { hasText: 'New chat' }).click();
   const before = await page.evaluate<number>('window.__ft.samples.length');
@@ -79,10 +85,16 @@ async function browserRound(): Promise<BrowserRound> {
   return page.evaluate<BrowserRound>(`window.__ft.samples[${before}]`);
 }
 
-interface ApiRound { client: number; server: number }
+interface ApiRound {
+  client: number;
+  server: number;
+}
 async function apiRound(): Promise<ApiRound> {
   const started = performance.now();
-  const res = await app.fetch('/api/chat', { method: 'POST', body: JSON.stringify({ model: 'stories', messages: [{ role: 'user', content: PROMPT }], stream: true }) });
+  const res = await app.fetch('/api/chat', {
+    method: 'POST',
+    body: JSON.stringify({ model: 'stories', messages: [{ role: 'user', content: PROMPT }], stream: true }),
+  });
   const reader = res.body!.getReader();
   const decoder = new TextDecoder();
   let client: number | undefined;
@@ -132,6 +144,8 @@ console.log(`| figure (${ROUNDS} rounds each, ms) | median | interquartile range
 console.log('|---|---:|---:|');
 console.log(`| Send to first token painted (browser) | ${median(painted).toFixed(1)} | ${quartiles(painted)} |`);
 console.log(`| request to first token received (API client) | ${median(apiClient).toFixed(1)} | ${quartiles(apiClient)} |`);
-console.log(`|   of which Enter to first text in the page (before the frame that paints it) | ${median(browserRounds.map((b) => b.inDom)).toFixed(1)} | ${quartiles(browserRounds.map((b) => b.inDom))} |`);
+console.log(
+  `|   of which Enter to first text in the page (before the frame that paints it) | ${median(browserRounds.map((b) => b.inDom)).toFixed(1)} | ${quartiles(browserRounds.map((b) => b.inDom))} |`,
+);
 console.log(`| the API's own figure (load + prompt evaluation) | ${median(apiServer).toFixed(1)} | ${quartiles(apiServer)} |`);
 console.log(`\nconsole overhead (median painted minus median API client): ${(median(painted) - median(apiClient)).toFixed(1)} ms (goal: 20 ms or less)`);

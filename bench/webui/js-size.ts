@@ -71,7 +71,9 @@ interface Build {
 
 /** Module specifiers of static `import`/`export ... from` statements, and of `import()` calls. */
 function imports(code: string): { statics: string[]; dynamics: string[] } {
-  const statics = [...code.matchAll(/(?<![\w$.])(?:import|export)\s*(?:[\w$]+\s*,?\s*)?(?:\*\s*as\s*[\w$]+|\*|\{[^}]*\})?\s*(?:from\s*)?["']([^"'\n]+\.m?js)["']/g)].map((m) => m[1]!);
+  const statics = [
+    ...code.matchAll(/(?<![\w$.])(?:import|export)\s*(?:[\w$]+\s*,?\s*)?(?:\*\s*as\s*[\w$]+|\*|\{[^}]*\})?\s*(?:from\s*)?["']([^"'\n]+\.m?js)["']/g),
+  ].map((m) => m[1]!);
   // Minifiers may write an `import()` argument as a template literal.
   const dynamics = [...code.matchAll(/(?<![\w$.])import\(\s*["'`]([^"'`$\n]+\.m?js)["'`]\s*\)/g)].map((m) => m[1]!);
   return { statics, dynamics };
@@ -202,7 +204,9 @@ async function measureOpenWebUi(): Promise<(Measure & { commit: string; version:
   if (!existsSync(path.join(build.dir, 'index.html'))) {
     const checkout = args['open-webui'];
     if (!checkout) {
-      console.error('Open WebUI is not built: pass --open-webui DIR, a checkout of its repository (the frontend is copied and built under bench/.cache/peer-ui/open-webui)');
+      console.error(
+        'Open WebUI is not built: pass --open-webui DIR, a checkout of its repository (the frontend is copied and built under bench/.cache/peer-ui/open-webui)',
+      );
       return undefined;
     }
     if (path.resolve(checkout) !== project) {

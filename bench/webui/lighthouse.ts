@@ -23,7 +23,18 @@ const app = await startTestAppliance();
 await createModel(app, 'stories', 'gguf/stories260K-chatml.gguf');
 const profile = await mkdtemp(path.join(os.tmpdir(), 'lia-lh-'));
 const spki = [app.hooks.tls.get().current().cert, app.ca].map(spkiHash).join(',');
-const chrome = spawn(CHROMIUM, ['--headless=new', '--no-sandbox', `--remote-debugging-port=${PORT}`, `--user-data-dir=${profile}`, `--ignore-certificate-errors-spki-list=${spki}`, 'about:blank'], { stdio: 'ignore' });
+const chrome = spawn(
+  CHROMIUM,
+  [
+    '--headless=new',
+    '--no-sandbox',
+    `--remote-debugging-port=${PORT}`,
+    `--user-data-dir=${profile}`,
+    `--ignore-certificate-errors-spki-list=${spki}`,
+    'about:blank',
+  ],
+  { stdio: 'ignore' },
+);
 await new Promise((r) => setTimeout(r, 2000));
 
 interface Row {
@@ -38,7 +49,13 @@ interface Row {
 const rows: Row[] = [];
 
 async function audit(name: string, url: string): Promise<void> {
-  const result = await lighthouse(url, { port: PORT, output: 'json', logLevel: 'error', onlyCategories: ['performance', 'accessibility', 'best-practices'], disableStorageReset: true });
+  const result = await lighthouse(url, {
+    port: PORT,
+    output: 'json',
+    logLevel: 'error',
+    onlyCategories: ['performance', 'accessibility', 'best-practices'],
+    disableStorageReset: true,
+  });
   const lhr = result!.lhr;
   const requests = (lhr.audits['network-requests']?.details as { items: { resourceType: string; transferSize: number }[] } | undefined)?.items ?? [];
   rows.push({
@@ -51,7 +68,9 @@ async function audit(name: string, url: string): Promise<void> {
     lcpMs: Math.round(lhr.audits['largest-contentful-paint']?.numericValue ?? 0),
   });
   // Which element the largest paint was, so a slow page says what it waited for.
-  const lcpItems = (lhr.audits['largest-contentful-paint-element']?.details as { items?: { items?: { node?: { selector?: string; snippet?: string } }[] }[] } | undefined)?.items;
+  const lcpItems = (
+    lhr.audits['largest-contentful-paint-element']?.details as { items?: { items?: { node?: { selector?: string; snippet?: string } }[] }[] } | undefined
+  )?.items;
   const lcpNode = lcpItems?.[0]?.items?.[0]?.node;
   const weighed = ['first-contentful-paint', 'largest-contentful-paint', 'total-blocking-time', 'cumulative-layout-shift', 'speed-index'];
   console.error(`${name}: ${weighed.map((id) => `${id} ${lhr.audits[id]?.displayValue ?? ''} (${lhr.audits[id]?.score ?? ''})`).join(', ')}`);
@@ -76,7 +95,10 @@ try {
   await audit('system', `${app.url}/ui/#/system`);
   console.log('| page | Performance | Accessibility | Best Practices | JS transferred | FCP | LCP |');
   console.log('|---|---|---|---|---|---|---|');
-  for (const r of rows) console.log(`| ${r.page} | ${r.performance} | ${r.accessibility} | ${r.bestPractices} | ${(r.jsBytes / 1024).toFixed(1)} KiB | ${r.fcpMs} ms | ${r.lcpMs} ms |`);
+  for (const r of rows)
+    console.log(
+      `| ${r.page} | ${r.performance} | ${r.accessibility} | ${r.bestPractices} | ${(r.jsBytes / 1024).toFixed(1)} KiB | ${r.fcpMs} ms | ${r.lcpMs} ms |`,
+    );
 } finally {
   chrome.kill();
   await app.close();

@@ -126,6 +126,10 @@ export async function clientFromEnv(env: NodeJS.ProcessEnv, dataDir: string, url
   const ca = await readFile(caFile, 'utf8').catch(() => {
     throw new CliError(`cannot read the CA certificate ${caFile}: download it with "curl -k ${target}/system/ca-cert -o ca.crt" and set LIA_CA_CERT=ca.crt`);
   });
-  const key = env['LIA_API_KEY'] ?? (await readFile(`${dataDir}/keys/master.key`, 'utf8').then((k) => k.trim()).catch(() => null));
+  const key =
+    env['LIA_API_KEY'] ??
+    (await readFile(`${dataDir}/keys/master.key`, 'utf8')
+      .then((k) => k.trim())
+      .catch(() => null));
   return createApiClient({ url: target, key, ca });
 }

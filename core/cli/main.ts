@@ -83,7 +83,13 @@ export async function main(argv: string[], io: Partial<CliIO> = {}): Promise<num
   try {
     const { values, positionals } = parseArgs({
       args: rest,
-      options: { help: { type: 'boolean', short: 'h' }, url: { type: 'string' }, config: { type: 'string', short: 'c' }, 'data-dir': { type: 'string' }, ...command.options },
+      options: {
+        help: { type: 'boolean', short: 'h' },
+        url: { type: 'string' },
+        config: { type: 'string', short: 'c' },
+        'data-dir': { type: 'string' },
+        ...command.options,
+      },
       allowPositionals: true,
       strict: true,
     });

@@ -53,7 +53,10 @@ const BRAND = Symbol.for('lia.cli-error');
 export class CliError extends Error {
   override readonly name = 'CliError';
   readonly [BRAND] = true;
-  constructor(message: string, readonly exitCode = 1) {
+  constructor(
+    message: string,
+    readonly exitCode = 1,
+  ) {
     super(message);
   }
 }

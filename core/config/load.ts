@@ -76,7 +76,11 @@ function merge(base: Raw, over: Raw): Raw {
 /** Turns a string from env or a flag into the type the schema wants for `key`. */
 function coerce(key: string, value: string, origin: string): unknown {
   if (key === 'backends') return backendChoices(value, origin);
-  if (key === 'corsOrigins') return value.split(',').map((o) => o.trim()).filter(Boolean);
+  if (key === 'corsOrigins')
+    return value
+      .split(',')
+      .map((o) => o.trim())
+      .filter(Boolean);
   // Every setting whose default is a number is an integer (port, limits, timeouts).
   const numeric = typeof SETTINGS.find((s) => s.key === key)?.default === 'number';
   if (!numeric) return value;
@@ -87,7 +91,10 @@ function coerce(key: string, value: string, origin: string): unknown {
 /** `gguf=backend-llama-cpp,onnx=transformers` → `{ gguf: 'backend-llama-cpp', onnx: 'transformers' }`. */
 function backendChoices(value: string, origin: string): Record<string, string> {
   const out: Record<string, string> = {};
-  for (const pair of value.split(',').map((p) => p.trim()).filter(Boolean)) {
+  for (const pair of value
+    .split(',')
+    .map((p) => p.trim())
+    .filter(Boolean)) {
     const m = /^([^=\s]+)\s*=\s*(\S+)$/.exec(pair);
     if (!m) throw new ConfigError(`${origin}: "backends" entries are FORMAT=BACKEND separated by commas, got "${pair}"`);
     out[m[1]!] = m[2]!;

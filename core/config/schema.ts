@@ -34,9 +34,7 @@ export const ConfigSchema = Type.Object(
     host: Type.String({ minLength: 1 }),
     port: Type.Integer({ minimum: 0, maximum: 65535 }),
     dataDir: Type.String({ minLength: 1 }),
-    logLevel: Type.Union(
-      ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].map((l) => Type.Literal(l)),
-    ),
+    logLevel: Type.Union(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].map((l) => Type.Literal(l))),
     /** How log lines are written: `auto` (readable on a terminal, JSON otherwise), `json` or `pretty`. Defaults to `auto`. */
     logFormat: Type.Union([Type.Literal('auto'), Type.Literal('json'), Type.Literal('pretty')]),
     bodyLimit: Type.Integer({ minimum: 1024 }),
@@ -155,7 +153,7 @@ export const SETTINGS: readonly SettingDoc[] = [
     env: 'LIA_SHUTDOWN_GRACE_MS',
     default: 10_000,
     description:
-      'At SIGTERM or SIGINT, how long the requests in flight get to finish, in milliseconds. New requests get 503 meanwhile; a stream still running at the end ends with an error frame. Keep it well below systemd\'s stop timeout (90 s).',
+      "At SIGTERM or SIGINT, how long the requests in flight get to finish, in milliseconds. New requests get 503 meanwhile; a stream still running at the end ends with an error frame. Keep it well below systemd's stop timeout (90 s).",
   },
   {
     key: 'tlsHandshakeTimeoutMs',

@@ -6,14 +6,7 @@
  *
  * @module
  */
-import type {
-  ChatMessage,
-  GenerationEvent,
-  OutputFormat,
-  SamplingOptions,
-  ToolChoice,
-  ToolDefinition,
-} from './backend.js';
+import type { ChatMessage, GenerationEvent, OutputFormat, SamplingOptions, ToolChoice, ToolDefinition } from './backend.js';
 import type { ModelActivity } from './observe.js';
 
 /** `keep_alive` as clients send it: seconds, a Go duration string (`5m`, `1h30m`) or negative. */

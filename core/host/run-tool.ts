@@ -29,7 +29,10 @@ export interface RunToolOptions {
 /** A tool that could not run, timed out or printed too much. */
 export class ToolError extends Error {
   override readonly name = 'ToolError';
-  constructor(message: string, readonly reason: 'missing' | 'timeout' | 'overflow' | 'aborted' | 'spawn') {
+  constructor(
+    message: string,
+    readonly reason: 'missing' | 'timeout' | 'overflow' | 'aborted' | 'spawn',
+  ) {
     super(message);
   }
 }
@@ -94,5 +97,10 @@ export function runTool(file: string, args: readonly string[], options: RunToolO
 
 /** The first non-empty line of a tool's complaint, for an error message. */
 export function firstLine(text: string): string {
-  return text.split('\n').map((l) => l.trim()).find((l) => l.length > 0) ?? '';
+  return (
+    text
+      .split('\n')
+      .map((l) => l.trim())
+      .find((l) => l.length > 0) ?? ''
+  );
 }

@@ -141,7 +141,10 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
       version: VERSION,
       services: Object.fromEntries(services.map((s) => [s.name, s.implemented ? s.state : 'inactive'])),
     };
-    return reply.code(down.length === 0 ? 200 : 503).header('Cache-Control', 'no-store').send(body);
+    return reply
+      .code(down.length === 0 ? 200 : 503)
+      .header('Cache-Control', 'no-store')
+      .send(body);
   });
 
   const plugins = options.plugins ?? (await loadPlugins(config, options.env ?? process.env));

@@ -22,7 +22,6 @@ import { runAs } from './request-principal.js';
 import { grants, requiredScope } from './scopes.js';
 import './route-config.js';
 
-
 /**
  * Asks every strategy; the first that admits the request wins, so the order in which plugins set
  * up does not decide whether a credential is accepted. When none admits it, the reason of the

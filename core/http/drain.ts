@@ -91,7 +91,9 @@ export function installDrain(app: FastifyInstance): Drain {
         timers.push(
           setTimeout(() => {
             aborted = state.inFlight.size;
-            state.controller.abort(Errors.unavailable(`the appliance is shutting down: the request did not finish within the ${graceMs / 1000} s grace period`));
+            state.controller.abort(
+              Errors.unavailable(`the appliance is shutting down: the request did not finish within the ${graceMs / 1000} s grace period`),
+            );
             timers.push(setTimeout(() => server.closeAllConnections(), FLUSH_MS));
           }, graceMs),
         );

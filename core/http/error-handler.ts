@@ -28,7 +28,10 @@ export function toAppError(err: unknown): AppError {
     switch (fe.code) {
       case 'FST_ERR_CTP_INVALID_JSON_BODY':
       case 'FST_ERR_CTP_EMPTY_JSON_BODY':
-        return Errors.invalidJson(fe.code === 'FST_ERR_CTP_EMPTY_JSON_BODY' ? 'the body is empty but the content type is JSON' : `the body is not valid JSON: ${fe.message}`, { cause: err });
+        return Errors.invalidJson(
+          fe.code === 'FST_ERR_CTP_EMPTY_JSON_BODY' ? 'the body is empty but the content type is JSON' : `the body is not valid JSON: ${fe.message}`,
+          { cause: err },
+        );
       case 'FST_ERR_CTP_BODY_TOO_LARGE':
         return Errors.payloadTooLarge('the request body is larger than the limit', { cause: err });
       case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
@@ -90,7 +93,10 @@ export function createErrorHandler(formats: Registry<ErrorFormat>) {
     for (const [k, v] of Object.entries(error.headers)) reply.header(k, v);
     if (error.statusCode === 401) reply.header('WWW-Authenticate', 'Bearer');
     if (!request.raw.complete) reply.header('Connection', 'close');
-    return reply.code(error.statusCode).type('application/json; charset=utf-8').send(errorBodyFor(formats, request.url, error));
+    return reply
+      .code(error.statusCode)
+      .type('application/json; charset=utf-8')
+      .send(errorBodyFor(formats, request.url, error));
   };
 }
 

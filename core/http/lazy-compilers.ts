@@ -16,7 +16,7 @@ type CompilersFactory = NonNullable<NonNullable<FastifyServerOptions['schemaCont
 
 /** A validator that compiles on its first call and exposes the compiled one's `errors`, as Fastify reads them. */
 function lazyValidator(compile: () => (data: unknown) => unknown): (data: unknown) => unknown {
-  let compiled: ((data: unknown) => unknown) & { errors?: unknown } | undefined;
+  let compiled: (((data: unknown) => unknown) & { errors?: unknown }) | undefined;
   const validate = (data: unknown): unknown => {
     compiled ??= compile();
     const result = compiled(data);

@@ -52,7 +52,12 @@ export async function registerSecurityHeaders(app: FastifyInstance, origins: rea
   });
   if (origins.length === 0) return;
   const allowed = new Set(origins);
-  const policy = { ...CORS_POLICY, methods: [...CORS_POLICY.methods], allowedHeaders: [...CORS_POLICY.allowedHeaders], exposedHeaders: [...CORS_POLICY.exposedHeaders] };
+  const policy = {
+    ...CORS_POLICY,
+    methods: [...CORS_POLICY.methods],
+    allowedHeaders: [...CORS_POLICY.allowedHeaders],
+    exposedHeaders: [...CORS_POLICY.exposedHeaders],
+  };
   await app.register(cors, {
     // Per request: a listed origin gets the policy; anything else (no Origin, another origin, an
     // OPTIONS request that is not a preflight) gets nothing from this plugin and meets the gate.

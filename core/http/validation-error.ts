@@ -28,7 +28,10 @@ export interface SchemaError {
 
 /** `/messages/0/role` → `messages[0].role`; the root is null. */
 export function fieldPath(instancePath: string, child?: string): string | null {
-  const parts = instancePath.split('/').slice(1).map((p) => p.replace(/~1/g, '/').replace(/~0/g, '~'));
+  const parts = instancePath
+    .split('/')
+    .slice(1)
+    .map((p) => p.replace(/~1/g, '/').replace(/~0/g, '~'));
   if (child !== undefined) parts.push(child);
   let out = '';
   for (const p of parts) out += /^\d+$/.test(p) ? `[${p}]` : out === '' ? p : `.${p}`;
@@ -46,9 +49,7 @@ const ARTICLE: Record<string, string> = {
 
 /** `["string","null"]` or `"number"` → `a string`, `a number`; several → `a string or an array`. */
 function typeWords(types: unknown): string {
-  const list = (Array.isArray(types) ? types : String(types).split(','))
-    .map(String)
-    .filter((t) => t !== 'null');
+  const list = (Array.isArray(types) ? types : String(types).split(',')).map(String).filter((t) => t !== 'null');
   return list.map((t) => ARTICLE[t] ?? t).join(' or ');
 }
 
@@ -73,7 +74,10 @@ function describe(e: SchemaError, branches: SchemaError[]): string {
     case 'maxItems':
       return `may hold at most ${String(p['limit'])} items`;
     case 'enum':
-      return `must be one of ${(p['allowedValues'] as unknown[]).filter((v) => v !== null).map(String).join(', ')}`;
+      return `must be one of ${(p['allowedValues'] as unknown[])
+        .filter((v) => v !== null)
+        .map(String)
+        .join(', ')}`;
     case 'const':
       return `must be ${JSON.stringify(p['allowedValue'])}`;
     case 'anyOf': {

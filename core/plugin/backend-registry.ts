@@ -170,12 +170,17 @@ export class BackendRegistry {
       const runner = this.#items.find((b) => (b.name === wanted || this.#plugins.get(b) === wanted) && b.runs?.includes(format));
       if (!pick && runner && list.length > 0) {
         if (list.length > 1) {
-          throw new ConfigError(`${this.#where}: "backends.${format}" names "${wanted}", which runs the format with another backend's handler, but ${list.map((c) => this.#label(c.backend)).join(' and ')} both declare one; disable one of them`);
+          throw new ConfigError(
+            `${this.#where}: "backends.${format}" names "${wanted}", which runs the format with another backend's handler, but ${list.map((c) => this.#label(c.backend)).join(' and ')} both declare one; disable one of them`,
+          );
         }
         pick = { backend: runner, handler: list[0]!.handler };
       }
       if (!pick) {
-        const served = list.length > 0 ? `the "${format}" format is served by ${list.map((c) => this.#label(c.backend)).join(' and ')}` : `no enabled backend serves the "${format}" format`;
+        const served =
+          list.length > 0
+            ? `the "${format}" format is served by ${list.map((c) => this.#label(c.backend)).join(' and ')}`
+            : `no enabled backend serves the "${format}" format`;
         throw new ConfigError(`${this.#where}: "backends.${format}" names "${wanted}", but ${served}`);
       }
       chosen.set(format, pick);
@@ -194,7 +199,10 @@ export class BackendRegistry {
     for (const [format, { handler }] of chosen) {
       for (const type of handler.mediaTypes) {
         const other = byMediaType.get(type);
-        if (other) throw new ConfigError(`${this.#where}: the "${other}" and "${format}" formats both claim layers of media type "${type}"; disable one of their backends`);
+        if (other)
+          throw new ConfigError(
+            `${this.#where}: the "${other}" and "${format}" formats both claim layers of media type "${type}"; disable one of their backends`,
+          );
         byMediaType.set(type, format);
       }
     }

@@ -63,7 +63,10 @@ export function builtInPath(name: string): string | null {
 function resolveModule(name: string, module: string | undefined, config: Config): string {
   if (!module) {
     const file = builtInPath(name);
-    if (!file) throw new ConfigError(`${where(config)}: plugin "${name}" cannot be found: no built-in plugin has that name; for a third-party plugin set "plugins.${name}.module" to its package name or path`);
+    if (!file)
+      throw new ConfigError(
+        `${where(config)}: plugin "${name}" cannot be found: no built-in plugin has that name; for a third-party plugin set "plugins.${name}.module" to its package name or path`,
+      );
     return pathToFileURL(file).href;
   }
   const base = config.source ? path.dirname(config.source) : process.cwd();
@@ -123,7 +126,8 @@ async function importPlugin(name: string, url: string, module: string | undefine
     throw new ConfigError(`${where(config)}: plugin "${name}" failed to load: ${(err as Error).message}`);
   }
   const spec = specOf(mod.default);
-  if (!spec) throw new ConfigError(`${where(config)}: "${module ?? name}" is not a LIA plugin (its default export must be the value of definePlugin from "lia/plugin")`);
+  if (!spec)
+    throw new ConfigError(`${where(config)}: "${module ?? name}" is not a LIA plugin (its default export must be the value of definePlugin from "lia/plugin")`);
   if (spec.name !== name) throw new ConfigError(`${where(config)}: "plugins.${name}" loads a plugin named "${spec.name}"; use that name as the key`);
   if (spec.apiVersion !== PLUGIN_API_VERSION) {
     throw new ConfigError(
@@ -134,7 +138,9 @@ async function importPlugin(name: string, url: string, module: string | undefine
 }
 
 /** The enabled plugins' modules, imported and checked, without validating options (the CLI). */
-export async function importEnabledPlugins(config: Config): Promise<Array<{ spec: PluginSpec; plugin: LiaPlugin; origin: string; options: Record<string, unknown> }>> {
+export async function importEnabledPlugins(
+  config: Config,
+): Promise<Array<{ spec: PluginSpec; plugin: LiaPlugin; origin: string; options: Record<string, unknown> }>> {
   const out = [];
   for (const [name, raw] of Object.entries(config.plugins)) {
     const entry = entryOf(raw);
@@ -156,9 +162,15 @@ export async function loadPlugins(config: Config, env: NodeJS.ProcessEnv = proce
   const enabled = new Set(loaded.map((p) => p.spec.name));
   for (const { spec } of loaded) {
     const missing = (spec.dependencies ?? []).find((d) => !enabled.has(d));
-    if (missing) throw new ConfigError(`${where(config)}: plugin "${spec.name}" needs plugin "${missing}", which is not enabled; enable "${missing}" or disable "${spec.name}"`);
+    if (missing)
+      throw new ConfigError(
+        `${where(config)}: plugin "${spec.name}" needs plugin "${missing}", which is not enabled; enable "${missing}" or disable "${spec.name}"`,
+      );
   }
-  await checkProviders(loaded.map((p) => p.spec), config);
+  await checkProviders(
+    loaded.map((p) => p.spec),
+    config,
+  );
   return loaded;
 }
 
@@ -186,7 +198,9 @@ async function checkProviders(specs: readonly PluginSpec[], config: Config): Pro
   for (const spec of specs) {
     for (const hook of spec.requires ?? []) {
       if (providers.has(hook)) continue;
-      throw new ConfigError(`${where(config)}: plugin "${spec.name}" requires "${hook}", which no enabled plugin provides; ${await missing(hook)}, or disable "${spec.name}"`);
+      throw new ConfigError(
+        `${where(config)}: plugin "${spec.name}" requires "${hook}", which no enabled plugin provides; ${await missing(hook)}, or disable "${spec.name}"`,
+      );
     }
   }
 }

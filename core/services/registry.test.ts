@@ -6,7 +6,10 @@ const role = (start = async (): Promise<void> => undefined) => ({ start, stop: a
 
 t.test('the listed services start inactive and follow systemd states', async (t) => {
   const reg = new ServiceRegistry(APPLIANCE);
-  t.same(reg.list().map((s) => s.name), APPLIANCE);
+  t.same(
+    reg.list().map((s) => s.name),
+    APPLIANCE,
+  );
   t.ok(reg.list().every((s) => s.state === 'inactive' && !s.implemented));
   const seen: string[] = [];
   reg.onChange((s) => seen.push(`${s.name}:${s.state}`));
@@ -14,7 +17,10 @@ t.test('the listed services start inactive and follow systemd states', async (t)
   t.throws(() => reg.implement('svc-certs', role()), /not declared/);
   reg.declare({ name: 'svc-certs', description: 'certs' }, 'pki');
   t.throws(() => reg.declare({ name: 'svc-certs', description: 'x' }, 'other'), /declared by both "pki" and "other"/);
-  reg.implement('svc-certs', role(async () => void started++));
+  reg.implement(
+    'svc-certs',
+    role(async () => void started++),
+  );
   t.throws(() => reg.implement('svc-certs', role()), /implemented twice/);
   t.match(reg.get('svc-certs'), { description: 'certs', required: true, implemented: true });
   await reg.startAll();
@@ -29,9 +35,18 @@ t.test('the listed services start inactive and follow systemd states', async (t)
 t.test('services start in list order, then declaration order, each after those it names', async (t) => {
   const reg = new ServiceRegistry(['a', 'b', 'c']);
   const order: string[] = [];
-  for (const [name, after] of [['c', []], ['extra', []], ['late', ['extra', 'missing']], ['a', ['c']], ['b', []]] as const) {
+  for (const [name, after] of [
+    ['c', []],
+    ['extra', []],
+    ['late', ['extra', 'missing']],
+    ['a', ['c']],
+    ['b', []],
+  ] as const) {
     reg.declare({ name, description: name, after }, `plugin-${name}`);
-    reg.implement(name, role(async () => void order.push(name)));
+    reg.implement(
+      name,
+      role(async () => void order.push(name)),
+    );
   }
   t.same(reg.names(), ['c', 'a', 'b', 'extra', 'late']);
   await reg.startAll();
@@ -45,7 +60,10 @@ t.test('services start in list order, then declaration order, each after those i
 t.test('a role that fails to start is failed, with its error', async (t) => {
   const reg = new ServiceRegistry(APPLIANCE);
   reg.declare({ name: 'svc-inference', description: 'x' }, 'engine');
-  reg.implement('svc-inference', role(async () => Promise.reject(new Error('no backend'))));
+  reg.implement(
+    'svc-inference',
+    role(async () => Promise.reject(new Error('no backend'))),
+  );
   await t.rejects(reg.start('svc-inference'), /no backend/);
   t.match(reg.get('svc-inference'), { state: 'failed', subState: 'failed', lastError: 'no backend' });
 });

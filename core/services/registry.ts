@@ -76,7 +76,8 @@ export class ServiceRegistry {
   declare(service: ServiceDeclaration, by: string): void {
     const other = this.#declared.get(service.name);
     if (other) throw new Error(`service "${service.name}" is declared by both "${other.by}" and "${by}"; enable only one of them`);
-    if (!SERVICE_NAME_PATTERN.test(service.name)) throw new Error(`plugin "${by}" declares service "${service.name}": a service name is lower case letters, digits and "-"`);
+    if (!SERVICE_NAME_PATTERN.test(service.name))
+      throw new Error(`plugin "${by}" declares service "${service.name}": a service name is lower case letters, digits and "-"`);
     this.#declared.set(service.name, { by, after: service.after ?? [] });
     const state = this.#states.get(service.name) ?? this.#add(service.name, service.description, service.required ?? true);
     state.description = service.description;

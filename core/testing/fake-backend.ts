@@ -83,7 +83,10 @@ async function* scripted(script: FakeScript, params: ChatParams, signal: AbortSi
   const offered = new Set((params.tools ?? []).map((t) => t.function.name));
   if (!answered && script.toolCalls.length > 0 && script.toolCalls.every((c) => offered.has(c.name))) {
     if (signal.aborted) throw signal.reason;
-    const calls = script.toolCalls.map((c, index) => ({ id: `call_${index}_${Date.now().toString(36)}`, function: { index, name: c.name, arguments: c.arguments } }));
+    const calls = script.toolCalls.map((c, index) => ({
+      id: `call_${index}_${Date.now().toString(36)}`,
+      function: { index, name: c.name, arguments: c.arguments },
+    }));
     yield { type: 'tool_calls', calls };
     yield { type: 'done', reason: 'stop', promptTokens: 1, completionTokens: 1, promptEvalNs: 1000, evalNs: 1000 };
     return;
@@ -117,17 +120,22 @@ function vector(text: string, dims: number): number[] {
 
 /** The backend with a pause of `tokenDelayMs` between streamed words. */
 export function fakeBackendWith({ tokenDelayMs = 0 }: { tokenDelayMs?: number } = {}): InferenceBackend {
-  return { ...fakeInferenceBackend, load: async (model, options) => {
-    const loaded = await fakeInferenceBackend.load(model, options);
-    const prefix = await readFile(model.modelPath, 'utf8');
-    const script = parseScript(prefix);
-    return {
-      ...loaded,
-      generate: (params, signal) => answer(script ? '' : prefix, script ? script.answer : params.prompt, params.options, signal, tokenDelayMs),
-      chat: (params, signal) =>
-        script ? scripted(script, params, signal, tokenDelayMs) : answer(prefix, params.messages.findLast((m) => m.role === 'user')?.content ?? '', params.options, signal, tokenDelayMs),
-    };
-  } };
+  return {
+    ...fakeInferenceBackend,
+    load: async (model, options) => {
+      const loaded = await fakeInferenceBackend.load(model, options);
+      const prefix = await readFile(model.modelPath, 'utf8');
+      const script = parseScript(prefix);
+      return {
+        ...loaded,
+        generate: (params, signal) => answer(script ? '' : prefix, script ? script.answer : params.prompt, params.options, signal, tokenDelayMs),
+        chat: (params, signal) =>
+          script
+            ? scripted(script, params, signal, tokenDelayMs)
+            : answer(prefix, params.messages.findLast((m) => m.role === 'user')?.content ?? '', params.options, signal, tokenDelayMs),
+      };
+    },
+  };
 }
 
 /** The backend itself, for tests that register it on their own. */
@@ -150,7 +158,10 @@ export const fakeInferenceBackend: InferenceBackend = {
         script ? scripted(script, params, signal) : answer(prefix, params.messages.findLast((m) => m.role === 'user')?.content ?? '', params.options, signal),
       embed: async (params) => {
         if (params.inputs.some((i) => i.length === 0)) throw Errors.badRequest('the fake backend cannot embed an empty input');
-        return { embeddings: params.inputs.map((i) => vector(i, params.dimensions ?? 8)), promptTokens: params.inputs.reduce((n, i) => n + words(i).length, 0) };
+        return {
+          embeddings: params.inputs.map((i) => vector(i, params.dimensions ?? 8)),
+          promptTokens: params.inputs.reduce((n, i) => n + words(i).length, 0),
+        };
       },
       unload: async () => undefined,
     };

@@ -24,7 +24,12 @@ import { createEchoBackend } from './backend.js';
 const Options = Type.Object(
   {
     repeat: Type.Integer({ minimum: 1, maximum: 5, default: 1, description: 'How many times an answer echoes the input. Defaults to 1.' }),
-    tokenDelayMs: Type.Integer({ minimum: 0, maximum: 1000, default: 0, description: 'Pause between streamed words, in milliseconds, to look like a model. Defaults to 0.' }),
+    tokenDelayMs: Type.Integer({
+      minimum: 0,
+      maximum: 1000,
+      default: 0,
+      description: 'Pause between streamed words, in milliseconds, to look like a model. Defaults to 0.',
+    }),
   },
   { additionalProperties: false },
 );

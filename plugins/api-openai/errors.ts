@@ -9,13 +9,7 @@
 import type { AppError, ErrorFormat } from 'lia/plugin';
 
 type OpenAIErrorType =
-  | 'invalid_request_error'
-  | 'authentication_error'
-  | 'permission_error'
-  | 'not_found_error'
-  | 'rate_limit_error'
-  | 'server_error'
-  | 'service_unavailable_error';
+  'invalid_request_error' | 'authentication_error' | 'permission_error' | 'not_found_error' | 'rate_limit_error' | 'server_error' | 'service_unavailable_error';
 
 /** LIA codes with an OpenAI `code` of their own (`type` follows the status). */
 const CODES: Readonly<Record<string, string>> = {

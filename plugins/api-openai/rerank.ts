@@ -43,7 +43,8 @@ export function documentTexts(body: RerankBody): string[] {
     if (fields && fields.length > 0) {
       return fields.map((f) => `${f}: ${typeof record[f] === 'string' ? record[f] : JSON.stringify(record[f] ?? '')}`).join('\n');
     }
-    if (typeof record['text'] !== 'string') throw Errors.badRequest(`documents[${i}] needs a "text" string (or rank_fields naming its fields)`, { param: `documents[${i}]` });
+    if (typeof record['text'] !== 'string')
+      throw Errors.badRequest(`documents[${i}] needs a "text" string (or rank_fields naming its fields)`, { param: `documents[${i}]` });
     return record['text'];
   });
 }

@@ -15,7 +15,10 @@ const compiled = new Map<string, RegExp>();
 function globToRegExp(pattern: string): RegExp {
   let re = compiled.get(pattern);
   if (!re) {
-    const body = pattern.replace(/[.+^${}()|[\]\\]/g, '\\$&').replace(/\*/g, '.*').replace(/\?/g, '.');
+    const body = pattern
+      .replace(/[.+^${}()|[\]\\]/g, '\\$&')
+      .replace(/\*/g, '.*')
+      .replace(/\?/g, '.');
     re = new RegExp(`^${body}$`, 'i');
     if (compiled.size > 10_000) compiled.clear();
     compiled.set(pattern, re);

@@ -91,7 +91,8 @@ export default definePlugin({
       authenticate(request): AuthResult {
         const token = presentedKey(request);
         if (token === null) return { kind: 'absent' };
-        if (token === 'conflict') return { kind: 'invalid', reason: 'the request carries two different API keys (Authorization and another key header); send one' };
+        if (token === 'conflict')
+          return { kind: 'invalid', reason: 'the request carries two different API keys (Authorization and another key header); send one' };
         // A token without a LIA key's shape can never match one: another strategy may own it, so
         // it neither counts as a failed key nor meets the failure limiter.
         if (checkShape(token) === 'not-lia') return { kind: 'invalid', reason: 'invalid API key: LIA keys look like lia_<43 characters>_<6 characters>' };

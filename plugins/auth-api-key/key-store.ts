@@ -81,18 +81,20 @@ export class FileKeyStore implements KeyStore {
    * (the last one returned) and every earlier key fails.
    */
   rotateMaster(): Promise<{ key: string; hint: string }> {
-    const next = this.#rotation.catch(() => undefined).then(async () => {
-      const key = generateKey();
-      await writeFileAtomic(this.masterKeyPath, key + '\n');
-      this.#digest = digestOf(key);
-      const old = this.#master;
-      this.#master = masterPrincipal();
-      old.withdraw(Errors.unauthorized('the master API key was rotated; use its new secret'));
-      this.hint = namedHint(key);
-      this.createdAt = new Date();
-      this.firstBootKey = null;
-      return { key, hint: hintOf(key) };
-    });
+    const next = this.#rotation
+      .catch(() => undefined)
+      .then(async () => {
+        const key = generateKey();
+        await writeFileAtomic(this.masterKeyPath, key + '\n');
+        this.#digest = digestOf(key);
+        const old = this.#master;
+        this.#master = masterPrincipal();
+        old.withdraw(Errors.unauthorized('the master API key was rotated; use its new secret'));
+        this.hint = namedHint(key);
+        this.createdAt = new Date();
+        this.firstBootKey = null;
+        return { key, hint: hintOf(key) };
+      });
     this.#rotation = next;
     return next;
   }

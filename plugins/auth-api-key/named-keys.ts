@@ -228,7 +228,8 @@ export class NamedKeyStore {
 
 /** Checks what a schema cannot: the scope vocabulary, the reserved name, a future expiry. */
 function checkSpec(spec: KeySpec, now: Date): void {
-  if (RESERVED_NAMES.includes(spec.name)) throw Errors.badRequest(`the name "${spec.name}" is reserved (the master key, and its rotation route)`, { param: 'name' });
+  if (RESERVED_NAMES.includes(spec.name))
+    throw Errors.badRequest(`the name "${spec.name}" is reserved (the master key, and its rotation route)`, { param: 'name' });
   if (!new RegExp(NAME_PATTERN).test(spec.name)) throw Errors.badRequest(`invalid key name: it must match ${NAME_PATTERN}`, { param: 'name' });
   for (const scope of spec.scopes) {
     if (!(KEY_SCOPES as readonly string[]).includes(scope)) {

@@ -29,7 +29,10 @@ class Bucket {
   #updated: number;
   readonly #perMs: number;
 
-  constructor(readonly perMinute: number, now: number) {
+  constructor(
+    readonly perMinute: number,
+    now: number,
+  ) {
     this.#level = perMinute;
     this.#updated = now;
     this.#perMs = perMinute / 60_000;

@@ -86,7 +86,15 @@ export function keyRoutes(app: FastifyInstance, { master, keys, usage, log }: Ke
   const secret = (reply: FastifyReply) => reply.header('Cache-Control', 'no-store').header('Pragma', 'no-cache');
 
   app.get('/system/api-keys', { config: { scope: 'keys:admin' } }, async () => {
-    const masterKey = show({ name: 'master', scopes: ['*'], models: null, expires_at: null, limits: null, created_at: master.createdAt.toISOString(), hint: master.hint });
+    const masterKey = show({
+      name: 'master',
+      scopes: ['*'],
+      models: null,
+      expires_at: null,
+      limits: null,
+      created_at: master.createdAt.toISOString(),
+      hint: master.hint,
+    });
     return { keys: [masterKey, ...keys.list().map((k) => show(k.record))] };
   });
 
@@ -101,7 +109,9 @@ export function keyRoutes(app: FastifyInstance, { master, keys, usage, log }: Ke
     });
     const { record, key } = await keys.create(body);
     log.info({ name: record.name, scopes: record.scopes, hint: record.hint }, 'API key created');
-    return secret(reply).code(201).send({ ...show(record), key });
+    return secret(reply)
+      .code(201)
+      .send({ ...show(record), key });
   });
 
   app.delete<{ Params: NameParams }>('/system/api-keys/:name', { schema: { params: NameParams }, config: { scope: 'keys:admin' } }, async (request, reply) => {
@@ -111,13 +121,17 @@ export function keyRoutes(app: FastifyInstance, { master, keys, usage, log }: Ke
     return reply.code(204).send();
   });
 
-  app.post<{ Params: NameParams }>('/system/api-keys/:name/rotate', { schema: { params: NameParams }, config: { scope: 'keys:admin' } }, async (request, reply) => {
-    const target = keys.get(request.params.name);
-    if (target) mayHandOut(request.principal, 'rotate', breadthOf(target.record));
-    const { record, key } = await keys.rotate(request.params.name);
-    log.warn({ name: record.name, hint: record.hint }, 'API key rotated; its previous secret no longer works');
-    return secret(reply).send({ ...show(record), key });
-  });
+  app.post<{ Params: NameParams }>(
+    '/system/api-keys/:name/rotate',
+    { schema: { params: NameParams }, config: { scope: 'keys:admin' } },
+    async (request, reply) => {
+      const target = keys.get(request.params.name);
+      if (target) mayHandOut(request.principal, 'rotate', breadthOf(target.record));
+      const { record, key } = await keys.rotate(request.params.name);
+      log.warn({ name: record.name, hint: record.hint }, 'API key rotated; its previous secret no longer works');
+      return secret(reply).send({ ...show(record), key });
+    },
+  );
 
   app.get('/system/usage', { config: { scope: 'system:read' } }, async () => ({ keys: usage.all() }));
 }

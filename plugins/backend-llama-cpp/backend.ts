@@ -101,7 +101,15 @@ export class LlamaCppBackend implements InferenceBackend {
     this.#shareCpus();
     const cpus = runner.pid === undefined ? null : await this.#placement.place(runner.pid, options.threads);
     log.info(
-      { pid: runner.pid, contextLength: runner.contextLength, parallel: options.parallel, threads: options.threads, currentBatchThreads: runner.currentBatchThreads, cpus, ...runner.info },
+      {
+        pid: runner.pid,
+        contextLength: runner.contextLength,
+        parallel: options.parallel,
+        threads: options.threads,
+        currentBatchThreads: runner.currentBatchThreads,
+        cpus,
+        ...runner.info,
+      },
       'model loaded',
     );
     const loaded = runner;

@@ -44,11 +44,7 @@ export async function readShape(modelPath: string): Promise<GgufShape> {
 }
 
 /** Bytes for weights + KV cache + one batch's compute buffer + the runner process. */
-export function estimateBytes(
-  shape: GgufShape,
-  fileBytes: number,
-  opts: { contextLength: number; parallel: number; batchSize: number },
-): number {
+export function estimateBytes(shape: GgufShape, fileBytes: number, opts: { contextLength: number; parallel: number; batchSize: number }): number {
   const ctx = opts.contextLength > 0 ? Math.min(opts.contextLength, shape.trainedContext) : shape.trainedContext;
   const kvWidth = (shape.embedding / shape.heads) * shape.kvHeads;
   const kv = 2 * shape.layers * ctx * opts.parallel * kvWidth * 2;

@@ -142,17 +142,28 @@ class Cursor {
     if (size === undefined) throw new GgufHeaderError(`unknown value type ${type}`);
     const b = await this.bytes(size);
     switch (type) {
-      case T.U8: return b.readUInt8(0);
-      case T.I8: return b.readInt8(0);
-      case T.U16: return b.readUInt16LE(0);
-      case T.I16: return b.readInt16LE(0);
-      case T.U32: return b.readUInt32LE(0);
-      case T.I32: return b.readInt32LE(0);
-      case T.F32: return b.readFloatLE(0);
-      case T.Bool: return b.readUInt8(0) !== 0;
-      case T.U64: return Number(b.readBigUInt64LE(0));
-      case T.I64: return Number(b.readBigInt64LE(0));
-      default: return b.readDoubleLE(0);
+      case T.U8:
+        return b.readUInt8(0);
+      case T.I8:
+        return b.readInt8(0);
+      case T.U16:
+        return b.readUInt16LE(0);
+      case T.I16:
+        return b.readInt16LE(0);
+      case T.U32:
+        return b.readUInt32LE(0);
+      case T.I32:
+        return b.readInt32LE(0);
+      case T.F32:
+        return b.readFloatLE(0);
+      case T.Bool:
+        return b.readUInt8(0) !== 0;
+      case T.U64:
+        return Number(b.readBigUInt64LE(0));
+      case T.I64:
+        return Number(b.readBigInt64LE(0));
+      default:
+        return b.readDoubleLE(0);
     }
   }
 

@@ -15,9 +15,7 @@ import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import type { FastifyBaseLogger } from 'fastify';
 import { Errors } from 'lia/plugin';
-import type {
-  LoadedModel,
-} from 'lia/plugin';
+import type { LoadedModel } from 'lia/plugin';
 import type {
   ChatParams,
   EmbedParams,
@@ -184,9 +182,7 @@ export class RunnerModel implements LoadedModel {
       child.once('exit', (code, signal) => {
         clearTimeout(timer);
         const how = signal ? `signal ${signal}` : `exit code ${code}`;
-        const err = Errors.engineFailed(
-          `the model runner stopped (${how}) while serving this request; the model will be loaded again on the next request`,
-        );
+        const err = Errors.engineFailed(`the model runner stopped (${how}) while serving this request; the model will be loaded again on the next request`);
         reject(Errors.engineFailed(`the model runner stopped (${how}) while loading the model`));
         this.#die(err);
       });

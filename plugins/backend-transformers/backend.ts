@@ -57,11 +57,19 @@ export function createTransformersBackend(options: TransformersBackendOptions, l
       const started = performance.now();
       const layout = await readLayout(model.modelPath, options.dtype, model.name);
       const threads = threadsFor(options.threads);
-      const settings = { threads, maxBatchTokens: options.maxBatchTokens, memoryArena: options.memoryArena, sizeBytes: estimateBytes(layout, options.maxBatchTokens) };
+      const settings = {
+        threads,
+        maxBatchTokens: options.maxBatchTokens,
+        memoryArena: options.memoryArena,
+        sizeBytes: estimateBytes(layout, options.maxBatchTokens),
+      };
       const { head } = layout;
       const loaded = head.kind === 'cross-encoder' ? await loadCrossEncoder(model, layout, head.labels, settings) : await loadEncoder(model, layout, settings);
       const ms = Math.round(performance.now() - started);
-      log?.info({ model: model.name, weights: layout.weightsFile, dtype: layout.dtype, threads, ms }, `loaded ONNX ${head.kind === 'cross-encoder' ? 'reranking' : 'embedding'} model`);
+      log?.info(
+        { model: model.name, weights: layout.weightsFile, dtype: layout.dtype, threads, ms },
+        `loaded ONNX ${head.kind === 'cross-encoder' ? 'reranking' : 'embedding'} model`,
+      );
       return loaded;
     },
   };

@@ -52,12 +52,7 @@ export function planPasses(lengths: readonly number[], budget: number): number[]
  * Pads the encodings at `indices` to the longest of them, as the tokenizer pads a batch:
  * `input_ids` with `padTokenId`, every other input with 0, on the tokenizer's padding side.
  */
-export function padPass(
-  encodings: readonly Encoding[],
-  indices: readonly number[],
-  padTokenId: number,
-  side: 'left' | 'right' = 'right',
-): PaddedPass {
+export function padPass(encodings: readonly Encoding[], indices: readonly number[], padTokenId: number, side: 'left' | 'right' = 'right'): PaddedPass {
   const rows = indices.map((i) => encodings[i]!);
   const width = Math.max(...rows.map((r) => r['input_ids']!.length));
   const keys = Object.keys(rows[0]!);

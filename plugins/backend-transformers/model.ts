@@ -12,19 +12,8 @@
  *
  * @module
  */
-import {
-  Errors,
-  type LoadedModel,
-} from 'lia/plugin';
-import type {
-  EmbedParams,
-  EmbedResult,
-  GenerationEvent,
-  ModelCapability,
-  ResolvedModel,
-  TokenizeParams,
-  TokenizeResult,
-} from 'lia/plugin/contracts';
+import { Errors, type LoadedModel } from 'lia/plugin';
+import type { EmbedParams, EmbedResult, GenerationEvent, ModelCapability, ResolvedModel, TokenizeParams, TokenizeResult } from 'lia/plugin/contracts';
 import { padPass, planPasses, type Encoding } from './batching.js';
 import type { OnnxLayout } from './layout.js';
 import { finish, pool } from './pooling.js';

@@ -86,7 +86,10 @@ class Forwarder {
         if (f.down) this.pool.markDown(replica.upstream, (err as Error).message);
         if (answered || signal.aborted || f.kind === 'client') throw err;
         last = err as Error;
-        this.log.warn({ model: this.model, upstream: replica.upstream.name, err: (err as Error).message }, 'upstream failed before answering; trying another replica');
+        this.log.warn(
+          { model: this.model, upstream: replica.upstream.name, err: (err as Error).message },
+          'upstream failed before answering; trying another replica',
+        );
       } finally {
         replica.upstream.outstanding--;
         own.abort(); // ends the upstream request when the consumer stopped early

@@ -198,7 +198,9 @@ export class Pool implements ModelSource {
   #remote(s: Served): RemoteModel {
     const hosts = s.replicas.map((r) => r.upstream.base);
     const models = [...new Set(s.replicas.map((r) => r.model))];
-    const digest = createHash('sha256').update(JSON.stringify([s.name, hosts, models])).digest('hex');
+    const digest = createHash('sha256')
+      .update(JSON.stringify([s.name, hosts, models]))
+      .digest('hex');
     return {
       name: s.name,
       format: UPSTREAM_FORMAT,

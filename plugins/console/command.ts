@@ -46,14 +46,16 @@ function apiActions(holder: { client: ApiClient }, io: CliIO): ConsoleActions {
       const res = await holder.client.request('POST', `/system/services/${encodeURIComponent(name)}/`, { action: 'restart' });
       if (!res.ok) throw await responseError(res);
       const body = (await res.json()) as { status: string; state?: { state: string } };
-      return res.status === 202 ? `${name}: restart accepted (it restarts once this answer is out)` : `${name}: restarted, now ${body.state?.state ?? body.status}`;
+      return res.status === 202
+        ? `${name}: restart accepted (it restarts once this answer is out)`
+        : `${name}: restarted, now ${body.state?.state ?? body.status}`;
     },
     async setHostname(name) {
-      const body = await holder.client.json<{ hostname: string; mdns: { hostname: string | null }; certificate: { reissued: boolean; covers_hostname: boolean } }>(
-        'POST',
-        '/system/network/hostname',
-        { hostname: name },
-      );
+      const body = await holder.client.json<{
+        hostname: string;
+        mdns: { hostname: string | null };
+        certificate: { reissued: boolean; covers_hostname: boolean };
+      }>('POST', '/system/network/hostname', { hostname: name });
       const cert = body.certificate.covers_hostname ? 'the certificate covers it' : 'the certificate does NOT cover it yet';
       return `Host name is now ${body.hostname} (mDNS: ${body.mdns.hostname ?? 'off'}); ${cert}`;
     },
@@ -88,11 +90,12 @@ export const consoleCommand: CliCommand = {
     try {
       const app = render(
         createElement(ConsoleApp, {
-          load: () => readSnapshot(holder.client, round++ % LOG_EVERY === 0).then((snap) => {
-            // Warnings are read every LOG_EVERY rounds; the rounds between show the last ones.
-            if (snap.logsRead) warnings = snap.warnings;
-            return { ...snap, warnings };
-          }),
+          load: () =>
+            readSnapshot(holder.client, round++ % LOG_EVERY === 0).then((snap) => {
+              // Warnings are read every LOG_EVERY rounds; the rounds between show the last ones.
+              if (snap.logsRead) warnings = snap.warnings;
+              return { ...snap, warnings };
+            }),
           actions: apiActions(holder, io),
           fingerprint,
           keyFile: path.join(io.dataDir, 'keys', 'master.key'),

@@ -77,7 +77,16 @@ export async function readSnapshot(client: ApiClient, withLogs = true): Promise<
     part('models', get<{ models: LoadedModel[] }>(client, '/api/ps')),
     part('gpu', get<NonNullable<Snapshot['gpu']>>(client, '/system/gpu')),
     withLogs
-      ? part('logs', listed.then((l) => Promise.all((l?.services ?? []).map(({ name: s }) => s).map(async (s) => [s, (await get<{ lines: LogEntry[] }>(client, `/system/logs?service=${s}&lines=${LOG_LINES}`)).lines] as const))))
+      ? part(
+          'logs',
+          listed.then((l) =>
+            Promise.all(
+              (l?.services ?? [])
+                .map(({ name: s }) => s)
+                .map(async (s) => [s, (await get<{ lines: LogEntry[] }>(client, `/system/logs?service=${s}&lines=${LOG_LINES}`)).lines] as const),
+            ),
+          ),
+        )
       : null,
   ]);
   return {

@@ -151,24 +151,19 @@ function Body(props: { snap: Snapshot | null; fingerprint: string | null; width:
  */
 export function screenKey(snap: Snapshot): string {
   const s = snap.status;
-  return JSON.stringify([
-    s && [s.hostname, statusText(s)],
-    snap.network,
-    snap.services,
-    snap.models,
-    snap.gpu,
-    snap.warnings,
-    snap.errors,
-  ]);
+  return JSON.stringify([s && [s.hostname, statusText(s)], snap.network, snap.services, snap.models, snap.gpu, snap.warnings, snap.errors]);
 }
 
 function Prompt(props: { mode: Mode; notice: Notice | null; busy: string | null; keyFile: string; width: number; services: readonly string[] }): ReactElement {
   const { mode, notice, busy, width } = props;
   let text: ReactElement;
   if (busy) text = line(`${busy}…`, undefined, { color: 'yellow' });
-  else if (mode.kind === 'confirm-rotate') text = line('Rotate the master key? Clients using the current key stop working.  y: rotate   any other key: cancel', undefined, { color: 'yellow' });
-  else if (mode.kind === 'choose-service') text = line(`Restart which service?  ${props.services.map((n, i) => `${i + 1} ${n}`).join('  ')}   Esc: cancel`, undefined, { color: 'yellow' });
-  else if (mode.kind === 'hostname') text = line(`New host name (letters, digits, hyphens): ${mode.text}▏  Enter: apply   Esc: cancel`, undefined, { color: 'yellow' });
+  else if (mode.kind === 'confirm-rotate')
+    text = line('Rotate the master key? Clients using the current key stop working.  y: rotate   any other key: cancel', undefined, { color: 'yellow' });
+  else if (mode.kind === 'choose-service')
+    text = line(`Restart which service?  ${props.services.map((n, i) => `${i + 1} ${n}`).join('  ')}   Esc: cancel`, undefined, { color: 'yellow' });
+  else if (mode.kind === 'hostname')
+    text = line(`New host name (letters, digits, hyphens): ${mode.text}▏  Enter: apply   Esc: cancel`, undefined, { color: 'yellow' });
   else if (notice) text = h(Text, { color: notice.tone === 'error' ? 'red' : notice.tone === 'secret' ? 'magenta' : 'green', wrap: 'wrap' }, notice.text);
   else text = line('r rotate key   s restart a service   h host name   k key file   q quit', undefined, { dimColor: true });
   return h(Box, { marginTop: 1, width }, text);
@@ -311,7 +306,9 @@ export function ConsoleApp(props: ConsoleProps): ReactElement {
           )
         : null,
     ),
-    withQr ? null : line(`CA download: ${downloadUrl ?? '(no URL)'}  (widen the terminal to ${QR_MIN_COLUMNS} columns for a QR code)`, undefined, { dimColor: true }),
+    withQr
+      ? null
+      : line(`CA download: ${downloadUrl ?? '(no URL)'}  (widen the terminal to ${QR_MIN_COLUMNS} columns for a QR code)`, undefined, { dimColor: true }),
     h(Prompt, { mode, notice, busy, keyFile: props.keyFile, width: columns, services: serviceNames }),
   );
 }

@@ -54,7 +54,7 @@ export default definePlugin({
     contextLength: Type.Integer({
       minimum: 0,
       default: 4096,
-      description: 'Context length per sequence unless a request sets num_ctx, capped at the model\'s; 0 = the model\'s. Defaults to 4096.',
+      description: "Context length per sequence unless a request sets num_ctx, capped at the model's; 0 = the model's. Defaults to 4096.",
     }),
     threads: Type.Integer({
       minimum: 0,
@@ -71,7 +71,7 @@ export default definePlugin({
     remoteImages: Type.Boolean({
       default: false,
       description:
-        'Fetch images that requests name by http(s) URL (at most maxImageBytes, within 10 s). Off, such a URL is a 400: fetching what any key holder names lets them reach hosts on the appliance\'s network (SSRF). Defaults to false.',
+        "Fetch images that requests name by http(s) URL (at most maxImageBytes, within 10 s). Off, such a URL is a 400: fetching what any key holder names lets them reach hosts on the appliance's network (SSRF). Defaults to false.",
     }),
     batchThreads: Type.Integer({
       minimum: 0,
@@ -139,10 +139,7 @@ export default definePlugin({
     app.addHook('onReady', async () => {
       ctx.hooks.models.maybe()?.onBeforeDelete(async (model) => scheduler.unload(model.name, true));
     });
-    ctx.log.info(
-      { parallel: o.numParallel, threads, batchThreads, maxQueue: o.maxQueue, keepAlive: o.keepAlive },
-      'inference engine ready',
-    );
+    ctx.log.info({ parallel: o.numParallel, threads, batchThreads, maxQueue: o.maxQueue, keepAlive: o.keepAlive }, 'inference engine ready');
 
     const get = () => service;
     heartbeatRoute(app);

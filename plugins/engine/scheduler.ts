@@ -106,12 +106,17 @@ export class Scheduler {
     for (;;) {
       if (signal.aborted) throw signal.reason;
       let inst = this.#instances.get(model.name);
-      if (inst && inst.active === 0 && inst.model && !inst.unloading && (inst.resolved.digest !== model.digest || this.#tooSmall(inst, options.contextLength))) {
+      if (
+        inst &&
+        inst.active === 0 &&
+        inst.model &&
+        !inst.unloading &&
+        (inst.resolved.digest !== model.digest || this.#tooSmall(inst, options.contextLength))
+      ) {
         await this.#reload(inst, model, options);
         continue;
       }
-      const free =
-        inst?.model && inst.active < this.#slots(inst) && inst.waiters.length === 0 && !this.#tooSmall(inst, options.contextLength);
+      const free = inst?.model && inst.active < this.#slots(inst) && inst.waiters.length === 0 && !this.#tooSmall(inst, options.contextLength);
       if (!free && this.#queued >= this.#o.maxQueue) {
         throw Errors.unavailable('server busy, please try again.  maximum pending requests exceeded', {
           headers: { 'Retry-After': '1' },
@@ -286,7 +291,7 @@ export class Scheduler {
     const gb = (n: number) => `${(n / 1e9).toFixed(1)} GB`;
     throw Errors.contextLengthExceeded(
       `a context of ${contextLength} tokens per sequence needs about ${gb(inst.estimateBytes)} of memory, more than the engine's memory budget of ${gb(this.#o.memoryBudgetBytes)}; ` +
-        'shorten the prompt, lower num_ctx, or raise the engine\'s memoryBudget setting (LIA_MEMORY_BUDGET) or lower numParallel',
+        "shorten the prompt, lower num_ctx, or raise the engine's memoryBudget setting (LIA_MEMORY_BUDGET) or lower numParallel",
     );
   }
 

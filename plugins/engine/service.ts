@@ -67,25 +67,29 @@ export class EngineService implements InferenceService {
       const lease = await this.#acquire(model, req.keep_alive, grown ?? options.num_ctx, signal);
       if (images.length > 0) visionServed(lease, req.model, asker);
       const events = lease.model.generate(
-      {
-        prompt: req.prompt,
-        ...(images.length > 0 ? { images } : {}),
-        raw: req.raw ?? false,
-        options,
-        ...(system ? { system } : {}),
-        ...(req.suffix ? { suffix: req.suffix } : {}),
-        ...(req.template ? { template: req.template } : {}),
-        ...(req.context?.length ? { context: req.context } : {}),
-        ...(req.logprobs !== undefined ? { logprobs: req.logprobs } : {}),
-        ...(req.stream === false ? { whole: true } : {}),
-        ...thinkField(req.think, think),
-        ...formatField(req.format),
-      },
-      signal,
-    );
+        {
+          prompt: req.prompt,
+          ...(images.length > 0 ? { images } : {}),
+          raw: req.raw ?? false,
+          options,
+          ...(system ? { system } : {}),
+          ...(req.suffix ? { suffix: req.suffix } : {}),
+          ...(req.template ? { template: req.template } : {}),
+          ...(req.context?.length ? { context: req.context } : {}),
+          ...(req.logprobs !== undefined ? { logprobs: req.logprobs } : {}),
+          ...(req.stream === false ? { whole: true } : {}),
+          ...thinkField(req.think, think),
+          ...formatField(req.format),
+        },
+        signal,
+      );
       return { lease, events };
     }).catch(asker.fail);
-    return { model: model.name, loadNs: lease.loadNs, events: leased(lease, asker.settle, observed(model.name, asker.label, started, this.#observe, think ? splitThinking(events) : events)) };
+    return {
+      model: model.name,
+      loadNs: lease.loadNs,
+      events: leased(lease, asker.settle, observed(model.name, asker.label, started, this.#observe, think ? splitThinking(events) : events)),
+    };
   }
 
   async chat(req: InferenceChatRequest, signal: AbortSignal): Promise<GenerationStream> {
@@ -104,20 +108,24 @@ export class EngineService implements InferenceService {
       const lease = await this.#acquire(model, req.keep_alive, grown ?? options.num_ctx, signal);
       if (images > 0) visionServed(lease, req.model, asker);
       const events = lease.model.chat(
-      {
-        messages,
-        options,
-        ...tools,
-        ...formatField(req.format),
-        ...(req.logprobs !== undefined ? { logprobs: req.logprobs } : {}),
-        ...(req.stream === false ? { whole: true } : {}),
-        ...thinkField(req.think, think),
-      },
-      signal,
-    );
+        {
+          messages,
+          options,
+          ...tools,
+          ...formatField(req.format),
+          ...(req.logprobs !== undefined ? { logprobs: req.logprobs } : {}),
+          ...(req.stream === false ? { whole: true } : {}),
+          ...thinkField(req.think, think),
+        },
+        signal,
+      );
       return { lease, events };
     }, count).catch(asker.fail);
-    return { model: model.name, loadNs: lease.loadNs, events: leased(lease, asker.settle, observed(model.name, asker.label, started, this.#observe, think ? splitThinking(events) : events)) };
+    return {
+      model: model.name,
+      loadNs: lease.loadNs,
+      events: leased(lease, asker.settle, observed(model.name, asker.label, started, this.#observe, think ? splitThinking(events) : events)),
+    };
   }
 
   async countChatTokens(req: InferenceChatRequest, signal: AbortSignal): Promise<{ model: string; promptTokens: number }> {
@@ -186,7 +194,10 @@ export class EngineService implements InferenceService {
     const lease = await this.#acquire(model, req.keep_alive, asker.options.num_ctx, signal).catch(asker.fail);
     try {
       if (!lease.model.rank) throw unsupported(req.model, 'rerank');
-      const result = req.documents.length === 0 ? { scores: [], promptTokens: 0 } : await lease.model.rank({ query: req.query, documents: req.documents, truncate: req.truncate ?? true }, signal);
+      const result =
+        req.documents.length === 0
+          ? { scores: [], promptTokens: 0 }
+          : await lease.model.rank({ query: req.query, documents: req.documents, truncate: req.truncate ?? true }, signal);
       used = result.promptTokens;
       this.#observe({ type: 'finished', model: model.name, promptTokens: result.promptTokens, completionTokens: 0, ...asker.label });
       return { model: model.name, scores: result.scores, promptTokens: result.promptTokens };
@@ -200,7 +211,12 @@ export class EngineService implements InferenceService {
   async tokenize(req: InferenceTokenizeRequest, signal: AbortSignal): Promise<TokenizeResponse> {
     return this.#withTokenizer(req.model, req.keep_alive, signal, async (loaded, name) => {
       if (!loaded.tokenize) throw unsupported(req.model, 'tokenize');
-      const params = { content: req.content, addSpecial: req.add_special ?? false, parseSpecial: req.parse_special ?? true, withPieces: req.with_pieces ?? false };
+      const params = {
+        content: req.content,
+        addSpecial: req.add_special ?? false,
+        parseSpecial: req.parse_special ?? true,
+        withPieces: req.with_pieces ?? false,
+      };
       return { model: name, ...(await loaded.tokenize(params, signal)) };
     });
   }
@@ -213,7 +229,12 @@ export class EngineService implements InferenceService {
     });
   }
 
-  async #withTokenizer<T>(name: string, keepAlive: KeepAlive | undefined, signal: AbortSignal, work: (model: LoadedModel, name: string) => Promise<T>): Promise<T> {
+  async #withTokenizer<T>(
+    name: string,
+    keepAlive: KeepAlive | undefined,
+    signal: AbortSignal,
+    work: (model: LoadedModel, name: string) => Promise<T>,
+  ): Promise<T> {
     const model = await this.#resolve(name, 'tokenize');
     const lease = await this.#acquire(model, keepAlive, undefined, signal);
     try {
@@ -376,7 +397,13 @@ export const DEFAULT_MAX_IMAGE_BYTES = 5 * 1024 * 1024;
  * (`remoteImages`; else a 400, as fetching what a client names reaches the appliance's network),
  * and each image well-formed and within the size limit (`checkImage`). Returns them as base64.
  */
-async function checkImages(model: ResolvedModel, asked: string, images: readonly string[], o: { maxBytes: number; remote: boolean }, param: string): Promise<string[]> {
+async function checkImages(
+  model: ResolvedModel,
+  asked: string,
+  images: readonly string[],
+  o: { maxBytes: number; remote: boolean },
+  param: string,
+): Promise<string[]> {
   if (images.length === 0) return [];
   if (!model.capabilities.includes('vision')) throw unsupported(asked, 'vision');
   const out: string[] = [];
@@ -473,7 +500,13 @@ function admitted(model: string, promptTokens: number, options: SamplingOptions,
  * Reports a generation's first token (time since `started`, queue and load included), the gaps
  * between its tokens, and its token counts when it is done. Text never leaves this function.
  */
-function observed(model: string, label: { principal?: string }, started: bigint, observe: Observe, source: AsyncIterable<GenerationEvent>): AsyncIterable<GenerationEvent> {
+function observed(
+  model: string,
+  label: { principal?: string },
+  started: bigint,
+  observe: Observe,
+  source: AsyncIterable<GenerationEvent>,
+): AsyncIterable<GenerationEvent> {
   return {
     [Symbol.asyncIterator]() {
       const it = source[Symbol.asyncIterator]();

@@ -19,7 +19,13 @@ export const HOSTNAME_LABEL = /^(?=.{1,63}$)[a-z0-9](?:[a-z0-9-]*[a-z0-9])?$/;
 
 /** A usable label from any machine name: first label, lower case, other characters as hyphens. */
 export function sanitizeHostname(raw: string): string {
-  const label = raw.split('.')[0]!.toLowerCase().replace(/[^a-z0-9-]/g, '-').replace(/^-+|-+$/g, '').slice(0, 63).replace(/-+$/, '');
+  const label = raw
+    .split('.')[0]!
+    .toLowerCase()
+    .replace(/[^a-z0-9-]/g, '-')
+    .replace(/^-+|-+$/g, '')
+    .slice(0, 63)
+    .replace(/-+$/, '');
   return HOSTNAME_LABEL.test(label) ? label : 'lia';
 }
 

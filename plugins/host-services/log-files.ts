@@ -65,7 +65,13 @@ export class LogFiles {
         }
       }
       history.set(service, lines.slice(-limit));
-      this.#sizes.set(service, await stat(this.file(service)).then((s) => s.size, () => 0));
+      this.#sizes.set(
+        service,
+        await stat(this.file(service)).then(
+          (s) => s.size,
+          () => 0,
+        ),
+      );
     }
     return history;
   }

@@ -22,7 +22,13 @@ async function onPath(bin: string, env: NodeJS.ProcessEnv): Promise<string | nul
   for (const dir of (env['PATH'] ?? '').split(path.delimiter)) {
     if (!dir) continue;
     const file = path.join(dir, bin);
-    if (await access(file, fsConstants.X_OK).then(() => true, () => false)) return file;
+    if (
+      await access(file, fsConstants.X_OK).then(
+        () => true,
+        () => false,
+      )
+    )
+      return file;
   }
   return null;
 }

@@ -45,7 +45,12 @@ export function secretFile(env: NodeJS.ProcessEnv, url: string, client: string):
 async function works(url: string, ca: string, key: string): Promise<boolean> {
   const dispatcher = new Agent({ connect: { ca } });
   try {
-    const res = await fetch(`${url}/v1/chat/completions`, { method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, body: '{}', dispatcher });
+    const res = await fetch(`${url}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+      body: '{}',
+      dispatcher,
+    });
     await res.body?.cancel();
     return res.status === 400;
   } catch {
@@ -56,7 +61,12 @@ async function works(url: string, ca: string, key: string): Promise<boolean> {
 }
 
 /** The secret of `launch-<client>`: the kept one while it works, else a rotated or new one. */
-export async function launchKey(client: ApiClient, env: NodeJS.ProcessEnv, ca: string, name: string): Promise<{ key: string; how: 'reused' | 'rotated' | 'created' }> {
+export async function launchKey(
+  client: ApiClient,
+  env: NodeJS.ProcessEnv,
+  ca: string,
+  name: string,
+): Promise<{ key: string; how: 'reused' | 'rotated' | 'created' }> {
   const file = secretFile(env, client.url, name);
   const kept = (await readFile(file, 'utf8').catch(() => '')).trim();
   if (kept && (await works(client.url, ca, kept))) return { key: kept, how: 'reused' };
@@ -109,7 +119,8 @@ function trainedContext(info: Record<string, unknown> | undefined): number | und
  */
 export async function ensureContext(client: ApiClient, model: string, want: number): Promise<{ contextLength: number; changed: boolean }> {
   const info = await show(client, model);
-  if (!info.capabilities?.includes('completion')) throw new CliError(`"${model}" does not generate text (capabilities: ${info.capabilities?.join(', ') || 'none'}); name a chat model with --model`);
+  if (!info.capabilities?.includes('completion'))
+    throw new CliError(`"${model}" does not generate text (capabilities: ${info.capabilities?.join(', ') || 'none'}); name a chat model with --model`);
   const trained = trainedContext(info.model_info);
   const target = trained ? Math.min(want, trained) : want;
   const stored = storedNumCtx(info.parameters);

@@ -55,7 +55,7 @@ export class Series {
     });
     this.#httpDuration = new Histogram({
       name: 'lia_http_request_duration_seconds',
-      help: 'Time from a request\'s arrival to the last byte of its answer, by method and route pattern.',
+      help: "Time from a request's arrival to the last byte of its answer, by method and route pattern.",
       labelNames: ['method', 'route'],
       buckets: HTTP_BUCKETS,
       registers,
@@ -68,7 +68,7 @@ export class Series {
     });
     this.#ttft = new Histogram({
       name: 'lia_model_time_to_first_token_seconds',
-      help: 'Time from a request\'s arrival at the engine (queue and load included) to its first token.',
+      help: "Time from a request's arrival at the engine (queue and load included) to its first token.",
       labelNames: ['model'],
       buckets: TTFT_BUCKETS,
       registers,
@@ -94,9 +94,24 @@ export class Series {
     this.#crashes = new Counter({ name: 'lia_model_runner_crashes_total', help: 'Model runner processes that died.', labelNames: ['model'], registers });
     // Per API key, as /system/usage counts: inference requests and their tokens, labelled with the
     // principal's id (a key's name, `master`); requests made without a principal get no series.
-    this.#keyRequests = new Counter({ name: 'lia_key_requests_total', help: 'Inference requests that reached a model, by API key name.', labelNames: ['key'], registers });
-    this.#keyPromptTokens = new Counter({ name: 'lia_key_prompt_tokens_total', help: 'Prompt tokens evaluated, by API key name.', labelNames: ['key'], registers });
-    this.#keyGeneratedTokens = new Counter({ name: 'lia_key_generated_tokens_total', help: 'Tokens generated, by API key name.', labelNames: ['key'], registers });
+    this.#keyRequests = new Counter({
+      name: 'lia_key_requests_total',
+      help: 'Inference requests that reached a model, by API key name.',
+      labelNames: ['key'],
+      registers,
+    });
+    this.#keyPromptTokens = new Counter({
+      name: 'lia_key_prompt_tokens_total',
+      help: 'Prompt tokens evaluated, by API key name.',
+      labelNames: ['key'],
+      registers,
+    });
+    this.#keyGeneratedTokens = new Counter({
+      name: 'lia_key_generated_tokens_total',
+      help: 'Tokens generated, by API key name.',
+      labelNames: ['key'],
+      registers,
+    });
     this.#modelGauges(sources.inference, registers);
     this.#gpuGauges(sources.gpu, registers);
   }
@@ -149,7 +164,7 @@ export class Series {
     });
     new Gauge({
       name: 'lia_model_busy_slots',
-      help: 'Requests holding one of the model\'s parallel slots.',
+      help: "Requests holding one of the model's parallel slots.",
       labelNames: ['model'],
       registers,
       collect() {

@@ -9,7 +9,17 @@ import { X509Certificate } from 'node:crypto';
 import { mkdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { writeFileAtomic } from 'lia/utils';
-import { fingerprint, generateRoot, issueLeaf, permittedDnsOf, profileOf, reissueRoot, unsafeSubtreesOf, type KeyPairPem, type NameConstraintProfile } from './certificates.js';
+import {
+  fingerprint,
+  generateRoot,
+  issueLeaf,
+  permittedDnsOf,
+  profileOf,
+  reissueRoot,
+  unsafeSubtreesOf,
+  type KeyPairPem,
+  type NameConstraintProfile,
+} from './certificates.js';
 import { subjectNames, type SubjectNames } from './names.js';
 
 export interface CaFiles {

@@ -79,44 +79,49 @@ export default definePlugin({
 
     /** Loads or creates everything; returns true when a new leaf was issued. Serialised. */
     const check = (reason: string): Promise<boolean> => {
-      running = running.catch(() => false).then(async () => {
-        const now = new Date();
-        const { root, created, replaced, reissued } = await loadOrCreateRoot(files, hostname(), now, ctx.options.dnsNames, ctx.options.nameConstraints);
-        if (created) ctx.log.info({ fingerprint: fingerprint(root.certPem) }, 'created the local root CA');
-        if (replaced) {
-          ctx.log.warn(
-            { previous: replaced.fingerprint, names: replaced.names, fingerprint: fingerprint(root.certPem) },
-            'replaced the local root CA: the previous one permitted single-label names that may be public domains; clients must import the new root from /system/ca-cert',
+      running = running
+        .catch(() => false)
+        .then(async () => {
+          const now = new Date();
+          const { root, created, replaced, reissued } = await loadOrCreateRoot(files, hostname(), now, ctx.options.dnsNames, ctx.options.nameConstraints);
+          if (created) ctx.log.info({ fingerprint: fingerprint(root.certPem) }, 'created the local root CA');
+          if (replaced) {
+            ctx.log.warn(
+              { previous: replaced.fingerprint, names: replaced.names, fingerprint: fingerprint(root.certPem) },
+              'replaced the local root CA: the previous one permitted single-label names that may be public domains; clients must import the new root from /system/ca-cert',
+            );
+          }
+          if (reissued) {
+            ctx.log.warn(
+              { previous: reissued.fingerprint, fingerprint: fingerprint(root.certPem), nameConstraints: reissued.profile },
+              `re-issued the local root CA certificate with the same key under the ${reissued.profile} name constraints: clients that trust the previous certificate keep verifying; import the new one from /system/ca-cert where a client refused the previous one`,
+            );
+          }
+          rootPem = root.certPem;
+          rootFp = fingerprint(root.certPem);
+          retiredFp = await rootFingerprintIn(files.retiredRoot);
+          previousFp = await rootFingerprintIn(files.previousRoot);
+          const unpermitted = ctx.options.dnsNames.filter((n) => !isPermittedDns(n, permittedDnsOf(root.certPem)));
+          if (unpermitted.length > 0) {
+            ctx.log.warn(
+              { names: unpermitted },
+              'these dnsNames were added after the root was made, which does not permit them; they are left out of the certificate',
+            );
+          }
+          const { leaf, issued } = await loadOrIssueLeaf(
+            files,
+            root,
+            hostname(),
+            now,
+            { days: ctx.options.leafDays, renewAfterRatio: ctx.options.renewAfterRatio },
+            [...ctx.options.dnsNames, ...mdnsNames()],
           );
-        }
-        if (reissued) {
-          ctx.log.warn(
-            { previous: reissued.fingerprint, fingerprint: fingerprint(root.certPem), nameConstraints: reissued.profile },
-            `re-issued the local root CA certificate with the same key under the ${reissued.profile} name constraints: clients that trust the previous certificate keep verifying; import the new one from /system/ca-cert where a client refused the previous one`,
-          );
-        }
-        rootPem = root.certPem;
-        rootFp = fingerprint(root.certPem);
-        retiredFp = await rootFingerprintIn(files.retiredRoot);
-        previousFp = await rootFingerprintIn(files.previousRoot);
-        const unpermitted = ctx.options.dnsNames.filter((n) => !isPermittedDns(n, permittedDnsOf(root.certPem)));
-        if (unpermitted.length > 0) {
-          ctx.log.warn({ names: unpermitted }, 'these dnsNames were added after the root was made, which does not permit them; they are left out of the certificate');
-        }
-        const { leaf, issued } = await loadOrIssueLeaf(
-          files,
-          root,
-          hostname(),
-          now,
-          { days: ctx.options.leafDays, renewAfterRatio: ctx.options.renewAfterRatio },
-          [...ctx.options.dnsNames, ...mdnsNames()],
-        );
-        const first = credentials === null;
-        credentials = { key: leaf.keyPem, cert: leaf.certPem };
-        if (issued) ctx.log.info({ reason: issued, trigger: reason }, 'issued a new TLS certificate');
-        if (issued && !first) for (const l of listeners) l(credentials);
-        return issued !== null;
-      });
+          const first = credentials === null;
+          credentials = { key: leaf.keyPem, cert: leaf.certPem };
+          if (issued) ctx.log.info({ reason: issued, trigger: reason }, 'issued a new TLS certificate');
+          if (issued && !first) for (const l of listeners) l(credentials);
+          return issued !== null;
+        });
       return running;
     };
 
@@ -151,10 +156,7 @@ export default definePlugin({
     ctx.hooks.banner.register({
       name: 'urls',
       order: 0,
-      lines: ({ port, hostname: name }) => [
-        ['Host name', name],
-        ...urls(ctx.config.host, port).map((url, i) => [i === 0 ? 'URLs' : '', url] as const),
-      ],
+      lines: ({ port, hostname: name }) => [['Host name', name], ...urls(ctx.config.host, port).map((url, i) => [i === 0 ? 'URLs' : '', url] as const)],
     });
     ctx.hooks.banner.register({
       name: 'local-ca',

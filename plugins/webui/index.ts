@@ -53,9 +53,16 @@ export default definePlugin({
       const rel = (request.params as { '*'?: string })['*'] ?? '';
       const asset = assets.get(rel === '' ? 'index.html' : rel);
       if (!asset) {
-        return reply.code(404).type('text/html; charset=utf-8').header('Cache-Control', 'no-cache').send('<!doctype html><title>Not found</title><p>No such file in the web console. <a href="/ui/">Open the console</a>.</p>');
+        return reply
+          .code(404)
+          .type('text/html; charset=utf-8')
+          .header('Cache-Control', 'no-cache')
+          .send('<!doctype html><title>Not found</title><p>No such file in the web console. <a href="/ui/">Open the console</a>.</p>');
       }
-      reply.header('Cache-Control', asset.immutable ? IMMUTABLE : REVALIDATE).header('ETag', asset.etag).header('Vary', 'Accept-Encoding');
+      reply
+        .header('Cache-Control', asset.immutable ? IMMUTABLE : REVALIDATE)
+        .header('ETag', asset.etag)
+        .header('Vary', 'Accept-Encoding');
       if (request.headers['if-none-match'] === asset.etag) return reply.code(304).send();
       const { encoding, body } = pickEncoding(asset, request.headers['accept-encoding'] as string | undefined);
       if (encoding) reply.header('Content-Encoding', encoding);

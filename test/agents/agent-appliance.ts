@@ -37,7 +37,11 @@ export async function startAgentAppliance(name: string): Promise<AgentAppliance>
   const dir = await mkdtemp(path.join(os.tmpdir(), `lia-agent-${name}-`));
   const caFile = path.join(dir, 'lia-ca.crt');
   await writeFile(caFile, app.ca);
-  const res = await app.fetch('/system/api-keys', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ name, scopes: ['inference'] }) });
+  const res = await app.fetch('/system/api-keys', {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ name, scopes: ['inference'] }),
+  });
   if (res.status !== 201 && res.status !== 200) throw new Error(`creating the key "${name}": HTTP ${res.status} ${await res.text()}`);
   const { key } = (await res.json()) as { key: string };
   return {

@@ -15,11 +15,18 @@ const MARKER = 'codex-marker-7f3a';
 
 function codexArgs(a: AgentAppliance, model: string, prompt: string): (ws: string) => string[] {
   return () => [
-    '-c', 'model_provider="lia"',
-    '-c', `model_providers.lia={ name = "LIA", base_url = "${a.app.url}/v1", env_key = "LIA_API_KEY", wire_api = "responses" }`,
-    '-c', `model="${model}"`,
-    '-c', 'model_context_window=40960',
-    'exec', '--skip-git-repo-check', '--dangerously-bypass-approvals-and-sandbox', prompt,
+    '-c',
+    'model_provider="lia"',
+    '-c',
+    `model_providers.lia={ name = "LIA", base_url = "${a.app.url}/v1", env_key = "LIA_API_KEY", wire_api = "responses" }`,
+    '-c',
+    `model="${model}"`,
+    '-c',
+    'model_context_window=40960',
+    'exec',
+    '--skip-git-repo-check',
+    '--dangerously-bypass-approvals-and-sandbox',
+    prompt,
   ];
 }
 
@@ -37,7 +44,7 @@ t.test('codex exec runs a tool the scripted model calls and prints the answer bu
   t.match(run.stdout, /scripted answer:/, 'the scripted answer is printed');
   t.match(run.stdout, MARKER, 'it carries the command’s output, sent back as function_call_output');
   t.equal((await readFile(path.join(run.workspace, 'ran.txt'), 'utf8')).trim(), 'ran', 'the command ran in the workspace');
-  t.ok((await metric(a, 'lia_http_requests_total', { route: '/v1/responses', status: '200' })) >= 2, "two turns or more over /v1/responses");
+  t.ok((await metric(a, 'lia_http_requests_total', { route: '/v1/responses', status: '200' })) >= 2, 'two turns or more over /v1/responses');
 });
 
 t.test('codex exec completes a session on the real model with its long prompt', async (t) => {

@@ -22,7 +22,15 @@ interface Lia {
 function lia(a: AgentAppliance, args: string[], env: Record<string, string>): Promise<Lia> {
   const child = spawn(process.execPath, [path.join(ROOT, 'bin/lia.js'), ...args], {
     cwd: a.dir,
-    env: { PATH: '/usr/bin:/bin', LIA_FROM_SOURCE: '1', LIA_URL: a.app.url, LIA_CA_CERT: a.caFile, LIA_API_KEY: a.app.key, LIA_DATA_DIR: path.join(a.dir, 'no-data'), ...env },
+    env: {
+      PATH: '/usr/bin:/bin',
+      LIA_FROM_SOURCE: '1',
+      LIA_URL: a.app.url,
+      LIA_CA_CERT: a.caFile,
+      LIA_API_KEY: a.app.key,
+      LIA_DATA_DIR: path.join(a.dir, 'no-data'),
+      ...env,
+    },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let stdout = '';
@@ -43,8 +51,23 @@ t.test('lia launch --print shows each client’s settings with a key of its own'
   await scriptedModel(a, 'scripted', { toolCalls: [], answer: 'hi' });
   const home = path.join(a.dir, 'home');
   const expected: Record<string, RegExp[]> = {
-    claude: [/export ANTHROPIC_BASE_URL=https:\/\/localhost:\d+\n/, /export ANTHROPIC_AUTH_TOKEN=lia_/, /unset ANTHROPIC_API_KEY/, /export ANTHROPIC_MODEL=scripted:latest|export ANTHROPIC_MODEL=scripted/, /export NODE_EXTRA_CA_CERTS=\S*lia-ca\.crt/, /\nclaude\n$/],
-    codex: [/export LIA_API_KEY=lia_/, /export CODEX_CA_CERTIFICATE=\S*lia-ca\.crt/, /export SSL_CERT_FILE=/, /codex -c 'model_provider="lia"'/, /base_url = "https:\/\/localhost:\d+\/v1"/, /wire_api = "responses"/, /model_context_window=32768/],
+    claude: [
+      /export ANTHROPIC_BASE_URL=https:\/\/localhost:\d+\n/,
+      /export ANTHROPIC_AUTH_TOKEN=lia_/,
+      /unset ANTHROPIC_API_KEY/,
+      /export ANTHROPIC_MODEL=scripted:latest|export ANTHROPIC_MODEL=scripted/,
+      /export NODE_EXTRA_CA_CERTS=\S*lia-ca\.crt/,
+      /\nclaude\n$/,
+    ],
+    codex: [
+      /export LIA_API_KEY=lia_/,
+      /export CODEX_CA_CERTIFICATE=\S*lia-ca\.crt/,
+      /export SSL_CERT_FILE=/,
+      /codex -c 'model_provider="lia"'/,
+      /base_url = "https:\/\/localhost:\d+\/v1"/,
+      /wire_api = "responses"/,
+      /model_context_window=32768/,
+    ],
     opencode: [/export OPENCODE_CONFIG_CONTENT=.*"@ai-sdk\/openai-compatible"/, /"context":32768/, /export NODE_EXTRA_CA_CERTS=/, /\nopencode\n$/],
     qwen: [/export OPENAI_BASE_URL=https:\/\/localhost:\d+\/v1/, /export OPENAI_API_KEY=lia_/, /export NODE_EXTRA_CA_CERTS=/, /qwen --auth-type openai/],
   };
@@ -56,8 +79,11 @@ t.test('lia launch --print shows each client’s settings with a key of its own'
     t.notMatch(r.stdout, a.app.key, `${client}: never the master key`);
   }
   const named = await keys(a);
-  for (const client of Object.keys(expected)) t.same(named.find((k) => k.name === `launch-${client}`)?.scopes, ['inference'], `launch-${client} has the inference scope alone`);
-  const shown = (await (await a.app.fetch('/api/show', { method: 'POST', body: JSON.stringify({ model: 'scripted' }), headers: { 'content-type': 'application/json' } })).json()) as { parameters?: string };
+  for (const client of Object.keys(expected))
+    t.same(named.find((k) => k.name === `launch-${client}`)?.scopes, ['inference'], `launch-${client} has the inference scope alone`);
+  const shown = (await (
+    await a.app.fetch('/api/show', { method: 'POST', body: JSON.stringify({ model: 'scripted' }), headers: { 'content-type': 'application/json' } })
+  ).json()) as { parameters?: string };
   t.match(shown.parameters, /num_ctx\s+32768/, 'the model is served with an agent’s context');
 });
 
@@ -80,7 +106,11 @@ t.test('lia launch runs the client with the settings and the user’s arguments,
   t.notMatch(first.stdout, /sk-ant-elsewhere/, 'an inherited Anthropic key is not passed on');
   t.match(first.stderr, /Starting Claude Code .* key "launch-claude", created/);
   const token = /^ANTHROPIC_AUTH_TOKEN=(\S+)$/m.exec(first.stdout)![1]!;
-  const ok = await a.app.fetch('/v1/chat/completions', { method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, body: JSON.stringify({ model: 'scripted', messages: [{ role: 'user', content: 'hi' }] }) });
+  const ok = await a.app.fetch('/v1/chat/completions', {
+    method: 'POST',
+    headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ model: 'scripted', messages: [{ role: 'user', content: 'hi' }] }),
+  });
   t.equal(ok.status, 200, 'the key it passed works for inference');
 
   const second = await lia(a, ['launch', 'claude', '--model', 'scripted'], env);
@@ -110,14 +140,33 @@ t.test('lia launch says how to install a missing client', async (t) => {
 t.test('lia launch codex runs Codex CLI through the tool loop of the scripted model', async (t) => {
   const a = await startAgentAppliance('unused');
   t.teardown(a.close);
-  await scriptedModel(a, 'scripted', { toolCalls: [{ name: 'exec_command', arguments: { cmd: 'echo launched-marker-4e1' } }], answer: 'scripted answer: {{result}}' });
+  await scriptedModel(a, 'scripted', {
+    toolCalls: [{ name: 'exec_command', arguments: { cmd: 'echo launched-marker-4e1' } }],
+    answer: 'scripted answer: {{result}}',
+  });
   const codex = await clientBin('codex');
   const ws = path.join(a.dir, 'ws');
   await mkdir(ws);
-  const r = await lia(a, ['launch', 'codex', '--model', 'scripted', '--', 'exec', '--skip-git-repo-check', '--dangerously-bypass-approvals-and-sandbox', '-C', ws, 'Echo the marker'], {
-    HOME: path.join(a.dir, 'home'),
-    PATH: `${path.dirname(codex)}:/usr/bin:/bin`,
-  });
+  const r = await lia(
+    a,
+    [
+      'launch',
+      'codex',
+      '--model',
+      'scripted',
+      '--',
+      'exec',
+      '--skip-git-repo-check',
+      '--dangerously-bypass-approvals-and-sandbox',
+      '-C',
+      ws,
+      'Echo the marker',
+    ],
+    {
+      HOME: path.join(a.dir, 'home'),
+      PATH: `${path.dirname(codex)}:/usr/bin:/bin`,
+    },
+  );
   t.equal(r.code, 0, r.stderr.slice(-2000));
   t.match(r.stdout, /scripted answer:.*launched-marker-4e1/s, 'the answer carries the command’s output');
 });

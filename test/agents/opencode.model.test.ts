@@ -36,7 +36,9 @@ t.test('opencode run reads a file the scripted model asks for and prints the ans
   // A path inside the workspace opencode runs in (a path outside it needs a permission that
   // `opencode run` refuses without asking).
   await scriptedModel(a, 'scripted', { toolCalls: [{ name: 'read', arguments: { filePath: 'note.txt' } }], answer: 'scripted answer: {{result}}' });
-  const run = await runClient(a, await clientBin('opencode'), () => ['run', 'Read note.txt'], opencodeEnv(a, 'scripted'), { files: { 'note.txt': `${MARKER}\n` } });
+  const run = await runClient(a, await clientBin('opencode'), () => ['run', 'Read note.txt'], opencodeEnv(a, 'scripted'), {
+    files: { 'note.txt': `${MARKER}\n` },
+  });
   t.equal(run.code, 0, describeRun(run));
   t.match(run.stdout, /scripted answer:/, 'the scripted answer is printed');
   t.match(run.stdout, MARKER, 'it carries the file, sent back as a tool message');

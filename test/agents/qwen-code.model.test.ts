@@ -21,9 +21,17 @@ const qwenEnv = (a: AgentAppliance, model: string): Record<string, string> => ({
 t.test('qwen -p reads a file the scripted model asks for and prints the answer built on it', async (t) => {
   const a = await startAgentAppliance('agent-qwen');
   t.teardown(a.close);
-  await scriptedModel(a, 'scripted', { toolCalls: [{ name: 'read_file', arguments: { file_path: `${a.dir}/note.txt` } }], answer: 'scripted answer: {{result}}' });
+  await scriptedModel(a, 'scripted', {
+    toolCalls: [{ name: 'read_file', arguments: { file_path: `${a.dir}/note.txt` } }],
+    answer: 'scripted answer: {{result}}',
+  });
   await writeFile(`${a.dir}/note.txt`, `${MARKER}\n`);
-  const run = await runClient(a, await clientBin('qwen'), () => ['--auth-type', 'openai', '--approval-mode', 'yolo', '-p', `Read ${a.dir}/note.txt`], qwenEnv(a, 'scripted'));
+  const run = await runClient(
+    a,
+    await clientBin('qwen'),
+    () => ['--auth-type', 'openai', '--approval-mode', 'yolo', '-p', `Read ${a.dir}/note.txt`],
+    qwenEnv(a, 'scripted'),
+  );
   t.equal(run.code, 0, describeRun(run));
   t.match(run.stdout, /scripted answer:/, 'the scripted answer is printed');
   t.match(run.stdout, MARKER, 'it carries the file, sent back as a tool message');

@@ -26,7 +26,11 @@ const client = clientWith(app.key);
 const sampling = (fields: { temperature?: number; top_k?: number }): object => fields;
 const greedy = sampling({ temperature: 0 });
 /** The error a promise rejects with (null when it resolves). */
-const failure = (p: Promise<unknown>): Promise<unknown> => p.then(() => null, (err: unknown) => err);
+const failure = (p: Promise<unknown>): Promise<unknown> =>
+  p.then(
+    () => null,
+    (err: unknown) => err,
+  );
 const ask = [{ role: 'user' as const, content: 'Tell me a story about a cat.' }];
 
 t.test('messages.create: a message with text, a stop reason and usage', async (t) => {
@@ -111,7 +115,14 @@ t.test('a forced tool call comes back as a tool_use block with an input object',
 
   // The same, streamed: the SDK rebuilds the input from input_json_delta.
   const final = await client.messages
-    .stream({ model: MODEL, max_tokens: 128, ...greedy, messages: [{ role: 'user', content: 'What is the weather in Paris?' }], tools: [weather], tool_choice: { type: 'any' } })
+    .stream({
+      model: MODEL,
+      max_tokens: 128,
+      ...greedy,
+      messages: [{ role: 'user', content: 'What is the weather in Paris?' }],
+      tools: [weather],
+      tool_choice: { type: 'any' },
+    })
     .finalMessage();
   const streamed = final.content.find((b) => b.type === 'tool_use');
   t.ok(streamed?.type === 'tool_use' && typeof (streamed.input as Record<string, unknown>)['city'] === 'string', 'streamed tool_use input');
@@ -136,7 +147,10 @@ t.test('countTokens counts the prompt as messages.create does', async (t) => {
   const res = await client.messages.create({ model: MODEL, max_tokens: 1, messages: ask, system: 'You tell stories.' });
   t.ok(counted.input_tokens > 0);
   t.equal(counted.input_tokens, res.usage.input_tokens);
-  const longer = await client.messages.countTokens({ model: MODEL, messages: [...ask, { role: 'assistant', content: 'Once upon a time' }, { role: 'user', content: 'Go on.' }] });
+  const longer = await client.messages.countTokens({
+    model: MODEL,
+    messages: [...ask, { role: 'assistant', content: 'Once upon a time' }, { role: 'user', content: 'Go on.' }],
+  });
   t.ok(longer.input_tokens > counted.input_tokens - 6, 'a longer conversation counts more than its first turn without the system prompt');
   // Counted whole by the tokenizer, not cut to the context (512 tokens here) as a chat would be.
   const long = 'The cat sat on the mat and looked at the dog. '.repeat(80);

@@ -25,7 +25,10 @@ const { client } = fx;
 
 /** The error a promise rejects with (fails the test when it resolves). */
 async function refusal(p: Promise<unknown>): Promise<APIError> {
-  const err = await p.then(() => null, (e: unknown) => e);
+  const err = await p.then(
+    () => null,
+    (e: unknown) => e,
+  );
   if (!(err instanceof APIError)) throw new Error(`expected an APIError, got ${String(err)}`);
   return err;
 }
@@ -37,7 +40,17 @@ t.test("Codex's first request is answered, streamed and not", async (t) => {
   t.equal(streamed.output_text, 'parrot says: Say hello', 'the answer to the last user message');
   const whole = await client.responses.create({ ...body, stream: false } as never);
   t.match(whole, { object: 'response', status: 'completed', store: false, output_text: 'parrot says: Say hello' });
-  t.match(whole.tools, [{ type: 'function', name: 'shell' }, { type: 'function', name: 'update_plan' }, { type: 'function', name: 'view_image' }, { type: 'namespace', name: CODEX_NAMESPACE }, { type: 'web_search' }], 'the tools echoed as sent');
+  t.match(
+    whole.tools,
+    [
+      { type: 'function', name: 'shell' },
+      { type: 'function', name: 'update_plan' },
+      { type: 'function', name: 'view_image' },
+      { type: 'namespace', name: CODEX_NAMESPACE },
+      { type: 'web_search' },
+    ],
+    'the tools echoed as sent',
+  );
   await fx.conforms(t, 2);
 });
 
@@ -46,13 +59,22 @@ t.test('a namespaced function is called under its own name and namespace; its re
   for (const stream of [true, false]) {
     const res = stream ? await client.responses.stream(body as never).finalResponse() : await client.responses.create({ ...body, stream: false } as never);
     const call = res.output.find((o) => o.type === 'function_call');
-    t.match(call, { type: 'function_call', name: CODEX_NAMESPACED_FUNCTION, namespace: CODEX_NAMESPACE, arguments: '{"query":"install"}' }, `stream ${stream}: the client's name and namespace`);
+    t.match(
+      call,
+      { type: 'function_call', name: CODEX_NAMESPACED_FUNCTION, namespace: CODEX_NAMESPACE, arguments: '{"query":"install"}' },
+      `stream ${stream}: the client's name and namespace`,
+    );
     if (!call || call.type !== 'function_call') continue;
     t.equal(call.name, CODEX_NAMESPACED_FUNCTION, `stream ${stream}: the function's own name, not the flattened one`);
     const next = await client.responses.create({
       ...body,
       stream: false,
-      input: [...(body['input'] as unknown[]), ...res.output.filter((o) => o.type === 'reasoning'), call, { type: 'function_call_output', call_id: call.call_id, output: 'npm install lia' }],
+      input: [
+        ...(body['input'] as unknown[]),
+        ...res.output.filter((o) => o.type === 'reasoning'),
+        call,
+        { type: 'function_call_output', call_id: call.call_id, output: 'npm install lia' },
+      ],
     } as never);
     t.equal(next.output_text, 'the docs say npm install lia', `stream ${stream}: the result was carried back to the model`);
   }
@@ -66,7 +88,10 @@ t.test('chat completions: untyped-content parts, custom tools and unknown fields
       { role: 'developer', content: 'Be brief.' },
       { role: 'user', content: [{ type: 'text', text: 'ping' }] },
     ],
-    tools: [{ type: 'custom', custom: { name: 'apply_patch' } }, { type: 'function', function: { name: 'f', parameters: { type: 'object' } } }],
+    tools: [
+      { type: 'custom', custom: { name: 'apply_patch' } },
+      { type: 'function', function: { name: 'f', parameters: { type: 'object' } } },
+    ],
     prompt_cache_key: 'k',
     safety_identifier: 's',
     store: false,
@@ -86,7 +111,12 @@ t.test('forcing a hosted tool, and wrong types, are 400s naming the field as the
     { name: 'model missing', body: { ...base, model: undefined }, param: 'model' },
     { name: 'include not an array', body: { ...base, include: 'reasoning.encrypted_content' }, param: 'include' },
     { name: 'store not a boolean', body: { ...base, store: 'no' }, param: 'store' },
-    { name: 'a deep text.format schema', body: { ...base, text: { format: { type: 'json_schema', name: 'n', schema: deep } } }, param: 'text.format.schema', message: /^text\.format\.schema is nested too deeply/ },
+    {
+      name: 'a deep text.format schema',
+      body: { ...base, text: { format: { type: 'json_schema', name: 'n', schema: deep } } },
+      param: 'text.format.schema',
+      message: /^text\.format\.schema is nested too deeply/,
+    },
     {
       name: 'a deep namespaced parameters schema',
       body: { ...base, tools: [{ type: 'namespace', name: 'ns', description: 'd', tools: [{ type: 'function', name: 'f', parameters: deep }] }] },
@@ -101,7 +131,13 @@ t.test('forcing a hosted tool, and wrong types, are 400s naming the field as the
       if (c.message) t.match((err.error as { message: string }).message, c.message, `${c.name}: message`);
     }
   }
-  const chat = await refusal(client.chat.completions.create({ model: 'parrot', messages: [{ role: 'user', content: 'x' }], tools: [{ type: 'function', function: { name: 'f', parameters: deep } }] } as never));
-  t.match(chat, { status: 400, error: { param: 'tools[0].function.parameters' } }, 'chat: the client\'s path of a deep tool schema');
+  const chat = await refusal(
+    client.chat.completions.create({
+      model: 'parrot',
+      messages: [{ role: 'user', content: 'x' }],
+      tools: [{ type: 'function', function: { name: 'f', parameters: deep } }],
+    } as never),
+  );
+  t.match(chat, { status: 400, error: { param: 'tools[0].function.parameters' } }, "chat: the client's path of a deep tool schema");
   await fx.conforms(t, 1);
 });

@@ -28,12 +28,7 @@ t.test('translates what clients send', async (t) => {
       name: 'developer becomes system, leading system messages merge, later ones stay',
       body: {
         model: 'm',
-        messages: [
-          { role: 'developer', content: 'a' },
-          { role: 'system', content: [{ type: 'text', text: 'b' }] },
-          user,
-          { role: 'system', content: 'c' },
-        ],
+        messages: [{ role: 'developer', content: 'a' }, { role: 'system', content: [{ type: 'text', text: 'b' }] }, user, { role: 'system', content: 'c' }],
       },
       expect: {
         native: {
@@ -47,7 +42,18 @@ t.test('translates what clients send', async (t) => {
     },
     {
       name: 'content parts are flattened',
-      body: { model: 'm', messages: [{ role: 'user', content: [{ type: 'text', text: 'x' }, { type: 'text', text: 'y' }] }] },
+      body: {
+        model: 'm',
+        messages: [
+          {
+            role: 'user',
+            content: [
+              { type: 'text', text: 'x' },
+              { type: 'text', text: 'y' },
+            ],
+          },
+        ],
+      },
       expect: { native: { messages: [{ role: 'user', content: 'x\ny' }] } },
     },
     {
@@ -79,8 +85,18 @@ t.test('translates what clients send', async (t) => {
     {
       name: 'sampling options, max_completion_tokens wins over max_tokens, stop string',
       body: {
-        model: 'm', messages: [user], max_tokens: 5, max_completion_tokens: 7, temperature: 0.2, top_p: 0.9,
-        seed: 42, presence_penalty: 0.5, frequency_penalty: -0.5, stop: 'END', user: 'u1', num_ctx: 8192,
+        model: 'm',
+        messages: [user],
+        max_tokens: 5,
+        max_completion_tokens: 7,
+        temperature: 0.2,
+        top_p: 0.9,
+        seed: 42,
+        presence_penalty: 0.5,
+        frequency_penalty: -0.5,
+        stop: 'END',
+        user: 'u1',
+        num_ctx: 8192,
       },
       expect: {
         native: {
@@ -116,7 +132,8 @@ t.test('translates what clients send', async (t) => {
     {
       name: 'json_schema',
       body: {
-        model: 'm', messages: [user],
+        model: 'm',
+        messages: [user],
         response_format: { type: 'json_schema', json_schema: { name: 'x', strict: true, schema: { type: 'object', properties: { a: { type: 'string' } } } } },
       },
       expect: { native: { format: { type: 'object', properties: { a: { type: 'string' } } } } },
@@ -124,20 +141,38 @@ t.test('translates what clients send', async (t) => {
     {
       name: 'custom tools left out; allowed_tools narrows and forces',
       body: {
-        model: 'm', messages: [user, { role: 'user', content: [{ type: 'text', text: 'b' }, { type: 'hologram' }] }],
-        tools: [{ type: 'custom', custom: { name: 'x' } }, { type: 'function', function: { name: 'f' } }, { type: 'function', function: { name: 'g' } }],
+        model: 'm',
+        messages: [user, { role: 'user', content: [{ type: 'text', text: 'b' }, { type: 'hologram' }] }],
+        tools: [
+          { type: 'custom', custom: { name: 'x' } },
+          { type: 'function', function: { name: 'f' } },
+          { type: 'function', function: { name: 'g' } },
+        ],
         tool_choice: { type: 'allowed_tools', allowed_tools: { mode: 'required', tools: [{ type: 'function', function: { name: 'g' } }] } },
-        prompt_cache_key: 'k', safety_identifier: 's', verbosity: 'low', web_search_options: {},
+        prompt_cache_key: 'k',
+        safety_identifier: 's',
+        verbosity: 'low',
+        web_search_options: {},
       },
       expect: {
-        native: { messages: [{ role: 'user', content: 'hi' }, { role: 'user', content: 'b' }], tools: [{ function: { name: 'g' } }], toolChoice: 'required' },
-        ignored: ["web_search_options", "tools[0] (type 'custom')"],
+        native: {
+          messages: [
+            { role: 'user', content: 'hi' },
+            { role: 'user', content: 'b' },
+          ],
+          tools: [{ function: { name: 'g' } }],
+          toolChoice: 'required',
+        },
+        ignored: ['web_search_options', "tools[0] (type 'custom')"],
       },
     },
     {
       name: 'tools with auto',
       body: {
-        model: 'm', messages: [user], tool_choice: 'auto', parallel_tool_calls: false,
+        model: 'm',
+        messages: [user],
+        tool_choice: 'auto',
+        parallel_tool_calls: false,
         tools: [{ type: 'function', function: { name: 'f', description: 'd', parameters: { type: 'object' }, strict: true } }],
       },
       expect: { native: { tools: [{ type: 'function', function: { name: 'f', description: 'd', parameters: { type: 'object' } } }] } },
@@ -145,8 +180,12 @@ t.test('translates what clients send', async (t) => {
     {
       name: 'named tool_choice keeps that tool only',
       body: {
-        model: 'm', messages: [user],
-        tools: [{ type: 'function', function: { name: 'f' } }, { type: 'function', function: { name: 'g' } }],
+        model: 'm',
+        messages: [user],
+        tools: [
+          { type: 'function', function: { name: 'f' } },
+          { type: 'function', function: { name: 'g' } },
+        ],
         tool_choice: { type: 'function', function: { name: 'g' } },
       },
       expect: { native: { tools: [{ type: 'function', function: { name: 'g' } }], toolChoice: { name: 'g' } } },
@@ -154,12 +193,22 @@ t.test('translates what clients send', async (t) => {
     {
       name: 'required keeps every tool and forces a call',
       body: {
-        model: 'm', messages: [user],
-        tools: [{ type: 'function', function: { name: 'f' } }, { type: 'function', function: { name: 'g' } }],
+        model: 'm',
+        messages: [user],
+        tools: [
+          { type: 'function', function: { name: 'f' } },
+          { type: 'function', function: { name: 'g' } },
+        ],
         tool_choice: 'required',
       },
       expect: {
-        native: { tools: [{ type: 'function', function: { name: 'f' } }, { type: 'function', function: { name: 'g' } }], toolChoice: 'required' },
+        native: {
+          tools: [
+            { type: 'function', function: { name: 'f' } },
+            { type: 'function', function: { name: 'g' } },
+          ],
+          toolChoice: 'required',
+        },
       },
     },
   ];
@@ -193,8 +242,14 @@ t.test('rejects bad input with a 400 naming the param', async (t) => {
     { body: { model: 'm', messages: [{ role: 'robot', content: 'x' }] }, param: 'messages[0].role' },
     { body: { model: 'm', messages: [{ role: 'user' }] }, param: 'messages[0].content' },
     { body: { model: 'm', messages: [{ role: 'user', content: 5 }] }, param: 'messages[0].content' },
-    { body: { model: 'm', messages: [{ role: 'user', content: [{ type: 'image_url', image_url: { url: 'x' } }] }] }, param: 'messages[0].content[0].image_url.url' },
-    { body: { model: 'm', messages: [{ role: 'user', content: [{ type: 'input_audio', input_audio: { data: '', format: 'wav' } }] }] }, param: 'messages[0].content[0].type' },
+    {
+      body: { model: 'm', messages: [{ role: 'user', content: [{ type: 'image_url', image_url: { url: 'x' } }] }] },
+      param: 'messages[0].content[0].image_url.url',
+    },
+    {
+      body: { model: 'm', messages: [{ role: 'user', content: [{ type: 'input_audio', input_audio: { data: '', format: 'wav' } }] }] },
+      param: 'messages[0].content[0].type',
+    },
     { body: { model: 'm', messages: [{ role: 'user', content: [{ type: 'text' }] }] }, param: 'messages[0].content[0].text' },
     {
       body: { model: 'm', messages: [{ role: 'assistant', tool_calls: [{ id: 'a', type: 'function', function: { name: 'f', arguments: '{bad' } }] }] },
@@ -230,7 +285,12 @@ t.test('rejects bad input with a 400 naming the param', async (t) => {
     { body: { model: 'm', messages: [user], tools: [], tool_choice: 'required' }, param: 'tool_choice' },
     { body: { model: 'm', messages: [user], tool_choice: { type: 'function', function: { name: 'f' } } }, param: 'tool_choice' },
     {
-      body: { model: 'm', messages: [user], tools: [{ type: 'function', function: { name: 'f' } }], tool_choice: { type: 'function', function: { name: 'g' } } },
+      body: {
+        model: 'm',
+        messages: [user],
+        tools: [{ type: 'function', function: { name: 'f' } }],
+        tool_choice: { type: 'function', function: { name: 'g' } },
+      },
       param: 'tool_choice.function.name',
     },
   ];

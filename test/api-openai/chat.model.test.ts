@@ -56,14 +56,22 @@ t.test('stop sequences cut the text before the stop string', async (t) => {
 
 t.test('streamed, with include_usage', async (t) => {
   const stream = await client.chat.completions.create({
-    model: MODEL, messages: ask, max_tokens: 10, stream: true, stream_options: { include_usage: true },
+    model: MODEL,
+    messages: ask,
+    max_tokens: 10,
+    stream: true,
+    stream_options: { include_usage: true },
   });
   const chunks = [];
   for await (const c of stream) chunks.push(c);
   t.same(chunks[0]!.choices[0]!.delta, { role: 'assistant', content: '' }, 'role first');
   const withChoices = chunks.filter((c) => c.choices.length > 0);
   const finishes = withChoices.map((c) => c.choices[0]!.finish_reason);
-  t.same(finishes.slice(0, -1).filter((f) => f !== null), [], 'finish_reason null until the last');
+  t.same(
+    finishes.slice(0, -1).filter((f) => f !== null),
+    [],
+    'finish_reason null until the last',
+  );
   t.equal(finishes.at(-1), 'length');
   t.same(withChoices.at(-1)!.choices[0]!.delta, {}, 'final delta empty');
   const last = chunks.at(-1)!;
@@ -89,7 +97,10 @@ t.test('raw SSE framing: data lines only, [DONE], then the end', async (t) => {
   t.same(sse.failures, [], 'every chunk conforms');
   t.ok(sse.done, 'ends with data: [DONE]');
   t.ok(body.endsWith('data: [DONE]\n\n'));
-  t.notOk(sse.chunks.some((c) => 'usage' in c), 'no usage unless asked');
+  t.notOk(
+    sse.chunks.some((c) => 'usage' in c),
+    'no usage unless asked',
+  );
 });
 
 t.test('the stream helper checks roles and finish reasons', async (t) => {
@@ -137,7 +148,10 @@ t.test('response_format json_schema is enforced', async (t) => {
     additionalProperties: false,
   };
   const res = await client.chat.completions.create({
-    model: MODEL, messages: ask, max_tokens: 60, seed: 3,
+    model: MODEL,
+    messages: ask,
+    max_tokens: 60,
+    seed: 3,
     response_format: { type: 'json_schema', json_schema: { name: 'story_mood', strict: true, schema } },
   });
   const content = res.choices[0]!.message.content!;
@@ -155,12 +169,17 @@ t.test('response_format json_schema is enforced', async (t) => {
 t.test('a request refused before the first token keeps its status, streamed or not', async (t) => {
   // The engine refuses format and tools together when generation starts, not when it is queued.
   const body = {
-    model: MODEL, messages: ask, max_tokens: 4, response_format: { type: 'json_object' },
+    model: MODEL,
+    messages: ask,
+    max_tokens: 4,
+    response_format: { type: 'json_object' },
     tools: [{ type: 'function', function: { name: 'f', parameters: { type: 'object' } } }],
   };
   for (const stream of [false, true]) {
     const res = await app.fetch('/v1/chat/completions', {
-      method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ ...body, stream }),
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ ...body, stream }),
     });
     t.equal(res.status, 400, `stream ${stream}: 400`);
     t.match(res.headers.get('content-type'), /^application\/json/);
@@ -171,8 +190,19 @@ t.test('a request refused before the first token keeps its status, streamed or n
 
 t.test('tools through the stream helper', async (t) => {
   const runner = client.chat.completions.stream({
-    model: MODEL, messages: ask, max_tokens: 8,
-    tools: [{ type: 'function', function: { name: 'get_weather', description: 'Weather of a city', parameters: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] } } }],
+    model: MODEL,
+    messages: ask,
+    max_tokens: 8,
+    tools: [
+      {
+        type: 'function',
+        function: {
+          name: 'get_weather',
+          description: 'Weather of a city',
+          parameters: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] },
+        },
+      },
+    ],
   });
   const final = await runner.finalChatCompletion();
   const choice = final.choices[0]!;
@@ -190,7 +220,11 @@ t.test('tools through the stream helper', async (t) => {
 const weatherAndTime = [
   {
     type: 'function' as const,
-    function: { name: 'get_weather', description: 'Weather of a city', parameters: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] } },
+    function: {
+      name: 'get_weather',
+      description: 'Weather of a city',
+      parameters: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] },
+    },
   },
   {
     type: 'function' as const,
@@ -232,7 +266,12 @@ t.test('tool_choice required forces one call of one of the tools', async (t) => 
 t.test('a named tool_choice forces a call of that tool', async (t) => {
   for (const seed of [1, 2]) {
     const res = await client.chat.completions.create({
-      model: MODEL, messages: askWeather, tools: weatherAndTime, max_tokens: 200, seed, temperature: 0,
+      model: MODEL,
+      messages: askWeather,
+      tools: weatherAndTime,
+      max_tokens: 200,
+      seed,
+      temperature: 0,
       tool_choice: { type: 'function', function: { name: 'get_time' } },
     });
     const choice = res.choices[0]!;
@@ -252,20 +291,32 @@ t.test('a forced call streamed: one tool-call delta, finish_reason tool_calls', 
   for await (const c of stream) chunks.push(c);
   t.same(chunks[0]!.choices[0]!.delta, { role: 'assistant', content: '' }, 'role first');
   const withChoices = chunks.filter((c) => c.choices.length > 0);
-  t.notOk(withChoices.some((c) => c.choices[0]!.delta.content), 'no JSON text streamed as content');
+  t.notOk(
+    withChoices.some((c) => c.choices[0]!.delta.content),
+    'no JSON text streamed as content',
+  );
   const fragments = withChoices.flatMap((c) => c.choices[0]!.delta.tool_calls ?? []);
   t.ok(fragments.length >= 1, 'tool-call deltas');
   for (const f of fragments) t.equal(f.index, 0, 'every fragment has the index');
   t.match(fragments[0], { index: 0, id: /^call_/, type: 'function', function: { name: /^(get_weather|get_time)$/ } }, 'the first has id, type and name');
   parsedArguments(t, fragments.map((f) => f.function?.arguments ?? '').join(''));
   const finishes = withChoices.map((c) => c.choices[0]!.finish_reason);
-  t.same(finishes.slice(0, -1).filter((f) => f !== null), [], 'finish_reason null until the last');
+  t.same(
+    finishes.slice(0, -1).filter((f) => f !== null),
+    [],
+    'finish_reason null until the last',
+  );
   t.equal(finishes.at(-1), 'tool_calls');
   t.ok(chunks.at(-1)!.usage!.completion_tokens > 0, 'usage last');
 
   // The stream helper assembles the same call.
   const runner = client.chat.completions.stream({
-    model: MODEL, messages: askWeather, tools: weatherAndTime, max_tokens: 200, seed: 1, temperature: 0,
+    model: MODEL,
+    messages: askWeather,
+    tools: weatherAndTime,
+    max_tokens: 200,
+    seed: 1,
+    temperature: 0,
     tool_choice: { type: 'function', function: { name: 'get_weather' } },
   });
   const final = await runner.finalChatCompletion();

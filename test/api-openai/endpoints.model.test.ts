@@ -8,10 +8,14 @@ import { openaiFixture } from './openai-client.js';
 
 // One model (one runner to load): the template-less stories260K, with a namespaced name.
 const MODEL = 'tests/stories-raw';
-const fx = await openaiFixture(t, { [MODEL]: 'gguf/stories260K.gguf' }, {
-  // The Responses API switched off: the rest of /v1 is served without it.
-  'api-openai': { options: { aliases: { 'gpt-3.5-turbo-instruct': MODEL }, responses: false } },
-});
+const fx = await openaiFixture(
+  t,
+  { [MODEL]: 'gguf/stories260K.gguf' },
+  {
+    // The Responses API switched off: the rest of /v1 is served without it.
+    'api-openai': { options: { aliases: { 'gpt-3.5-turbo-instruct': MODEL }, responses: false } },
+  },
+);
 const { client, app } = fx;
 
 t.test('completions: string prompt, default max_tokens 16', async (t) => {
@@ -27,10 +31,17 @@ t.test('completions: string prompt, default max_tokens 16', async (t) => {
 
 t.test('completions: prompt array, echo, stop', async (t) => {
   const res = await client.completions.create({
-    model: MODEL, prompt: ['Once upon a time', 'The cat'], echo: true, max_tokens: 6, seed: 2,
+    model: MODEL,
+    prompt: ['Once upon a time', 'The cat'],
+    echo: true,
+    max_tokens: 6,
+    seed: 2,
   });
   t.equal(res.choices.length, 2);
-  t.same(res.choices.map((c) => c.index), [0, 1]);
+  t.same(
+    res.choices.map((c) => c.index),
+    [0, 1],
+  );
   t.ok(res.choices[0]!.text.startsWith('Once upon a time'), 'echo prepends the prompt');
   t.ok(res.choices[1]!.text.startsWith('The cat'));
   t.equal(res.usage!.total_tokens, res.usage!.prompt_tokens + res.usage!.completion_tokens);
@@ -39,12 +50,19 @@ t.test('completions: prompt array, echo, stop', async (t) => {
 
 t.test('completions: streamed', async (t) => {
   const stream = await client.completions.create({
-    model: MODEL, prompt: 'Once upon a time', max_tokens: 8, stream: true, stream_options: { include_usage: true },
+    model: MODEL,
+    prompt: 'Once upon a time',
+    max_tokens: 8,
+    stream: true,
+    stream_options: { include_usage: true },
   });
   const chunks = [];
   for await (const c of stream) chunks.push(c);
   const withChoices = chunks.filter((c) => c.choices.length > 0);
-  t.ok(withChoices.slice(0, -1).every((c) => c.choices[0]!.finish_reason === null), 'finish_reason null until the last');
+  t.ok(
+    withChoices.slice(0, -1).every((c) => c.choices[0]!.finish_reason === null),
+    'finish_reason null until the last',
+  );
   t.equal(withChoices.at(-1)!.choices[0]!.finish_reason, 'length');
   t.equal(chunks.at(-1)!.usage!.completion_tokens, 8);
   t.ok(withChoices.map((c) => c.choices[0]!.text).join('').length > 0);
@@ -66,7 +84,8 @@ t.test('embeddings: the default base64 vectors equal the float ones', async (t) 
     t.same(a, f.map(Math.fround), `vector ${i}: base64 decodes to the float vector (as float32)`);
   }
   const raw = await app.fetch('/v1/embeddings', {
-    method: 'POST', headers: { 'content-type': 'application/json' },
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
     body: JSON.stringify({ model: MODEL, input: 'x', encoding_format: 'base64' }),
   });
   const body = (await raw.json()) as { data: { embedding: unknown }[] };
@@ -97,12 +116,13 @@ t.test('errors: OpenAI envelope, statuses and client error classes', async (t) =
   t.ok(badN instanceof OpenAI.BadRequestError, '400 → BadRequestError');
   t.match(badN, { status: 400, param: 'n', type: 'invalid_request_error' });
 
-  const badRole = await client.chat.completions
-    .create({ model: MODEL, messages: [{ role: 'wizard', content: 'x' } as never] })
-    .catch((e) => e);
+  const badRole = await client.chat.completions.create({ model: MODEL, messages: [{ role: 'wizard', content: 'x' } as never] }).catch((e) => e);
   t.match(badRole, { status: 400, param: 'messages[0].role' });
 
-  const badKey = await fx.clientWithKey('lia_wrong').models.list().catch((e) => e);
+  const badKey = await fx
+    .clientWithKey('lia_wrong')
+    .models.list()
+    .catch((e) => e);
   t.ok(badKey instanceof OpenAI.AuthenticationError, '401 → AuthenticationError');
   t.match(badKey, { status: 401, code: 'invalid_api_key' });
 
@@ -130,7 +150,9 @@ t.test('aliases and paths as clients spell them', async (t) => {
   const res = await client.completions.create({ model: 'gpt-3.5-turbo-instruct', prompt: 'Once', max_tokens: 2 });
   t.equal(res.model, `${MODEL}:latest`, 'an aliased name is served by its model, and the real name echoed');
   const doubled = await app.fetch('//v1//completions', {
-    method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model: MODEL, prompt: 'Once', max_tokens: 2 }),
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ model: MODEL, prompt: 'Once', max_tokens: 2 }),
   });
   t.equal(doubled.status, 200, 'doubled slashes are normalised');
   t.equal(((await doubled.json()) as { object: string }).object, 'text_completion');

@@ -34,7 +34,11 @@ function checkEntries(t: Test, entries: Entry[], top: number): void {
       t.ok(alts.reduce((sum, a) => sum + Math.exp(a.logprob), 0) <= 1 + 1e-6, 'the probabilities sum to at most 1');
     }
   }
-  if (top > 1) t.ok(entries.some((e) => e.top_logprobs![1]!.logprob < 0 && e.logprob < 0), 'a real distribution, not one certain token');
+  if (top > 1)
+    t.ok(
+      entries.some((e) => e.top_logprobs![1]!.logprob < 0 && e.logprob < 0),
+      'a real distribution, not one certain token',
+    );
 }
 
 t.test('chat completions: logprobs and top_logprobs, collected and streamed', async (t) => {
@@ -44,7 +48,15 @@ t.test('chat completions: logprobs and top_logprobs, collected and streamed', as
   t.equal(content.length, res.usage!.completion_tokens, 'one entry per generated token');
   checkEntries(t, content, 3);
 
-  const stream = await client.chat.completions.create({ model: MODEL, messages: ask, max_tokens: 6, temperature: 0, logprobs: true, top_logprobs: 3, stream: true });
+  const stream = await client.chat.completions.create({
+    model: MODEL,
+    messages: ask,
+    max_tokens: 6,
+    temperature: 0,
+    logprobs: true,
+    top_logprobs: 3,
+    stream: true,
+  });
   const streamed: Entry[] = [];
   let text = '';
   for await (const chunk of stream) {
@@ -53,7 +65,11 @@ t.test('chat completions: logprobs and top_logprobs, collected and streamed', as
     streamed.push(...(c?.logprobs?.content ?? []));
   }
   t.equal(text, res.choices[0]!.message.content, 'the same greedy text');
-  t.same(streamed.map((e) => e.token), content.map((e) => e.token), 'the same tokens, spread over the chunks');
+  t.same(
+    streamed.map((e) => e.token),
+    content.map((e) => e.token),
+    'the same tokens, spread over the chunks',
+  );
 
   const plain = await client.chat.completions.create({ model: MODEL, messages: ask, max_tokens: 2 });
   t.equal(plain.choices[0]!.logprobs, null, 'none unless asked for');
@@ -70,7 +86,10 @@ t.test('legacy completions: the logprobs object', async (t) => {
     body: JSON.stringify({ model: MODEL, prompt: 'Once upon a time', max_tokens: 5, temperature: 0, logprobs: 2 }),
   });
   t.equal(res.status, 200);
-  const body = (await res.json()) as { choices: { text: string; logprobs: { tokens: string[]; token_logprobs: number[]; top_logprobs: Record<string, number>[]; text_offset: number[] } }[]; usage: { completion_tokens: number } };
+  const body = (await res.json()) as {
+    choices: { text: string; logprobs: { tokens: string[]; token_logprobs: number[]; top_logprobs: Record<string, number>[]; text_offset: number[] } }[];
+    usage: { completion_tokens: number };
+  };
   const lp = body.choices[0]!.logprobs;
   t.equal(lp.tokens.length, body.usage.completion_tokens);
   t.equal(lp.token_logprobs.length, lp.tokens.length);
@@ -105,7 +124,15 @@ t.test('Ollama: logprobs on /api/chat (streamed) and /api/generate', async (t) =
   const schema = { type: 'object', properties: { mood: { type: 'string', enum: ['happy', 'sad'] } }, required: ['mood'], additionalProperties: false };
   const json = await app.fetch('/api/chat', {
     method: 'POST',
-    body: JSON.stringify({ model: MODEL, messages: ask, stream: false, format: schema, logprobs: true, top_logprobs: 2, options: { num_predict: 40, temperature: 0 } }),
+    body: JSON.stringify({
+      model: MODEL,
+      messages: ask,
+      stream: false,
+      format: schema,
+      logprobs: true,
+      top_logprobs: 2,
+      options: { num_predict: 40, temperature: 0 },
+    }),
   });
   const structured = (await json.json()) as { message: { content: string }; logprobs: Entry[]; eval_count: number; done_reason: string };
   t.equal(structured.done_reason, 'stop', 'the grammar ended the answer');

@@ -29,11 +29,7 @@ export interface OpenAIFixture {
 const UNUSED = { 'host-network': false, 'host-gpu': false, 'host-services': false, webui: false } as const;
 
 /** Starts an appliance (plugin entries merged) holding `models` (name → fixture); closes it when `t` ends. */
-export async function openaiFixture(
-  t: Test,
-  models: Record<string, string>,
-  plugins: Record<string, PluginEntry> = {},
-): Promise<OpenAIFixture> {
+export async function openaiFixture(t: Test, models: Record<string, string>, plugins: Record<string, PluginEntry> = {}): Promise<OpenAIFixture> {
   const app = await startTestAppliance({ plugins: { ...UNUSED, ...plugins } });
   t.teardown(() => app.close());
   for (const [name, file] of Object.entries(models)) await createModel(app, name, file);

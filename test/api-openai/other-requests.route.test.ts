@@ -25,30 +25,54 @@ async function rejects(t: Test, run: Promise<Validated<unknown>>, param: string 
 }
 
 t.test('completions', async (t) => {
-  t.match(await value(completion({ model: 'm', prompt: 'Once' })), {
-    natives: [{ model: 'm', prompt: 'Once', raw: true, options: { num_predict: 16 } }],
-    prompts: ['Once'],
-    echo: false,
-    stream: false,
-    includeUsage: false,
-  }, 'a string prompt is raw text, max_tokens defaults to 16');
-  const many = await value(completion({
-    model: 'm', prompt: ['a', 'b'], max_tokens: 5, stop: ['.'], echo: true, stream: true, stream_options: { include_usage: true },
-    temperature: 0, seed: 1, logprobs: null, best_of: 1, n: 1,
-  }));
-  t.match(many, {
-    natives: [
-      { prompt: 'a', options: { num_predict: 5, stop: ['.'], temperature: 0, seed: 1 } },
-      { prompt: 'b', options: { num_predict: 5, stop: ['.'], temperature: 0, seed: 1 } },
-    ],
-    echo: true,
-    stream: true,
-    includeUsage: true,
-  }, 'one native request per prompt');
+  t.match(
+    await value(completion({ model: 'm', prompt: 'Once' })),
+    {
+      natives: [{ model: 'm', prompt: 'Once', raw: true, options: { num_predict: 16 } }],
+      prompts: ['Once'],
+      echo: false,
+      stream: false,
+      includeUsage: false,
+    },
+    'a string prompt is raw text, max_tokens defaults to 16',
+  );
+  const many = await value(
+    completion({
+      model: 'm',
+      prompt: ['a', 'b'],
+      max_tokens: 5,
+      stop: ['.'],
+      echo: true,
+      stream: true,
+      stream_options: { include_usage: true },
+      temperature: 0,
+      seed: 1,
+      logprobs: null,
+      best_of: 1,
+      n: 1,
+    }),
+  );
+  t.match(
+    many,
+    {
+      natives: [
+        { prompt: 'a', options: { num_predict: 5, stop: ['.'], temperature: 0, seed: 1 } },
+        { prompt: 'b', options: { num_predict: 5, stop: ['.'], temperature: 0, seed: 1 } },
+      ],
+      echo: true,
+      stream: true,
+      includeUsage: true,
+    },
+    'one native request per prompt',
+  );
   t.not(many.natives[0]!.options, many.natives[1]!.options, 'options are not shared objects');
-  t.match(await value(completion({ model: 'm', prompt: 'def f(', suffix: '\n  return x' })), {
-    natives: [{ prompt: 'def f(', suffix: '\n  return x', raw: false }],
-  }, 'suffix makes a fill-in-the-middle request through the template');
+  t.match(
+    await value(completion({ model: 'm', prompt: 'def f(', suffix: '\n  return x' })),
+    {
+      natives: [{ prompt: 'def f(', suffix: '\n  return x', raw: false }],
+    },
+    'suffix makes a fill-in-the-middle request through the template',
+  );
 
   const bad: [unknown, string | null][] = [
     [{ prompt: 'x' }, 'model'],
@@ -70,10 +94,10 @@ t.test('completions', async (t) => {
 
 t.test('embeddings', async (t) => {
   t.same(await value(embeddings({ model: 'm', input: 'hello' })), { native: { model: 'm', input: ['hello'] }, encoding: 'float' });
-  t.same(
-    await value(embeddings({ model: 'm', input: ['a', 'b'], encoding_format: 'base64', dimensions: 16, user: 'x' })),
-    { native: { model: 'm', input: ['a', 'b'], dimensions: 16 }, encoding: 'base64' },
-  );
+  t.same(await value(embeddings({ model: 'm', input: ['a', 'b'], encoding_format: 'base64', dimensions: 16, user: 'x' })), {
+    native: { model: 'm', input: ['a', 'b'], dimensions: 16 },
+    encoding: 'base64',
+  });
   const bad: [unknown, string | null][] = [
     [{ input: 'x' }, 'model'],
     [{ model: 'm' }, 'input'],

@@ -20,7 +20,12 @@ const translate = async (body: unknown): Promise<ResponseTranslation> => {
   return r.value!;
 };
 
-const weather = { type: 'function', name: 'get_weather', description: 'Weather of a city', parameters: { type: 'object', properties: { city: { type: 'string' } } } };
+const weather = {
+  type: 'function',
+  name: 'get_weather',
+  description: 'Weather of a city',
+  parameters: { type: 'object', properties: { city: { type: 'string' } } },
+};
 
 t.test('translates what clients send', async (t) => {
   const cases: { name: string; body: Record<string, unknown>; expect: Record<string, unknown> }[] = [
@@ -31,8 +36,15 @@ t.test('translates what clients send', async (t) => {
         native: { model: 'm', messages: [{ role: 'user', content: 'hi' }], options: {} },
         stream: false,
         echo: {
-          instructions: null, max_output_tokens: null, temperature: null, top_p: null, tools: [], tool_choice: 'auto',
-          text: { format: { type: 'text' }, verbosity: 'medium' }, parallel_tool_calls: true, metadata: {},
+          instructions: null,
+          max_output_tokens: null,
+          temperature: null,
+          top_p: null,
+          tools: [],
+          tool_choice: 'auto',
+          text: { format: { type: 'text' }, verbosity: 'medium' },
+          parallel_tool_calls: true,
+          metadata: {},
         },
       },
     },
@@ -43,7 +55,14 @@ t.test('translates what clients send', async (t) => {
         instructions: 'Be brief.',
         input: [
           { role: 'developer', content: 'Use French.' },
-          { type: 'message', role: 'user', content: [{ type: 'input_text', text: 'a' }, { type: 'input_text', text: 'b' }] },
+          {
+            type: 'message',
+            role: 'user',
+            content: [
+              { type: 'input_text', text: 'a' },
+              { type: 'input_text', text: 'b' },
+            ],
+          },
           { role: 'assistant', content: [{ type: 'output_text', text: 'c', annotations: [] }] },
           { role: 'system', content: 'late' },
         ],
@@ -89,8 +108,19 @@ t.test('translates what clients send', async (t) => {
     {
       name: 'sampling, max_output_tokens, stream; echoed fields',
       body: {
-        model: 'm', input: 'x', max_output_tokens: 5, temperature: 0.2, top_p: 0.9, stream: true, store: true,
-        metadata: { k: 'v' }, user: 'u1', parallel_tool_calls: false, previous_response_id: null, include: [], reasoning: { effort: 'low' },
+        model: 'm',
+        input: 'x',
+        max_output_tokens: 5,
+        temperature: 0.2,
+        top_p: 0.9,
+        stream: true,
+        store: true,
+        metadata: { k: 'v' },
+        user: 'u1',
+        parallel_tool_calls: false,
+        previous_response_id: null,
+        include: [],
+        reasoning: { effort: 'low' },
       },
       expect: {
         native: { options: { num_predict: 5, temperature: 0.2, top_p: 0.9 } },
@@ -118,24 +148,67 @@ t.test('translates what clients send', async (t) => {
     {
       name: 'a namespace is flattened; hosted tools are left out and echoed',
       body: {
-        model: 'm', input: 'x',
-        tools: [weather, { type: 'web_search', external_web_access: false }, { type: 'namespace', name: 'mcp__docs__', description: 'Docs', tools: [{ type: 'function', name: 'search', parameters: { type: 'object' } }, { type: 'custom', name: 'raw' }] }, { type: 'namespace', name: 'crm', description: 'CRM', tools: [{ type: 'function', name: 'lookup' }] }],
+        model: 'm',
+        input: 'x',
+        tools: [
+          weather,
+          { type: 'web_search', external_web_access: false },
+          {
+            type: 'namespace',
+            name: 'mcp__docs__',
+            description: 'Docs',
+            tools: [
+              { type: 'function', name: 'search', parameters: { type: 'object' } },
+              { type: 'custom', name: 'raw' },
+            ],
+          },
+          { type: 'namespace', name: 'crm', description: 'CRM', tools: [{ type: 'function', name: 'lookup' }] },
+        ],
       },
       expect: {
-        native: { tools: [{ function: { name: 'get_weather' } }, { function: { name: 'mcp__docs__search', parameters: { type: 'object' } } }, { function: { name: 'crm__lookup' } }] },
-        echo: { tools: [{ type: 'function', name: 'get_weather' }, { type: 'web_search' }, { type: 'namespace', name: 'mcp__docs__' }, { type: 'namespace', name: 'crm' }] },
-        names: new Map([['mcp__docs__search', { name: 'search', namespace: 'mcp__docs__' }], ['crm__lookup', { name: 'lookup', namespace: 'crm' }]]),
+        native: {
+          tools: [
+            { function: { name: 'get_weather' } },
+            { function: { name: 'mcp__docs__search', parameters: { type: 'object' } } },
+            { function: { name: 'crm__lookup' } },
+          ],
+        },
+        echo: {
+          tools: [
+            { type: 'function', name: 'get_weather' },
+            { type: 'web_search' },
+            { type: 'namespace', name: 'mcp__docs__' },
+            { type: 'namespace', name: 'crm' },
+          ],
+        },
+        names: new Map([
+          ['mcp__docs__search', { name: 'search', namespace: 'mcp__docs__' }],
+          ['crm__lookup', { name: 'lookup', namespace: 'crm' }],
+        ]),
         ignored: ["tools[1] (type 'web_search')", "tools[2].tools[1] (type 'custom')"],
       },
     },
     {
       name: 'a namespaced function is forced by its own name; allowed_tools narrows',
-      body: { model: 'm', input: 'x', tools: [weather, { type: 'namespace', name: 'crm', description: 'CRM', tools: [{ type: 'function', name: 'lookup' }] }], tool_choice: { type: 'function', name: 'lookup' } },
-      expect: { native: { tools: [{ function: { name: 'crm__lookup' } }], toolChoice: { name: 'crm__lookup' } }, echo: { tool_choice: { type: 'function', name: 'lookup' } } },
+      body: {
+        model: 'm',
+        input: 'x',
+        tools: [weather, { type: 'namespace', name: 'crm', description: 'CRM', tools: [{ type: 'function', name: 'lookup' }] }],
+        tool_choice: { type: 'function', name: 'lookup' },
+      },
+      expect: {
+        native: { tools: [{ function: { name: 'crm__lookup' } }], toolChoice: { name: 'crm__lookup' } },
+        echo: { tool_choice: { type: 'function', name: 'lookup' } },
+      },
     },
     {
       name: 'allowed_tools',
-      body: { model: 'm', input: 'x', tools: [weather, { type: 'function', name: 'other' }], tool_choice: { type: 'allowed_tools', mode: 'auto', tools: [{ type: 'function', name: 'other' }] } },
+      body: {
+        model: 'm',
+        input: 'x',
+        tools: [weather, { type: 'function', name: 'other' }],
+        tool_choice: { type: 'allowed_tools', mode: 'auto', tools: [{ type: 'function', name: 'other' }] },
+      },
       expect: { native: { tools: [{ function: { name: 'other' } }] }, echo: { tool_choice: { type: 'allowed_tools', mode: 'auto' } } },
     },
     {
@@ -166,17 +239,40 @@ t.test('translates what clients send', async (t) => {
     {
       name: 'what Codex sends beside: include, store false, prompt_cache_key, client_metadata, reasoning.summary',
       body: {
-        model: 'm', input: 'x', store: false, include: ['reasoning.encrypted_content'], prompt_cache_key: 'k', client_metadata: { session: 's' },
-        reasoning: { effort: 'medium', summary: 'auto' }, parallel_tool_calls: true, stream: true, service_tier: 'auto', safety_identifier: 's', truncation: 'auto', top_logprobs: 0, background: false,
+        model: 'm',
+        input: 'x',
+        store: false,
+        include: ['reasoning.encrypted_content'],
+        prompt_cache_key: 'k',
+        client_metadata: { session: 's' },
+        reasoning: { effort: 'medium', summary: 'auto' },
+        parallel_tool_calls: true,
+        stream: true,
+        service_tier: 'auto',
+        safety_identifier: 's',
+        truncation: 'auto',
+        top_logprobs: 0,
+        background: false,
       },
       expect: { native: { think: 'auto' }, stream: true, ignored: ['client_metadata'] },
     },
-    { name: 'none drops the tools but echoes them', body: { model: 'm', input: 'x', tools: [weather], tool_choice: 'none' }, expect: { echo: { tools: [{ name: 'get_weather' }], tool_choice: 'none' } } },
-    { name: 'json_object', body: { model: 'm', input: 'x', text: { format: { type: 'json_object' } } }, expect: { native: { format: 'json' }, echo: { text: { format: { type: 'json_object' } } } } },
+    {
+      name: 'none drops the tools but echoes them',
+      body: { model: 'm', input: 'x', tools: [weather], tool_choice: 'none' },
+      expect: { echo: { tools: [{ name: 'get_weather' }], tool_choice: 'none' } },
+    },
+    {
+      name: 'json_object',
+      body: { model: 'm', input: 'x', text: { format: { type: 'json_object' } } },
+      expect: { native: { format: 'json' }, echo: { text: { format: { type: 'json_object' } } } },
+    },
     {
       name: 'json_schema',
       body: { model: 'm', input: 'x', text: { format: { type: 'json_schema', name: 'cat', schema: { type: 'object' }, strict: true }, verbosity: 'low' } },
-      expect: { native: { format: { type: 'object' } }, echo: { text: { format: { type: 'json_schema', name: 'cat', schema: { type: 'object' }, strict: true }, verbosity: 'low' } } },
+      expect: {
+        native: { format: { type: 'object' } },
+        echo: { text: { format: { type: 'json_schema', name: 'cat', schema: { type: 'object' }, strict: true }, verbosity: 'low' } },
+      },
     },
   ];
   for (const c of cases) t.match(await translate(c.body), c.expect, c.name);
@@ -196,26 +292,84 @@ t.test('refuses what it cannot serve, in OpenAI error shape, naming the param', 
     { name: 'conversation', body: { model: 'm', input: 'x', conversation: 'conv_1' }, param: 'conversation', message: /stateless/ },
     { name: 'background', body: { model: 'm', input: 'x', background: true }, param: 'background' },
     { name: 'bad role', body: { model: 'm', input: [{ role: 'tool', content: 'x' }] }, param: 'input[0].role' },
-    { name: 'image part, not a data URL', body: { model: 'm', input: [{ role: 'user', content: [{ type: 'input_image', image_url: 'x' }] }] }, param: 'input[0].content[0].image_url', message: /data: URL/ },
-    { name: 'file part', body: { model: 'm', input: [{ role: 'user', content: [{ type: 'input_file', file_id: 'f' }] }] }, param: 'input[0].content[0].type', message: /not supported/ },
+    {
+      name: 'image part, not a data URL',
+      body: { model: 'm', input: [{ role: 'user', content: [{ type: 'input_image', image_url: 'x' }] }] },
+      param: 'input[0].content[0].image_url',
+      message: /data: URL/,
+    },
+    {
+      name: 'file part',
+      body: { model: 'm', input: [{ role: 'user', content: [{ type: 'input_file', file_id: 'f' }] }] },
+      param: 'input[0].content[0].type',
+      message: /not supported/,
+    },
     { name: 'item reference', body: { model: 'm', input: [{ type: 'item_reference', id: 'msg_1' }] }, param: 'input[0].type', message: /stores no items/ },
     { name: 'item without type or role', body: { model: 'm', input: [{ content: 'x' }] }, param: 'input[0].type' },
     { name: 'call without call_id', body: { model: 'm', input: [{ type: 'function_call', name: 'f', arguments: '{}' }] }, param: 'input[0].call_id' },
-    { name: 'arguments not JSON', body: { model: 'm', input: [{ type: 'function_call', call_id: 'c', name: 'f', arguments: '{' }] }, param: 'input[0].arguments' },
-    { name: 'forced web_search', body: { model: 'm', input: 'x', tools: [weather, { type: 'web_search' }], tool_choice: { type: 'web_search_preview' } }, param: 'tool_choice.type', message: /cannot run/ },
-    { name: 'forced mcp', body: { model: 'm', input: 'x', tools: [weather], tool_choice: { type: 'mcp', server_label: 's' } }, param: 'tool_choice.type', message: /cannot run/ },
-    { name: 'allowed_tools required, no function listed', body: { model: 'm', input: 'x', tools: [weather], tool_choice: { type: 'allowed_tools', mode: 'required', tools: [{ type: 'web_search' }] } }, param: 'tool_choice' },
-    { name: 'namespace without tools', body: { model: 'm', input: 'x', tools: [{ type: 'namespace', name: 'ns', description: 'd' }] }, param: 'tools[0].tools' },
-    { name: 'namespaced function without name', body: { model: 'm', input: 'x', tools: [{ type: 'namespace', name: 'ns', description: 'd', tools: [{ type: 'function' }] }] }, param: 'tools[0].tools[0].name' },
+    {
+      name: 'arguments not JSON',
+      body: { model: 'm', input: [{ type: 'function_call', call_id: 'c', name: 'f', arguments: '{' }] },
+      param: 'input[0].arguments',
+    },
+    {
+      name: 'forced web_search',
+      body: { model: 'm', input: 'x', tools: [weather, { type: 'web_search' }], tool_choice: { type: 'web_search_preview' } },
+      param: 'tool_choice.type',
+      message: /cannot run/,
+    },
+    {
+      name: 'forced mcp',
+      body: { model: 'm', input: 'x', tools: [weather], tool_choice: { type: 'mcp', server_label: 's' } },
+      param: 'tool_choice.type',
+      message: /cannot run/,
+    },
+    {
+      name: 'allowed_tools required, no function listed',
+      body: { model: 'm', input: 'x', tools: [weather], tool_choice: { type: 'allowed_tools', mode: 'required', tools: [{ type: 'web_search' }] } },
+      param: 'tool_choice',
+    },
+    {
+      name: 'namespace without tools',
+      body: { model: 'm', input: 'x', tools: [{ type: 'namespace', name: 'ns', description: 'd' }] },
+      param: 'tools[0].tools',
+    },
+    {
+      name: 'namespaced function without name',
+      body: { model: 'm', input: 'x', tools: [{ type: 'namespace', name: 'ns', description: 'd', tools: [{ type: 'function' }] }] },
+      param: 'tools[0].tools[0].name',
+    },
     { name: 'include not an array', body: { model: 'm', input: 'x', include: 'reasoning.encrypted_content' }, param: 'include' },
     { name: 'prompt_cache_key not a string', body: { model: 'm', input: 'x', prompt_cache_key: 7 }, param: 'prompt_cache_key' },
-    { name: 'deep text.format schema', body: { model: 'm', input: 'x', text: { format: { type: 'json_schema', name: 'n', schema: deep } } }, param: 'text.format.schema', message: /^text\.format\.schema is nested too deeply/ },
-    { name: 'deep parameters', body: { model: 'm', input: 'x', tools: [weather, { type: 'function', name: 'f', parameters: deep }] }, param: 'tools[1].parameters', message: /^tools\[1\]\.parameters is nested/ },
-    { name: 'deep namespaced parameters', body: { model: 'm', input: 'x', tools: [{ type: 'namespace', name: 'ns', description: 'd', tools: [{ type: 'function', name: 'f', parameters: deep }] }] }, param: 'tools[0].tools[0].parameters' },
+    {
+      name: 'deep text.format schema',
+      body: { model: 'm', input: 'x', text: { format: { type: 'json_schema', name: 'n', schema: deep } } },
+      param: 'text.format.schema',
+      message: /^text\.format\.schema is nested too deeply/,
+    },
+    {
+      name: 'deep parameters',
+      body: { model: 'm', input: 'x', tools: [weather, { type: 'function', name: 'f', parameters: deep }] },
+      param: 'tools[1].parameters',
+      message: /^tools\[1\]\.parameters is nested/,
+    },
+    {
+      name: 'deep namespaced parameters',
+      body: {
+        model: 'm',
+        input: 'x',
+        tools: [{ type: 'namespace', name: 'ns', description: 'd', tools: [{ type: 'function', name: 'f', parameters: deep }] }],
+      },
+      param: 'tools[0].tools[0].parameters',
+    },
     { name: 'stored prompt', body: { model: 'm', input: 'x', prompt: { id: 'pmpt_1' } }, param: 'prompt', message: /stored prompts/ },
     { name: 'tool without name', body: { model: 'm', input: 'x', tools: [{ type: 'function' }] }, param: 'tools[0].name' },
     { name: 'forced without tools', body: { model: 'm', input: 'x', tool_choice: 'required' }, param: 'tool_choice' },
-    { name: 'forced unknown name', body: { model: 'm', input: 'x', tools: [weather], tool_choice: { type: 'function', name: 'nope' } }, param: 'tool_choice.name' },
+    {
+      name: 'forced unknown name',
+      body: { model: 'm', input: 'x', tools: [weather], tool_choice: { type: 'function', name: 'nope' } },
+      param: 'tool_choice.name',
+    },
     { name: 'forced file_search', body: { model: 'm', input: 'x', tools: [weather], tool_choice: { type: 'file_search' } }, param: 'tool_choice.type' },
     { name: 'json_schema without schema', body: { model: 'm', input: 'x', text: { format: { type: 'json_schema', name: 'n' } } }, param: 'text.format.schema' },
     { name: 'json_schema without name', body: { model: 'm', input: 'x', text: { format: { type: 'json_schema', schema: {} } } }, param: 'text.format.name' },
@@ -237,7 +391,14 @@ t.test('refuses what it cannot serve, in OpenAI error shape, naming the param', 
 
 const meta = { id: 'resp_test', created: 1_700_000_000, model: 'stories:latest' };
 const echo = translateResponseRequest({ model: 'm', input: 'x', tools: [weather] }).echo;
-const done = (reason: 'stop' | 'length', p = 4, c = 3): GenerationEvent => ({ type: 'done', reason, promptTokens: p, completionTokens: c, promptEvalNs: 1, evalNs: 1 });
+const done = (reason: 'stop' | 'length', p = 4, c = 3): GenerationEvent => ({
+  type: 'done',
+  reason,
+  promptTokens: p,
+  completionTokens: c,
+  promptEvalNs: 1,
+  evalNs: 1,
+});
 const tok = (text: string): GenerationEvent => ({ type: 'token', text });
 const call = (name: string, args: Record<string, unknown>): GenerationEvent => ({ type: 'tool_calls', calls: [{ function: { name, arguments: args } }] });
 const ids = (): ItemIds => {
@@ -257,14 +418,37 @@ t.test('events → stream events and response object', async (t) => {
     {
       name: 'text',
       events: [tok('Once'), tok(''), tok(' upon'), done('stop')],
-      types: ['created', 'in_progress', 'output_item.added', 'content_part.added', 'output_text.delta', 'output_text.delta', 'output_text.done', 'content_part.done', 'output_item.done', 'completed'],
+      types: [
+        'created',
+        'in_progress',
+        'output_item.added',
+        'content_part.added',
+        'output_text.delta',
+        'output_text.delta',
+        'output_text.done',
+        'content_part.done',
+        'output_item.done',
+        'completed',
+      ],
       status: 'completed',
-      output: [{ type: 'message', id: 'msg_1', status: 'completed', role: 'assistant', content: [{ type: 'output_text', text: 'Once upon', annotations: [] }] }],
+      output: [
+        { type: 'message', id: 'msg_1', status: 'completed', role: 'assistant', content: [{ type: 'output_text', text: 'Once upon', annotations: [] }] },
+      ],
     },
     {
       name: 'cut by the token limit',
       events: [tok('a'), done('length')],
-      types: ['created', 'in_progress', 'output_item.added', 'content_part.added', 'output_text.delta', 'output_text.done', 'content_part.done', 'output_item.done', 'incomplete'],
+      types: [
+        'created',
+        'in_progress',
+        'output_item.added',
+        'content_part.added',
+        'output_text.delta',
+        'output_text.done',
+        'content_part.done',
+        'output_item.done',
+        'incomplete',
+      ],
       status: 'incomplete',
       output: [{ type: 'message', status: 'incomplete', content: [{ text: 'a' }] }],
     },
@@ -285,16 +469,45 @@ t.test('events → stream events and response object', async (t) => {
     {
       name: 'text, then a call',
       events: [tok('ok'), call('get_weather', {}), done('stop')],
-      types: ['created', 'in_progress', 'output_item.added', 'content_part.added', 'output_text.delta', 'output_text.done', 'content_part.done', 'output_item.done', 'output_item.added', 'function_call_arguments.delta', 'function_call_arguments.done', 'output_item.done', 'completed'],
+      types: [
+        'created',
+        'in_progress',
+        'output_item.added',
+        'content_part.added',
+        'output_text.delta',
+        'output_text.done',
+        'content_part.done',
+        'output_item.done',
+        'output_item.added',
+        'function_call_arguments.delta',
+        'function_call_arguments.done',
+        'output_item.done',
+        'completed',
+      ],
       status: 'completed',
-      output: [{ type: 'message', content: [{ text: 'ok' }] }, { type: 'function_call', arguments: '{}', output_index: undefined }],
+      output: [
+        { type: 'message', content: [{ text: 'ok' }] },
+        { type: 'function_call', arguments: '{}', output_index: undefined },
+      ],
     },
   ];
   for (const c of cases) {
     const { stream, response } = run(c.events);
-    t.same(stream.map((e) => e.type.replace(/^response\./, '')), c.types, `${c.name}: event sequence`);
-    t.same(stream.map((e) => e.sequence_number), stream.map((_, i) => i), `${c.name}: sequence numbers`);
-    t.same(stream.flatMap((e) => validateStreamEvent(e)), [], `${c.name}: every event conforms`);
+    t.same(
+      stream.map((e) => e.type.replace(/^response\./, '')),
+      c.types,
+      `${c.name}: event sequence`,
+    );
+    t.same(
+      stream.map((e) => e.sequence_number),
+      stream.map((_, i) => i),
+      `${c.name}: sequence numbers`,
+    );
+    t.same(
+      stream.flatMap((e) => validateStreamEvent(e)),
+      [],
+      `${c.name}: every event conforms`,
+    );
     t.same(validateOpenAI('Response', response), [], `${c.name}: the response conforms`);
     t.equal(response.status, c.status, `${c.name}: status`);
     t.match(response.output, c.output, `${c.name}: output`);
@@ -307,9 +520,19 @@ t.test('events → stream events and response object', async (t) => {
 t.test('the response object echoes the request and counts usage', async (t) => {
   const { response } = run([tok('a'), done('length', 7, 1)]);
   t.match(response, {
-    id: 'resp_test', object: 'response', created_at: meta.created, model: meta.model, error: null,
-    incomplete_details: { reason: 'max_output_tokens' }, completed_at: null, store: false, previous_response_id: null,
-    tools: [{ type: 'function', name: 'get_weather', strict: null }], tool_choice: 'auto', temperature: null, top_p: null,
+    id: 'resp_test',
+    object: 'response',
+    created_at: meta.created,
+    model: meta.model,
+    error: null,
+    incomplete_details: { reason: 'max_output_tokens' },
+    completed_at: null,
+    store: false,
+    previous_response_id: null,
+    tools: [{ type: 'function', name: 'get_weather', strict: null }],
+    tool_choice: 'auto',
+    temperature: null,
+    top_p: null,
     usage: { input_tokens: 7, output_tokens: 1, total_tokens: 8, input_tokens_details: { cached_tokens: 0 }, output_tokens_details: { reasoning_tokens: 0 } },
   });
   const ok = run([tok('a'), done('stop')]).response;

@@ -32,8 +32,14 @@ function parsedArguments(t: Test, args: string): Record<string, unknown> {
 
 t.test('a plain response, with instructions, cut by max_output_tokens', async (t) => {
   const res = await client.responses.create({
-    model: MODEL, input: [{ role: 'user', content: [{ type: 'input_text', text: ask }] }], instructions: 'You tell short stories.', max_output_tokens: 6, temperature: 0,
-    store: false, metadata: { case: 'plain' }, user: 'u1',
+    model: MODEL,
+    input: [{ role: 'user', content: [{ type: 'input_text', text: ask }] }],
+    instructions: 'You tell short stories.',
+    max_output_tokens: 6,
+    temperature: 0,
+    store: false,
+    metadata: { case: 'plain' },
+    user: 'u1',
   });
   t.match(res.id, /^resp_/);
   t.equal(res.object, 'response');
@@ -69,7 +75,11 @@ t.test('streamed with stream: true', async (t) => {
   const item = last.response.output[0] as OpenAI.Responses.ResponseOutputMessage;
   t.equal((item.content[0] as OpenAI.Responses.ResponseOutputText).text, deltas.join(''), 'the deltas add up to the final text');
   t.equal(last.response.usage!.output_tokens, 10);
-  t.same(events.map((e) => e.sequence_number), events.map((_, i) => i), 'sequence numbers count from 0');
+  t.same(
+    events.map((e) => e.sequence_number),
+    events.map((_, i) => i),
+    'sequence numbers count from 0',
+  );
   await fx.conforms(t, events.length);
 });
 
@@ -101,7 +111,12 @@ t.test('raw SSE framing: named events, no [DONE]', async (t) => {
 
 t.test('a forced function call, then its result sent back', async (t) => {
   const forced: OpenAI.Responses.ResponseCreateParamsNonStreaming = {
-    model: MODEL, input: 'What is the weather in Paris?', tools: [weather], tool_choice: { type: 'function', name: 'get_weather' }, max_output_tokens: 200, temperature: 0,
+    model: MODEL,
+    input: 'What is the weather in Paris?',
+    tools: [weather],
+    tool_choice: { type: 'function', name: 'get_weather' },
+    max_output_tokens: 200,
+    temperature: 0,
   };
   const res = await client.responses.create(forced);
   t.equal(res.status, 'completed');
@@ -117,28 +132,38 @@ t.test('a forced function call, then its result sent back', async (t) => {
   const events = [];
   for await (const e of stream) events.push(e);
   t.same(events.map((e) => e.type).slice(2), [
-    'response.output_item.added', 'response.function_call_arguments.delta', 'response.function_call_arguments.done', 'response.output_item.done', 'response.completed',
+    'response.output_item.added',
+    'response.function_call_arguments.delta',
+    'response.function_call_arguments.done',
+    'response.output_item.done',
+    'response.completed',
   ]);
   const argsDone = events.find((e) => e.type === 'response.function_call_arguments.done') as OpenAI.Responses.ResponseFunctionCallArgumentsDoneEvent;
   parsedArguments(t, argsDone.arguments);
 
   // The round trip: the call and its output go back as input items.
   const next = await client.responses.create({
-    model: MODEL, max_output_tokens: 6, tools: [weather],
-    input: [
-      { role: 'user', content: 'What is the weather in Paris?' },
-      call,
-      { type: 'function_call_output', call_id: call.call_id, output: 'Sunny, 20 C' },
-    ],
+    model: MODEL,
+    max_output_tokens: 6,
+    tools: [weather],
+    input: [{ role: 'user', content: 'What is the weather in Paris?' }, call, { type: 'function_call_output', call_id: call.call_id, output: 'Sunny, 20 C' }],
   });
   t.ok(next.status === 'completed' || next.status === 'incomplete', 'answers the conversation');
   await fx.conforms(t, events.length + 2);
 });
 
 t.test('text.format json_schema gives JSON that parses', async (t) => {
-  const schema = { type: 'object', properties: { mood: { type: 'string', enum: ['happy', 'sad'] }, stars: { type: 'integer' } }, required: ['mood', 'stars'], additionalProperties: false };
+  const schema = {
+    type: 'object',
+    properties: { mood: { type: 'string', enum: ['happy', 'sad'] }, stars: { type: 'integer' } },
+    required: ['mood', 'stars'],
+    additionalProperties: false,
+  };
   const res = await client.responses.create({
-    model: MODEL, input: ask, max_output_tokens: 60, temperature: 0,
+    model: MODEL,
+    input: ask,
+    max_output_tokens: 60,
+    temperature: 0,
     text: { format: { type: 'json_schema', name: 'story_mood', schema, strict: true } },
   });
   t.equal(res.status, 'completed', 'the grammar ends the JSON before the limit');

@@ -13,11 +13,17 @@ import { COMPLETION_CHUNK, validateOpenAI } from '../helpers/openai-schema.js';
 
 const meta = { id: 'chatcmpl-test', created: 1_700_000_000, model: 'stories:latest' };
 const done = (reason: 'stop' | 'length', p = 4, c = 3): GenerationEvent => ({
-  type: 'done', reason, promptTokens: p, completionTokens: c, promptEvalNs: 1, evalNs: 1,
+  type: 'done',
+  reason,
+  promptTokens: p,
+  completionTokens: c,
+  promptEvalNs: 1,
+  evalNs: 1,
 });
 const tok = (text: string): GenerationEvent => ({ type: 'token', text });
 const call = (name: string, args: Record<string, unknown>, id?: string): GenerationEvent => ({
-  type: 'tool_calls', calls: [{ ...(id ? { id } : {}), function: { name, arguments: args } }],
+  type: 'tool_calls',
+  calls: [{ ...(id ? { id } : {}), function: { name, arguments: args } }],
 });
 let n = 0;
 const ids = () => `call_${++n}`;
@@ -51,7 +57,13 @@ t.test('chat.completion from events', async (t) => {
     for (const e of c.events) col.add(e);
     const out = col.result();
     t.same(validateOpenAI('CreateChatCompletionResponse', out), [], `${c.name}: valid`);
-    t.match(out, { id: meta.id, object: 'chat.completion', created: meta.created, model: meta.model, usage: { total_tokens: out.usage.prompt_tokens + out.usage.completion_tokens } });
+    t.match(out, {
+      id: meta.id,
+      object: 'chat.completion',
+      created: meta.created,
+      model: meta.model,
+      usage: { total_tokens: out.usage.prompt_tokens + out.usage.completion_tokens },
+    });
     const choice = out.choices[0]!;
     t.equal(choice.message.content, c.content, `${c.name}: content`);
     t.equal(choice.finish_reason, c.finish, `${c.name}: finish_reason`);
@@ -79,13 +91,21 @@ t.test('chat.completion.chunk sequence from events', async (t) => {
       const withChoice = chunks.filter((x) => x.choices.length > 0);
       t.same(withChoice[0]!.choices[0]!.delta, { role: 'assistant', content: '' }, 'role first');
       const finishes = withChoice.map((x) => x.choices[0]!.finish_reason);
-      t.same(finishes.slice(0, -1).filter((f) => f !== null), [], 'finish_reason null until the last');
+      t.same(
+        finishes.slice(0, -1).filter((f) => f !== null),
+        [],
+        'finish_reason null until the last',
+      );
       t.equal(finishes.at(-1), c.finish, `${c.name}: final reason`);
       t.same(withChoice.at(-1)!.choices[0]!.delta, {}, 'final delta is empty');
       const content = withChoice.map((x) => x.choices[0]!.delta.content ?? '').join('');
       t.equal(content, c.content ?? '', `${c.name}: content reassembles`);
       const toolDeltas = withChoice.flatMap((x) => x.choices[0]!.delta.tool_calls ?? []);
-      t.same(toolDeltas.map((d) => d.index), toolDeltas.map((_, i) => i), 'tool call indexes count up');
+      t.same(
+        toolDeltas.map((d) => d.index),
+        toolDeltas.map((_, i) => i),
+        'tool call indexes count up',
+      );
       for (const d of toolDeltas) t.ok(d.id && d.type === 'function' && d.function.name, 'first fragment carries id, type, name');
       if (c.calls) t.match(toolDeltas, c.calls);
       const usage = chunks.filter((x) => x.usage);
@@ -93,13 +113,20 @@ t.test('chat.completion.chunk sequence from events', async (t) => {
         t.equal(usage.length, 1, 'one usage chunk');
         t.same(chunks.at(-1)!.choices, [], 'usage chunk is last with empty choices');
         const d = c.events.at(-1) as Extract<GenerationEvent, { type: 'done' }>;
-        t.same(chunks.at(-1)!.usage, {
-          prompt_tokens: d.promptTokens,
-          completion_tokens: d.completionTokens,
-          total_tokens: d.promptTokens + d.completionTokens,
-        }, 'usage from the done event');
+        t.same(
+          chunks.at(-1)!.usage,
+          {
+            prompt_tokens: d.promptTokens,
+            completion_tokens: d.completionTokens,
+            total_tokens: d.promptTokens + d.completionTokens,
+          },
+          'usage from the done event',
+        );
       } else t.equal(usage.length, 0, 'no usage unless asked');
-      t.ok(chunks.every((x) => x.id === meta.id && x.created === meta.created), 'chunks share id and created');
+      t.ok(
+        chunks.every((x) => x.id === meta.id && x.created === meta.created),
+        'chunks share id and created',
+      );
     }
   }
 });
@@ -109,14 +136,21 @@ t.test('text_completion from events', async (t) => {
   for (const e of [tok(' upon'), tok(' a'), done('length', 2, 2)]) a.add(e);
   const b = new CompletionCollector();
   for (const e of [tok('x'), done('stop', 1, 1)]) b.add(e);
-  const whole = textCompletion({ ...meta, id: 'cmpl-x' }, [
-    { text: a.text, index: 0, logprobs: null, finish_reason: a.reason },
-    { text: b.text, index: 1, logprobs: null, finish_reason: b.reason },
-  ], sumUsage([a.usage, b.usage]));
+  const whole = textCompletion(
+    { ...meta, id: 'cmpl-x' },
+    [
+      { text: a.text, index: 0, logprobs: null, finish_reason: a.reason },
+      { text: b.text, index: 1, logprobs: null, finish_reason: b.reason },
+    ],
+    sumUsage([a.usage, b.usage]),
+  );
   t.same(validateOpenAI('CreateCompletionResponse', whole), []);
   t.match(whole, {
     object: 'text_completion',
-    choices: [{ text: 'Once upon a', finish_reason: 'length' }, { text: 'x', finish_reason: 'stop', index: 1 }],
+    choices: [
+      { text: 'Once upon a', finish_reason: 'length' },
+      { text: 'x', finish_reason: 'stop', index: 1 },
+    ],
     usage: { prompt_tokens: 3, completion_tokens: 3, total_tokens: 6 },
   });
   const chunk = textCompletion(meta, [{ text: 'a', index: 0, logprobs: null, finish_reason: null }]);
@@ -125,11 +159,19 @@ t.test('text_completion from events', async (t) => {
 });
 
 t.test('embeddings: floats and little-endian float32 base64', async (t) => {
-  const vectors = [[0.1, -0.25, 1e-8, 3.4e38], [1, 0, -1, 0.5]];
+  const vectors = [
+    [0.1, -0.25, 1e-8, 3.4e38],
+    [1, 0, -1, 0.5],
+  ];
   const result = { model: 'emb:latest', embeddings: vectors, promptTokens: 9, loadNs: 0, totalNs: 1 };
   const floats = embeddingList(result, 'float');
   t.same(validateOpenAI('CreateEmbeddingResponse', floats), []);
-  t.match(floats, { object: 'list', model: 'emb:latest', usage: { prompt_tokens: 9, total_tokens: 9 }, data: [{ object: 'embedding', index: 0 }, { index: 1 }] });
+  t.match(floats, {
+    object: 'list',
+    model: 'emb:latest',
+    usage: { prompt_tokens: 9, total_tokens: 9 },
+    data: [{ object: 'embedding', index: 0 }, { index: 1 }],
+  });
   t.same(floats.data[0]!.embedding, vectors[0]);
   const b64 = embeddingList(result, 'base64');
   t.same(validateOpenAI('CreateEmbeddingResponse', b64), []);

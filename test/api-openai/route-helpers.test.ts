@@ -46,7 +46,14 @@ t.test('primed', async (t) => {
   }
   const events: GenerationEvent[] = [];
   for await (const e of await primed(ok())) events.push(e);
-  t.same(events, [{ type: 'token', text: 'a' }, { type: 'token', text: 'b' }], 'the first event is kept');
+  t.same(
+    events,
+    [
+      { type: 'token', text: 'a' },
+      { type: 'token', text: 'b' },
+    ],
+    'the first event is kept',
+  );
   t.equal(closed, 1);
 
   async function* failsFirst(): AsyncGenerator<GenerationEvent> {

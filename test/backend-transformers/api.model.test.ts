@@ -76,7 +76,10 @@ t.test('listed as an ONNX bert model with the embedding capability only', async 
   t.equal(show.status, 200);
   t.same(show.json.capabilities, ['embedding']);
   const models = (await (await app.fetch('/v1/models')).json()) as { data: { id: string }[] };
-  t.ok(models.data.some((m) => m.id === 'minilm:latest' || m.id === 'minilm'), 'in /v1/models');
+  t.ok(
+    models.data.some((m) => m.id === 'minilm:latest' || m.id === 'minilm'),
+    'in /v1/models',
+  );
 });
 
 t.test('/api/embed: unit vectors of width 32; a batch equals single calls', async (t) => {
@@ -118,7 +121,13 @@ t.test('/api/embeddings (legacy): the raw, not normalised mean', async (t) => {
   const v = legacy.json.embedding as number[];
   t.equal(v.length, 32);
   const unit = (await post('/api/embed', { model: 'minilm', input: TEXTS[0] })).json.embeddings[0] as number[];
-  t.ok(maxDiff(v.map((x) => x / norm(v)), unit) < 1e-5, 'same direction as /api/embed');
+  t.ok(
+    maxDiff(
+      v.map((x) => x / norm(v)),
+      unit,
+    ) < 1e-5,
+    'same direction as /api/embed',
+  );
   const empty = await post('/api/embeddings', { model: 'minilm', prompt: '' });
   t.same(empty.json, { embedding: [] });
 });

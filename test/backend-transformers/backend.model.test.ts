@@ -113,7 +113,7 @@ t.test('a request split into several passes (no memory arena) gives the same vec
   for (const [i, v] of parts.embeddings.entries()) t.ok(maxDiff(v, whole.embeddings[i]!) < 1e-5, `input ${i}`);
 });
 
-t.test('truncate: true cuts at 512 tokens; false rejects with Ollama\'s 400', async (t) => {
+t.test("truncate: true cuts at 512 tokens; false rejects with Ollama's 400", async (t) => {
   const long = 'word '.repeat(700);
   const cut = await model.embed({ inputs: [long, 'short'], truncate: true }, never);
   t.equal(cut.embeddings.length, 2);
@@ -131,7 +131,12 @@ t.test('dimensions keeps the first N values, re-normalised', async (t) => {
   t.ok(Math.abs(norm(cut!) - 1) < 1e-5);
   const head = full!.slice(0, 8);
   const n = norm(head);
-  t.ok(maxDiff(cut!, head.map((x) => x / n)) < 1e-5);
+  t.ok(
+    maxDiff(
+      cut!,
+      head.map((x) => x / n),
+    ) < 1e-5,
+  );
   const [wide] = (await model.embed({ inputs: [TEXTS[0]!], truncate: true, dimensions: 64 }, never)).embeddings;
   t.equal(wide!.length, 32, 'asking for more than the width returns the whole vector');
 });
@@ -142,7 +147,13 @@ t.test('normalize: false gives the raw mean (legacy /api/embeddings), same direc
   const [raw] = (await model.embed(params, never)).embeddings;
   t.equal(raw!.length, 32);
   t.ok(Math.abs(norm(raw!) - 1) > 1e-3, `not unit length (norm ${norm(raw!)})`);
-  t.ok(maxDiff(raw!.map((x) => x / norm(raw!)), unit!) < 1e-5, 'normalising it gives the /api/embed vector');
+  t.ok(
+    maxDiff(
+      raw!.map((x) => x / norm(raw!)),
+      unit!,
+    ) < 1e-5,
+    'normalising it gives the /api/embed vector',
+  );
 });
 
 t.test('empty input list, aborted signal', async (t) => {

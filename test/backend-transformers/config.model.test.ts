@@ -57,14 +57,8 @@ t.test('LIA_ONNX_DTYPE=q8 runs the quantized weights', async (t) => {
 });
 
 t.test('bad options stop the start with the key named', async (t) => {
-  await startFails(
-    t,
-    { plugins: { ...UNUSED, 'backend-transformers': { options: { dtype: 'fp64' } } } },
-    /plugins\.backend-transformers\.options\.dtype/,
-  );
-  await withEnv({ LIA_ONNX_MAX_BATCH_TOKENS: '10' }, () =>
-    startFails(t, { plugins: { ...UNUSED } }, /plugins\.backend-transformers\.options\.maxBatchTokens/),
-  );
+  await startFails(t, { plugins: { ...UNUSED, 'backend-transformers': { options: { dtype: 'fp64' } } } }, /plugins\.backend-transformers\.options\.dtype/);
+  await withEnv({ LIA_ONNX_MAX_BATCH_TOKENS: '10' }, () => startFails(t, { plugins: { ...UNUSED } }, /plugins\.backend-transformers\.options\.maxBatchTokens/));
   await startFails(
     t,
     { plugins: { ...UNUSED, 'backend-transformers': { options: { batch: 3 } } } },

@@ -31,7 +31,10 @@ async function post(pathname: string, body: unknown): Promise<{ status: number; 
 
 t.test('no onnx backend is registered', async (t) => {
   t.same(
-    app.hooks.backends.list().map((b) => b.name).filter((n) => n === 'transformers'),
+    app.hooks.backends
+      .list()
+      .map((b) => b.name)
+      .filter((n) => n === 'transformers'),
     [],
   );
 });
@@ -47,7 +50,11 @@ t.test('GGUF embeddings still work', async (t) => {
 
 t.test('a stored ONNX model is listed but embedding it is a clear 400', async (t) => {
   const tags = (await (await app.fetch('/api/tags')).json()) as { models: { name: string; details: { format: string; family: string } }[] };
-  t.match(tags.models.find((m) => m.name === 'minilm:latest'), { details: { format: 'onnx', family: 'bert' } }, 'listed with its recorded details');
+  t.match(
+    tags.models.find((m) => m.name === 'minilm:latest'),
+    { details: { format: 'onnx', family: 'bert' } },
+    'listed with its recorded details',
+  );
   const embed = await post('/api/embed', { model: 'minilm', input: 'hello' });
   t.equal(embed.status, 400);
   t.same(embed.json, { error: 'no enabled inference backend runs models in the "onnx" format' });

@@ -19,7 +19,11 @@ t.test('planPasses: longest first, never over budget unless a single input is', 
   const lengths = [10, 200, 30, 200, 12, 600, 31, 8];
   const budget = 512;
   const passes = planPasses(lengths, budget);
-  t.same(passes.flat().sort((a, b) => a - b), lengths.map((_, i) => i), 'every input exactly once');
+  t.same(
+    passes.flat().sort((a, b) => a - b),
+    lengths.map((_, i) => i),
+    'every input exactly once',
+  );
   t.same(passes[0], [5], 'the 600-token input (over budget) runs alone');
   for (const pass of passes.slice(1)) {
     const width = Math.max(...pass.map((i) => lengths[i]!));
@@ -59,11 +63,35 @@ t.test('meanPool averages only the real tokens', async (t) => {
 t.test('pool: cls takes the first real token, lasttoken the last, on either padding side', async (t) => {
   const hidden = Float32Array.from([1, 2, 3, 4, 5, 6, 10, 20, 30, 40, 1000, 1000]);
   const right = Uint8Array.from([1, 1, 1, 1, 1, 0]);
-  t.same(pool(hidden, [2, 3, 2], right, 'cls').map((v) => Array.from(v)), [[1, 2], [10, 20]]);
-  t.same(pool(hidden, [2, 3, 2], right, 'lasttoken').map((v) => Array.from(v)), [[5, 6], [30, 40]]);
+  t.same(
+    pool(hidden, [2, 3, 2], right, 'cls').map((v) => Array.from(v)),
+    [
+      [1, 2],
+      [10, 20],
+    ],
+  );
+  t.same(
+    pool(hidden, [2, 3, 2], right, 'lasttoken').map((v) => Array.from(v)),
+    [
+      [5, 6],
+      [30, 40],
+    ],
+  );
   const left = Uint8Array.from([1, 1, 1, 0, 1, 1]);
-  t.same(pool(hidden, [2, 3, 2], left, 'cls').map((v) => Array.from(v)), [[1, 2], [30, 40]]);
-  t.same(pool(hidden, [2, 3, 2], left, 'mean').map((v) => Array.from(v)), [[3, 4], [515, 520]]);
+  t.same(
+    pool(hidden, [2, 3, 2], left, 'cls').map((v) => Array.from(v)),
+    [
+      [1, 2],
+      [30, 40],
+    ],
+  );
+  t.same(
+    pool(hidden, [2, 3, 2], left, 'mean').map((v) => Array.from(v)),
+    [
+      [3, 4],
+      [515, 520],
+    ],
+  );
 });
 
 t.test('normalize and finish give unit vectors; dimensions re-normalise', async (t) => {
@@ -71,7 +99,10 @@ t.test('normalize and finish give unit vectors; dimensions re-normalise', async 
   t.same(Array.from(normalize(new Float32Array(3))), [0, 0, 0], 'zero stays zero');
   const full = finish(Float32Array.from([1, 2, 3, 4]));
   t.ok(Math.abs(norm(full) - 1) < 1e-6);
-  t.ok(full.every((x) => Math.fround(x) === x), 'values are exact float32');
+  t.ok(
+    full.every((x) => Math.fround(x) === x),
+    'values are exact float32',
+  );
   const cut = finish(Float32Array.from([1, 2, 3, 4]), 2);
   t.equal(cut.length, 2);
   t.ok(Math.abs(norm(cut) - 1) < 1e-6);
@@ -90,10 +121,7 @@ t.test('tokenLimit takes the smallest real limit', async (t) => {
 });
 
 t.test('shapeOf reads BERT names and the memory estimate grows with the budget', async (t) => {
-  const shape = shapeOf(
-    { model_type: 'bert', hidden_size: 384, num_hidden_layers: 6, num_attention_heads: 12, intermediate_size: 1536 },
-    512,
-  );
+  const shape = shapeOf({ model_type: 'bert', hidden_size: 384, num_hidden_layers: 6, num_attention_heads: 12, intermediate_size: 1536 }, 512);
   t.same(shape, { modelType: 'bert', hiddenSize: 384, layers: 6, heads: 12, intermediateSize: 1536, maxTokens: 512 });
   const layout: OnnxLayout = {
     dir: '/m',

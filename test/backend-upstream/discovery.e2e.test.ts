@@ -21,7 +21,15 @@ const access = await upstreamAccess(t, up);
 
 const front = await startFront([
   { name: 'up-openai', url: up.url, flavour: 'openai', ...access, discover: true, refresh_ms: 1000 },
-  { name: 'up-ollama', url: up.url, flavour: 'ollama', ...access, discover: true, refresh_ms: 1000, aliases: { 'first:latest': 'first-o', 'second:latest': 'second-o' } },
+  {
+    name: 'up-ollama',
+    url: up.url,
+    flavour: 'ollama',
+    ...access,
+    discover: true,
+    refresh_ms: 1000,
+    aliases: { 'first:latest': 'first-o', 'second:latest': 'second-o' },
+  },
 ]);
 t.teardown(() => front.close());
 
@@ -29,15 +37,27 @@ type Tag = { name: string; remote_host?: string; remote_model?: string; details:
 const tags = async (): Promise<Tag[]> => ((await (await front.fetch('/api/tags')).json()) as { models: Tag[] }).models;
 const names = async () => (await tags()).map((m) => m.name).sort();
 const chat = async (model: string) => {
-  const res = await front.fetch('/api/chat', { method: 'POST', headers: json, body: JSON.stringify({ model, messages: [{ role: 'user', content: 'hi' }], stream: false }) });
+  const res = await front.fetch('/api/chat', {
+    method: 'POST',
+    headers: json,
+    body: JSON.stringify({ model, messages: [{ role: 'user', content: 'hi' }], stream: false }),
+  });
   return { status: res.status, body: (await res.json()) as { message?: { content: string }; error?: string } };
 };
 
 t.test("the upstream's models are listed from its /v1/models and its /api/tags, and served", async (t) => {
   const listed = await tags();
   t.same(listed.map((m) => m.name).sort(), ['first-o:latest', 'first:latest'], 'what the upstream serves, nothing more');
-  t.match(listed.find((m) => m.name === 'first:latest'), { remote_host: up.url, remote_model: 'first:latest', details: { format: 'upstream' } }, 'OpenAI flavour: under the name it lists');
-  t.match(listed.find((m) => m.name === 'first-o:latest'), { remote_host: up.url, remote_model: 'first:latest' }, 'Ollama flavour: under its alias');
+  t.match(
+    listed.find((m) => m.name === 'first:latest'),
+    { remote_host: up.url, remote_model: 'first:latest', details: { format: 'upstream' } },
+    'OpenAI flavour: under the name it lists',
+  );
+  t.match(
+    listed.find((m) => m.name === 'first-o:latest'),
+    { remote_host: up.url, remote_model: 'first:latest' },
+    'Ollama flavour: under its alias',
+  );
 
   const v1 = (await (await front.fetch('/v1/models')).json()) as { data: Array<{ id: string }> };
   t.same(v1.data.map((m) => m.id).sort(), ['first-o:latest', 'first:latest'], '/v1/models lists them too');

@@ -54,7 +54,14 @@ function sseWriter(res: http.ServerResponse, model: string): Writer {
     frame({ id: 'chatcmpl-fake', object: 'chat.completion.chunk', created: 0, model, choices: [{ index: 0, delta, finish_reason: finish }] });
   const end = (reason: string) => {
     chunk({}, reason);
-    frame({ id: 'chatcmpl-fake', object: 'chat.completion.chunk', created: 0, model, choices: [], usage: { prompt_tokens: 5, completion_tokens: 2, total_tokens: 7 } });
+    frame({
+      id: 'chatcmpl-fake',
+      object: 'chat.completion.chunk',
+      created: 0,
+      model,
+      choices: [],
+      usage: { prompt_tokens: 5, completion_tokens: 2, total_tokens: 7 },
+    });
     res.end('data: [DONE]\n\n');
   };
   return {
@@ -73,7 +80,8 @@ function sseWriter(res: http.ServerResponse, model: string): Writer {
 
 function ndjsonWriter(res: http.ServerResponse, model: string): Writer {
   const line = (message: Record<string, unknown>, done: Record<string, unknown> | null) =>
-    JSON.stringify({ model, created_at: new Date().toISOString(), message: { role: 'assistant', content: '', ...message }, done: done !== null, ...done }) + '\n';
+    JSON.stringify({ model, created_at: new Date().toISOString(), message: { role: 'assistant', content: '', ...message }, done: done !== null, ...done }) +
+    '\n';
   const end = (reason: string) => res.end(line({}, { done_reason: reason, prompt_eval_count: 5, eval_count: 2 }));
   return {
     words: (text) => res.write(line({ content: text }, null)),
@@ -212,7 +220,14 @@ export function ndjsonLines(text: string): Array<Record<string, unknown>> {
 }
 
 /** The plugins an appliance in front of upstreams leaves out: no local backend, no host probes, no console. */
-export const FRONT_UNUSED = { 'host-network': false, 'host-gpu': false, 'host-services': false, webui: false, 'backend-transformers': false, 'backend-llama-cpp': false } as const;
+export const FRONT_UNUSED = {
+  'host-network': false,
+  'host-gpu': false,
+  'host-services': false,
+  webui: false,
+  'backend-transformers': false,
+  'backend-llama-cpp': false,
+} as const;
 
 /**
  * Starts an appliance whose `backend-upstream` serves `upstreams` (the plugin's option list), with

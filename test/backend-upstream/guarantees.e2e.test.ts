@@ -68,7 +68,10 @@ t.test("a key's scopes and model allow-list hold for a remote model", async (t) 
   const before = reached();
 
   const tags = await front.fetch('/api/tags', { headers: { authorization: `Bearer ${reader}` } });
-  t.ok(((await tags.json()) as { models: Array<{ name: string }> }).models.some((m) => m.name === 'pair:latest'), 'the reader sees the remote model listed');
+  t.ok(
+    ((await tags.json()) as { models: Array<{ name: string }> }).models.some((m) => m.name === 'pair:latest'),
+    'the reader sees the remote model listed',
+  );
 
   const api = await post('/api/chat', { model: 'pair', messages: says('hi'), stream: false }, reader);
   t.equal(api.status, 403, '/api/chat without the inference scope');

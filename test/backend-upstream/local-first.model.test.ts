@@ -111,15 +111,23 @@ type Tag = { name: string; remote_host?: string; remote_model?: string; details:
 const tags = async (): Promise<Tag[]> => ((await (await front.fetch('/api/tags')).json()) as { models: Tag[] }).models;
 
 const ollamaChat = async (model: string) => {
-  const res = await front.fetch('/api/chat', { method: 'POST', headers: json, body: JSON.stringify({ model, messages: [{ role: 'user', content: 'Once upon a time' }], stream: false, options: { num_predict: 4 } }) });
+  const res = await front.fetch('/api/chat', {
+    method: 'POST',
+    headers: json,
+    body: JSON.stringify({ model, messages: [{ role: 'user', content: 'Once upon a time' }], stream: false, options: { num_predict: 4 } }),
+  });
   return { status: res.status, body: (await res.json()) as { model?: string; message?: { content: string }; error?: string } };
 };
 const openaiChat = async (model: string) => {
-  const res = await front.fetch('/v1/chat/completions', { method: 'POST', headers: json, body: JSON.stringify({ model, messages: [{ role: 'user', content: 'Once upon a time' }], max_tokens: 4, stream: true }) });
+  const res = await front.fetch('/v1/chat/completions', {
+    method: 'POST',
+    headers: json,
+    body: JSON.stringify({ model, messages: [{ role: 'user', content: 'Once upon a time' }], max_tokens: 4, stream: true }),
+  });
   return { status: res.status, frames: sseFrames(await res.text()) };
 };
 const text = (frames: Array<Record<string, unknown>>) =>
-  frames.map((f) => ((f['choices'] as Array<{ delta?: { content?: string } }> | undefined)?.[0]?.delta?.content ?? '')).join('');
+  frames.map((f) => (f['choices'] as Array<{ delta?: { content?: string } }> | undefined)?.[0]?.delta?.content ?? '').join('');
 
 /** Checks that `stories` is the local model on both chat surfaces and that nothing reached the upstream. */
 async function storiesIsLocal(t: Test): Promise<void> {
@@ -144,13 +152,28 @@ t.test('at the start: the local model keeps its name, the warning names both', a
   t.equal(stories.length, 1, '/api/tags shows stories once');
   t.equal(stories[0]?.details.format, 'gguf', 'as the local model');
   t.notOk(stories[0]?.remote_host, 'without a remote host');
-  t.match(listed.find((m) => m.name === 'gpu-stories:latest'), { remote_host: fake.url, remote_model: 'stories', details: { format: 'upstream' } }, 'the remote one under the name the operator gave it');
-  t.match(listed.find((m) => m.name === 'big:latest'), { remote_model: 'big' }, 'a remote model without a collision is listed as it is');
+  t.match(
+    listed.find((m) => m.name === 'gpu-stories:latest'),
+    { remote_host: fake.url, remote_model: 'stories', details: { format: 'upstream' } },
+    'the remote one under the name the operator gave it',
+  );
+  t.match(
+    listed.find((m) => m.name === 'big:latest'),
+    { remote_model: 'big' },
+    'a remote model without a collision is listed as it is',
+  );
 
   const v1 = (await (await front.fetch('/v1/models')).json()) as { data: Array<{ id: string }> };
-  t.same(v1.data.map((m) => m.id).filter((id) => id.startsWith('stories')), ['stories:latest'], '/v1/models lists stories once');
+  t.same(
+    v1.data.map((m) => m.id).filter((id) => id.startsWith('stories')),
+    ['stories:latest'],
+    '/v1/models lists stories once',
+  );
 
-  const show = (await (await front.fetch('/api/show', { method: 'POST', headers: json, body: JSON.stringify({ model: 'stories' }) })).json()) as Record<string, unknown>;
+  const show = (await (await front.fetch('/api/show', { method: 'POST', headers: json, body: JSON.stringify({ model: 'stories' }) })).json()) as Record<
+    string,
+    unknown
+  >;
   t.notOk(show['remote_host'], '/api/show: the local model');
   t.equal((show['details'] as { format?: string })?.format, 'gguf');
 

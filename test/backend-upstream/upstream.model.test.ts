@@ -79,7 +79,16 @@ const front = await startTestAppliance({
         upstreams: [
           { name: 'a', url: a.url, flavour: 'openai', ...toA, models },
           { name: 'b', url: `https://localhost:${relay.port}`, flavour: 'openai', ...toB, models },
-          { name: 'a-ollama', url: a.url, flavour: 'ollama', ...toA, models: [{ model: 'stories', name: 'story-ollama' }, { model: 'slow', name: 'slow-ollama' }] },
+          {
+            name: 'a-ollama',
+            url: a.url,
+            flavour: 'ollama',
+            ...toA,
+            models: [
+              { model: 'stories', name: 'story-ollama' },
+              { model: 'slow', name: 'slow-ollama' },
+            ],
+          },
           { name: 'ghost', url: a.url, flavour: 'openai', ...toA, models: [{ model: 'not-there', name: 'ghost' }] },
         ],
       },
@@ -122,7 +131,10 @@ t.test('/api/chat and /v1/chat/completions, streamed and not, through both flavo
     t.equal(body.model, model, 'the name as asked');
 
     const streamed = await post('/api/chat', { model, messages: hi, options: { num_predict: 8 } });
-    const lines = (await streamed.text()).trim().split('\n').map((l) => JSON.parse(l) as { done: boolean; message: { content: string } });
+    const lines = (await streamed.text())
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as { done: boolean; message: { content: string } });
     t.ok(lines.length > 2 && lines.at(-1)!.done, `${model}: NDJSON ends with done`);
   }
   const done = await client.chat.completions.create({ model: 'story', messages: hi, max_tokens: 8 });
@@ -146,12 +158,17 @@ t.test('every surface reaches the upstream (fake model: exact text)', async (t) 
   const msg = await post('/v1/messages', { model: 'slow', max_tokens: 2, messages: hi });
   t.equal(((await msg.json()) as { content: Array<{ text: string }> }).content[0]!.text, 'a b');
 
-  const direct = (await (await a.fetch('/api/embed', { method: 'POST', body: JSON.stringify({ model: 'slow', input: ['x', 'y'] }) })).json()) as { embeddings: number[][] };
+  const direct = (await (await a.fetch('/api/embed', { method: 'POST', body: JSON.stringify({ model: 'slow', input: ['x', 'y'] }) })).json()) as {
+    embeddings: number[][];
+  };
   const embed = (await (await post('/api/embed', { model: 'vec', input: ['x', 'y'] })).json()) as { embeddings: number[][] };
   t.same(embed.embeddings, direct.embeddings, '/api/embed: the upstream vectors');
   const v1 = await client.embeddings.create({ model: 'vec', input: 'x' });
   // The client asks for base64 (float32): equal to float32 precision.
-  t.ok(v1.data[0]!.embedding.every((x, i) => Math.abs(x - direct.embeddings[0]![i]!) < 1e-6), '/v1/embeddings');
+  t.ok(
+    v1.data[0]!.embedding.every((x, i) => Math.abs(x - direct.embeddings[0]![i]!) < 1e-6),
+    '/v1/embeddings',
+  );
 });
 
 t.test('pull, push, copy and delete of a remote model are a 400 saying what it is', async (t) => {
@@ -204,12 +221,21 @@ t.test('a replica that dies mid-run: buffered requests all succeed, its streams 
   const buffered = Array.from({ length: 8 }, () => post('/api/chat', { model: 'slow', messages: hi, stream: false }));
   await new Promise((r) => setTimeout(r, 50));
   relay.cut();
-  const answers = await Promise.all(buffered.map(async (p) => {
-    const res = await p;
-    return { status: res.status, body: (await res.json()) as { message?: { content: string } } };
-  }));
-  t.same(answers.map((x) => x.status), Array(8).fill(200), 'no buffered request failed');
-  t.ok(answers.every((x) => x.body.message?.content === `${SLOW_TEXT} hi`), 'each got the whole answer');
+  const answers = await Promise.all(
+    buffered.map(async (p) => {
+      const res = await p;
+      return { status: res.status, body: (await res.json()) as { message?: { content: string } } };
+    }),
+  );
+  t.same(
+    answers.map((x) => x.status),
+    Array(8).fill(200),
+    'no buffered request failed',
+  );
+  t.ok(
+    answers.every((x) => x.body.message?.content === `${SLOW_TEXT} hi`),
+    'each got the whole answer',
+  );
   const ended = await Promise.all(streams);
   t.ok(bRequests > before, 'replica b served some of the run');
   const failed = ended.filter((s) => !s.ok);
@@ -221,7 +247,11 @@ t.test('a replica that dies mid-run: buffered requests all succeed, its streams 
   const served = bRequests;
   const deadline = Date.now() + 10_000;
   while (bRequests === served && Date.now() < deadline) {
-    await Promise.all(Array.from({ length: 4 }, () => post('/api/chat', { model: 'slow', messages: hi, stream: false, options: { num_predict: 1 } }).then((r) => r.arrayBuffer())));
+    await Promise.all(
+      Array.from({ length: 4 }, () =>
+        post('/api/chat', { model: 'slow', messages: hi, stream: false, options: { num_predict: 1 } }).then((r) => r.arrayBuffer()),
+      ),
+    );
     await new Promise((r) => setTimeout(r, 100));
   }
   t.ok(bRequests > served, 'b is used again once it is back');

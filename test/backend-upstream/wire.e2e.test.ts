@@ -30,7 +30,11 @@ const TOOLS = [
   },
   {
     type: 'function',
-    function: { name: 'get_time', description: 'The time in a city', parameters: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] } },
+    function: {
+      name: 'get_time',
+      description: 'The time in a city',
+      parameters: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] },
+    },
   },
 ];
 const SCHEMA = { type: 'object', properties: { answer: { type: 'integer' } }, required: ['answer'], additionalProperties: false };
@@ -87,7 +91,10 @@ t.test('/v1/chat/completions: tools and tool_choice reach an OpenAI upstream, it
   const named = await exchange(openaiUp, '/v1/chat/completions', { model: 'oa', messages: weather, tools: TOOLS, tool_choice: choice });
   t.equal(named.status, 200, named.text);
   t.same(named.seen?.body['tool_choice'], choice, 'a named tool choice');
-  t.ok((named.seen?.body['tools'] as typeof TOOLS | undefined)?.some((x) => x.function.name === 'get_time'), 'with the tool it names');
+  t.ok(
+    (named.seen?.body['tools'] as typeof TOOLS | undefined)?.some((x) => x.function.name === 'get_time'),
+    'with the tool it names',
+  );
   t.equal((JSON.parse(named.text) as Completion).choices[0]?.message.tool_calls?.[0]?.function.name, 'get_time', 'the named tool is called');
 
   const streamed = await exchange(openaiUp, '/v1/chat/completions', { model: 'oa', messages: weather, tools: TOOLS, stream: true });
@@ -139,7 +146,11 @@ t.test('across flavours: /api/chat to an OpenAI upstream and /v1/chat/completion
   const api = await exchange(openaiUp, '/api/chat', { model: 'oa', messages: weather, tools: TOOLS, format: SCHEMA, stream: false });
   t.equal(api.status, 200, api.text);
   t.same(api.seen?.body['tools'], TOOLS, 'OpenAI upstream: the tools');
-  t.match(api.seen?.body['response_format'], { type: 'json_schema', json_schema: { schema: SCHEMA } }, 'OpenAI upstream: the format as a json_schema response_format');
+  t.match(
+    api.seen?.body['response_format'],
+    { type: 'json_schema', json_schema: { schema: SCHEMA } },
+    'OpenAI upstream: the format as a json_schema response_format',
+  );
   t.same((api.seen?.body['response_format'] as { json_schema: { schema: unknown } }).json_schema.schema, SCHEMA);
   const apiCall = (JSON.parse(api.text) as OllamaChat).message.tool_calls?.[0];
   t.equal(apiCall?.function.name, 'get_weather', "/api/chat: the OpenAI upstream's call");
@@ -171,7 +182,11 @@ t.test("key_env: the variable's key is the bearer LIA sends, never the client's 
     [...all, ...ollamaUp.listings, ...ollamaUp.requests].some((s) => JSON.stringify(s.headers).includes(front.key)),
     "the client's key never reaches an upstream",
   );
-  t.same([...new Set([...ollamaUp.listings, ...ollamaUp.requests].map((s) => s.headers.authorization))], [undefined], 'an upstream without a key gets no Authorization');
+  t.same(
+    [...new Set([...ollamaUp.listings, ...ollamaUp.requests].map((s) => s.headers.authorization))],
+    [undefined],
+    'an upstream without a key gets no Authorization',
+  );
 });
 
 t.test('a key_env variable that is not set, or a key_file that is missing, stops the start with exit 2 naming it', async (t) => {
@@ -182,7 +197,13 @@ t.test('a key_env variable that is not set, or a key_file that is missing, stops
   /** Runs `lia serve` in this process with one upstream; returns the exit code and stderr. */
   const serve = async (upstream: Record<string, unknown>): Promise<{ code: number; err: string }> => {
     const file = path.join(dir, 'lia.config.yaml');
-    const config = { logLevel: 'silent', plugins: { ...FRONT_UNUSED, 'backend-upstream': { options: { upstreams: [{ name: 'vault', url: 'http://127.0.0.1:9', flavour: 'openai', models: ['m'], ...upstream }] } } } };
+    const config = {
+      logLevel: 'silent',
+      plugins: {
+        ...FRONT_UNUSED,
+        'backend-upstream': { options: { upstreams: [{ name: 'vault', url: 'http://127.0.0.1:9', flavour: 'openai', models: ['m'], ...upstream }] } },
+      },
+    };
     await writeFile(file, JSON.stringify(config, null, 2)); // JSON is YAML
     const stdout = new PassThrough();
     const stderr = new PassThrough();
@@ -196,7 +217,11 @@ t.test('a key_env variable that is not set, or a key_file that is missing, stops
 
   const unset = await serve({ key_env: MISSING });
   t.equal(unset.code, 2, `exit 2 (stderr: ${unset.err})`);
-  t.match(unset.err, /upstream "vault": the environment variable LIA_TEST_UPSTREAM_KEY_NOT_SET \(key_env\) is empty or unset/, 'names the upstream and the variable');
+  t.match(
+    unset.err,
+    /upstream "vault": the environment variable LIA_TEST_UPSTREAM_KEY_NOT_SET \(key_env\) is empty or unset/,
+    'names the upstream and the variable',
+  );
   t.notMatch(unset.err, /\n\s+at /, 'no stack trace');
 
   process.env[MISSING] = '  \n';

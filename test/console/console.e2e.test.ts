@@ -32,10 +32,14 @@ const screen = (): Promise<string> => tmux('capture-pane', '-p', '-t', 'console'
 async function waitScreen(what: string, test: (text: string) => boolean): Promise<string> {
   let last = '';
   try {
-    return await waitFor(what, async () => {
-      last = await screen();
-      return test(last) && last;
-    }, { timeoutMs: 60_000, intervalMs: 200 });
+    return await waitFor(
+      what,
+      async () => {
+        last = await screen();
+        return test(last) && last;
+      },
+      { timeoutMs: 60_000, intervalMs: 200 },
+    );
   } catch (err) {
     throw new Error(`${(err as Error).message}\n--- screen ---\n${last}`);
   }
@@ -92,7 +96,10 @@ t.test('the screen redraws for a narrower terminal and back; q quits', async (t)
   await tmux('resize-window', '-t', 'console', '-x', '90', '-y', '40');
   const narrow = await waitScreen('the narrow layout', (s) => s.includes('widen the terminal to 110 columns'));
   t.notMatch(narrow, 'Scan to download the CA', 'no QR code beside the rest at 90 columns');
-  t.ok(narrow.split('\n').every((l) => l.length <= 90), 'nothing wider than the terminal');
+  t.ok(
+    narrow.split('\n').every((l) => l.length <= 90),
+    'nothing wider than the terminal',
+  );
   await tmux('resize-window', '-t', 'console', '-x', '120', '-y', '40');
   await waitScreen('the QR code again', (s) => s.includes('Scan to download the CA'));
   await tmux('send-keys', '-t', 'console', 'q');

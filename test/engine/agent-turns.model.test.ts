@@ -15,14 +15,17 @@ const MODEL = 'stories';
 const CONTEXT = 1024;
 const SESSIONS = 4;
 const TURNS = 5;
-const fx = await openaiFixture(t, { [MODEL]: 'gguf/stories260K-chatml.gguf' }, {
-  engine: { options: { numParallel: SESSIONS, contextLength: CONTEXT, keepAlive: -1 } },
-});
+const fx = await openaiFixture(
+  t,
+  { [MODEL]: 'gguf/stories260K-chatml.gguf' },
+  {
+    engine: { options: { numParallel: SESSIONS, contextLength: CONTEXT, keepAlive: -1 } },
+  },
+);
 
 /** About 590 tokens with this model's vocabulary: five turns end between nine tenths of the context and its end. */
 const SYSTEM = `You are the helper of a small library. ${'Once upon a time there was a little girl who liked to play in the garden with her dog. '.repeat(17)}`;
-const userMessage = (session: number, turn: number): string =>
-  `Session ${session}, turn ${turn}: the cat sat on the mat and looked at the bird in the tree.`;
+const userMessage = (session: number, turn: number): string => `Session ${session}, turn ${turn}: the cat sat on the mat and looked at the bird in the tree.`;
 
 interface Turn {
   prompt: number;

@@ -52,7 +52,11 @@ t.test('batches of 8 tokens or more run on the batch count, smaller ones on the 
   await Promise.all(sequences.map((s) => s.evaluateWithoutGeneratingNewTokens([prompt[1]!])));
   t.same(seen.splice(0), [{ size: 8, threads: 2 }], 'a step of eight streams, one 8-token decode: 2 threads');
   for (let i = 0; i < 3; i++) await sequences[0]!.evaluateWithoutGeneratingNewTokens([prompt[2]!]);
-  t.same(seen.splice(0), [1, 1, 1].map((threads) => ({ size: 1, threads })), 'one stream, one token at a time: 1 thread');
+  t.same(
+    seen.splice(0),
+    [1, 1, 1].map((threads) => ({ size: 1, threads })),
+    'one stream, one token at a time: 1 thread',
+  );
 
   threads!.set(1);
   await sequences[2]!.evaluateWithoutGeneratingNewTokens(prompt);

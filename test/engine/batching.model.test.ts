@@ -24,7 +24,7 @@ async function fourSequences(t: Test, contextSize: number): Promise<LlamaContext
   return context;
 }
 
-t.test('a batch takes every stream\'s step first, then whole prompts in queue order', async (t) => {
+t.test("a batch takes every stream's step first, then whole prompts in queue order", async (t) => {
   const item = (tokens: number): BatchItem => ({ tokens: Array<Token>(tokens).fill(1 as Token), logits: [], evaluationPriority: 5 });
   const amounts = (sizes: number[], size: number) => stepsThenPrompts({ items: sizes.map(item), size }).map((p) => p.processAmount);
   t.same(amounts([1, 300, 300, 1], 512), [1, 300, 210, 1], 'both steps, the first prompt whole, the second what is left');
@@ -35,7 +35,13 @@ t.test('a batch takes every stream\'s step first, then whole prompts in queue or
   // On a real context: three prompts queued together; the first is evaluated whole in the first decode.
   const llama = await getLlama({ gpu: false, build: 'never', maxThreads: 1, logLevel: 'error' as never });
   const model = await llama.loadModel({ modelPath: fixture('gguf/stories260K.gguf') });
-  const context = await model.createContext({ sequences: 4, contextSize: 1024, batchSize: 512, threads: 1, batching: { itemPrioritizationStrategy: stepsThenPrompts } });
+  const context = await model.createContext({
+    sequences: 4,
+    contextSize: 1024,
+    batchSize: 512,
+    threads: 1,
+    batching: { itemPrioritizationStrategy: stepsThenPrompts },
+  });
   t.teardown(async () => {
     await context.dispose();
     await model.dispose();
@@ -48,7 +54,8 @@ t.test('a batch takes every stream\'s step first, then whole prompts in queue or
     get(target, key) {
       const value = target[key as string];
       if (key === 'initBatch') return (...a: unknown[]) => (batches.push([]), value!.apply(target, a));
-      if (key === 'addToBatch') return (...a: unknown[]) => (batches.at(-1)!.push({ seq: a[0] as number, tokens: (a[2] as Uint32Array).length }), value!.apply(target, a));
+      if (key === 'addToBatch')
+        return (...a: unknown[]) => (batches.at(-1)!.push({ seq: a[0] as number, tokens: (a[2] as Uint32Array).length }), value!.apply(target, a));
       return typeof value === 'function' ? value.bind(target) : value;
     },
   });
@@ -56,7 +63,14 @@ t.test('a batch takes every stream\'s step first, then whole prompts in queue or
   t.ok(prompts.every((p) => p.length > 200) && prompts[0]!.length + prompts[1]!.length > 512, `prompts of ${prompts.map((p) => p.length).join(', ')} tokens`);
   const sequences = prompts.map(() => context.getSequence());
   await Promise.all(sequences.map((seq, i) => seq.evaluateWithoutGeneratingNewTokens(prompts[i]!)));
-  t.same(batches[0], [{ seq: 0, tokens: prompts[0]!.length }, { seq: 1, tokens: 512 - prompts[0]!.length }], 'first decode: the first prompt whole, the rest of the batch to the second');
+  t.same(
+    batches[0],
+    [
+      { seq: 0, tokens: prompts[0]!.length },
+      { seq: 1, tokens: 512 - prompts[0]!.length },
+    ],
+    'first decode: the first prompt whole, the rest of the batch to the second',
+  );
   t.equal(batches.length, 2, 'the three prompts in two decodes');
 });
 
@@ -87,7 +101,10 @@ t.test('four streams: one decode per step, sequences in id order in every batch'
     }),
   );
   const results = await Promise.all(runs);
-  t.ok(results.every((r) => r.metadata.stopReason === 'maxTokens'), 'every stream generated its tokens');
+  t.ok(
+    results.every((r) => r.metadata.stopReason === 'maxTokens'),
+    'every stream generated its tokens',
+  );
 
   const unordered = batches.filter((b) => b.some((s, i) => i > 0 && s < b[i - 1]!));
   t.same(unordered, [], 'no batch lists a higher sequence before a lower one');
@@ -99,7 +116,10 @@ t.test('four streams: one decode per step, sequences in id order in every batch'
 t.test('a request on a sequence holding an old answer starts while another stream runs', async (t) => {
   const context = await fourSequences(t, 512);
   const busy = new Set<number>();
-  t.ok(fixBatchDispatch(context, () => busy), 'the library internals the fix relies on are there');
+  t.ok(
+    fixBatchDispatch(context, () => busy),
+    'the library internals the fix relies on are there',
+  );
   const completions = [0, 1, 2, 3].map(() => new LlamaCompletion({ contextSequence: context.getSequence() }));
   const run = async (i: number, tokens: number) => {
     busy.add(i);

@@ -13,7 +13,8 @@ import { withStringMetadata } from '../helpers/gguf-edit.js';
 import { uploadBlob } from '../helpers/models.js';
 import { ollamaClient, startEngineAppliance } from './helpers.js';
 
-const TEMPLATE = "{% for message in messages %}<|{{ message['role'] }}|>\n{{ message['content'] }}</s>\n{% endfor %}{% if add_generation_prompt %}<|assistant|>\n{% endif %}";
+const TEMPLATE =
+  "{% for message in messages %}<|{{ message['role'] }}|>\n{{ message['content'] }}</s>\n{% endfor %}{% if add_generation_prompt %}<|assistant|>\n{% endif %}";
 
 const dir = await mkdtemp(path.join(os.tmpdir(), 'lia-template-'));
 t.teardown(() => rm(dir, { recursive: true, force: true }));
@@ -27,7 +28,10 @@ async function modelFile(name: string, template: string): Promise<string> {
 
 const app = await startEngineAppliance();
 t.teardown(() => app.close());
-for (const [name, template] of [['zephyr', TEMPLATE], ['preamble', PREAMBLE + TEMPLATE]] as const) {
+for (const [name, template] of [
+  ['zephyr', TEMPLATE],
+  ['preamble', PREAMBLE + TEMPLATE],
+] as const) {
   const digest = await uploadBlob(app, await modelFile(name, template));
   const created = await app.fetch('/api/create', { method: 'POST', body: JSON.stringify({ model: name, files: { [`${name}.gguf`]: digest }, stream: false }) });
   if (created.status !== 200) throw new Error(`creating ${name} failed: ${created.status} ${await created.text()}`);
@@ -39,7 +43,10 @@ const options = { num_predict: 8, temperature: 0, seed: 7 };
 t.test('the template is rendered as written, and the same after a reload', async (t) => {
   const first = await ollama.chat({ model: 'zephyr', messages, options });
   const longer = await ollama.chat({ model: 'preamble', messages, options, keep_alive: 0 });
-  t.ok(longer.prompt_eval_count >= first.prompt_eval_count + 10, `the GGUF's template makes the prompt (${first.prompt_eval_count} tokens, ${longer.prompt_eval_count} with the preamble)`);
+  t.ok(
+    longer.prompt_eval_count >= first.prompt_eval_count + 10,
+    `the GGUF's template makes the prompt (${first.prompt_eval_count} tokens, ${longer.prompt_eval_count} with the preamble)`,
+  );
 
   await ollama.generate({ model: 'zephyr', prompt: '', keep_alive: 0 });
   t.same((await ollama.ps()).models, [], 'unloaded');

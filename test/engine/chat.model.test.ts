@@ -51,7 +51,8 @@ t.test('a model without any template chats through ChatML; a store template laye
   const bare = await ollama.chat({ model: 'bare', messages: hi, options: { num_predict: 4 } });
   t.equal(bare.done, true);
   await createModel(app, 'llama3ish', 'gguf/stories260K.gguf', {
-    template: '{{- range .Messages }}<|start_header_id|>{{ .Role }}<|end_header_id|>\n\n{{ .Content }}<|eot_id|>{{ end }}<|start_header_id|>assistant<|end_header_id|>\n\n',
+    template:
+      '{{- range .Messages }}<|start_header_id|>{{ .Role }}<|end_header_id|>\n\n{{ .Content }}<|eot_id|>{{ end }}<|start_header_id|>assistant<|end_header_id|>\n\n',
   });
   const l3 = await ollama.chat({ model: 'llama3ish', messages: hi, options: { num_predict: 4 } });
   t.equal(l3.done, true);
@@ -96,7 +97,9 @@ t.test('tools are declared to the model; tool results are accepted in the histor
 t.test('a conversation longer than the context loses its oldest turns; the system message and the newest stay', async (t) => {
   const system = { role: 'system', content: 'You tell short stories about animals.' };
   const turns = Array.from({ length: 120 }, (_, i) =>
-    i % 2 === 0 ? { role: 'user', content: 'Tell me more about the cat and the dog.' } : { role: 'assistant', content: 'The cat and the dog played in the park.' },
+    i % 2 === 0
+      ? { role: 'user', content: 'Tell me more about the cat and the dog.' }
+      : { role: 'assistant', content: 'The cat and the dog played in the park.' },
   );
   const last = { role: 'user', content: 'What happened next?' };
   // A 512-token context keeps every prompt here short: attention over the whole context is what

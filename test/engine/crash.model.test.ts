@@ -59,8 +59,14 @@ t.test('a llama.cpp abort fails only the requests on that model, with a clear 50
   const other = await ollama.generate({ model: 'stories', prompt: 'Once upon a time', options: { num_predict: 4 } });
   t.equal(other.done, true, 'another model keeps answering');
   t.equal((await app.fetch('/health', { auth: false })).status, 200, 'the appliance is healthy');
-  t.ok((await ollama.ps()).models.some((m) => m.name === 'stories:latest'), 'the other model stayed loaded');
-  t.notOk((await ollama.ps()).models.some((m) => m.name === 'crashy:latest'), 'the crashed model is forgotten');
+  t.ok(
+    (await ollama.ps()).models.some((m) => m.name === 'stories:latest'),
+    'the other model stayed loaded',
+  );
+  t.notOk(
+    (await ollama.ps()).models.some((m) => m.name === 'crashy:latest'),
+    'the crashed model is forgotten',
+  );
 
   const again = await ollama.generate({ model: 'crashy', prompt: 'Once upon a time', options: { num_predict: 4 } });
   t.equal(again.done, true, 'the next request loads it again');
@@ -78,10 +84,16 @@ t.test('kill -9 of a runner mid-stream ends the stream with an error line', asyn
   let text = decoder.decode((await reader.read()).value);
   process.kill(pid, 'SIGKILL');
   for (let r = await reader.read(); !r.done; r = await reader.read()) text += decoder.decode(r.value);
-  const lines = text.trim().split('\n').map((l) => JSON.parse(l) as Record<string, unknown>);
+  const lines = text
+    .trim()
+    .split('\n')
+    .map((l) => JSON.parse(l) as Record<string, unknown>);
   t.match(lines[0], { done: false }, 'output had started');
   t.match(lines.at(-1), { error: /runner stopped \(signal SIGKILL\)/ }, 'the last line is the error');
-  t.notOk(lines.some((l) => l['done'] === true), 'no done object after a failure');
+  t.notOk(
+    lines.some((l) => l['done'] === true),
+    'no done object after a failure',
+  );
 
   const crashy = await ollama.generate({ model: 'crashy', prompt: 'Once upon a time', options: { num_predict: 4 } });
   t.equal(crashy.done, true, 'the other model keeps answering');

@@ -47,7 +47,10 @@ t.test('dimensions cut and re-normalise; truncate:false on a too-long input is a
   const truncated = await ollama.embed({ model: 'short', input: long });
   t.equal(truncated.embeddings[0]?.length, 64, 'truncated by default');
   t.ok(truncated.prompt_eval_count <= 128, `at most the context: ${truncated.prompt_eval_count}`);
-  t.match((await ollama.ps()).models.find((m) => m.name === 'short:latest'), { context_length: 128 });
+  t.match(
+    (await ollama.ps()).models.find((m) => m.name === 'short:latest'),
+    { context_length: 128 },
+  );
   const res = await app.fetch('/api/embed', { method: 'POST', body: JSON.stringify({ model: 'short', input: long, truncate: false }) });
   t.equal(res.status, 400);
   t.same(await res.json(), { error: 'the input length exceeds the context length' });

@@ -73,7 +73,12 @@ t.test('raw, system and a request template shape the prompt', async (t) => {
   t.match(upon.response, /^ \S/, `the first word keeps its leading space: ${JSON.stringify(upon.response)}`);
   const templated = await ollama.generate({ ...base, prompt: 'Once upon a time', template: 'Tell a story. {{ .Prompt }}' });
   t.ok(templated.prompt_eval_count > plain.prompt_eval_count, 'the template text was added');
-  const withSystem = await ollama.generate({ ...base, prompt: 'Once upon a time', system: 'A long system prompt here.', template: '{{ if .System }}{{ .System }} {{ end }}{{ .Prompt }}' });
+  const withSystem = await ollama.generate({
+    ...base,
+    prompt: 'Once upon a time',
+    system: 'A long system prompt here.',
+    template: '{{ if .System }}{{ .System }} {{ end }}{{ .Prompt }}',
+  });
   t.ok(withSystem.prompt_eval_count > plain.prompt_eval_count, 'the system prompt was rendered');
   const res = await app.fetch('/api/generate', { method: 'POST', body: JSON.stringify({ ...base, prompt: 'x', raw: true, template: '{{ .Prompt }}' }) });
   t.equal(res.status, 400);
@@ -89,9 +94,14 @@ t.test('context: the exchange as token ids, sent back with the next prompt to co
   t.ok(next.prompt_eval_count > context.length, `the context was evaluated before the prompt: ${next.prompt_eval_count} tokens`);
   t.same(next.context.slice(0, context.length), context, 'and the new context continues the old one');
 
-  const streamed = await ndjson(await app.fetch('/api/generate', { method: 'POST', body: JSON.stringify({ model: 'stories', prompt: 'Hi', context, options: { num_predict: 2 } }) }));
+  const streamed = await ndjson(
+    await app.fetch('/api/generate', { method: 'POST', body: JSON.stringify({ model: 'stories', prompt: 'Hi', context, options: { num_predict: 2 } }) }),
+  );
   t.ok(Array.isArray(streamed.at(-1)?.['context']), 'the last streamed object carries it too');
-  t.notOk(streamed.slice(0, -1).some((l) => 'context' in l), 'no chunk before it');
+  t.notOk(
+    streamed.slice(0, -1).some((l) => 'context' in l),
+    'no chunk before it',
+  );
 
   const post = (body: unknown) => app.fetch('/api/generate', { method: 'POST', body: JSON.stringify(body) });
   const unknown = await post({ model: 'stories', prompt: 'x', context: [1, 99999] });

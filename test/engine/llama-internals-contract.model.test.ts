@@ -70,10 +70,20 @@ t.test('LlamaContext._ctx: the native batch calls, once per batch (batch-threads
       return native.decodeBatch();
     },
   }));
-  t.ok(wrapped, holds('LlamaContext._ctx has initBatch, decodeBatch and setThreads', 'the thread patch in runner/batch-threads.ts and the decode count in runner/batching.ts'));
+  t.ok(
+    wrapped,
+    holds(
+      'LlamaContext._ctx has initBatch, decodeBatch and setThreads',
+      'the thread patch in runner/batch-threads.ts and the decode count in runner/batching.ts',
+    ),
+  );
   const prompt = withBos(model, 'Once upon a time there was a little cat.');
   await context.getSequence().evaluateWithoutGeneratingNewTokens(prompt);
-  t.same(batches, [prompt.length], holds('LlamaContext._ctx.initBatch is called once per batch, with its token count', 'the batch size rule in runner/batch-threads.ts'));
+  t.same(
+    batches,
+    [prompt.length],
+    holds('LlamaContext._ctx.initBatch is called once per batch, with its token count', 'the batch size rule in runner/batch-threads.ts'),
+  );
   t.equal(decodes, 1, holds('LlamaContext._ctx.decodeBatch is called once per batch', 'runner/batch-threads.ts and the decode count in runner/batching.ts'));
   t.equal(
     threadsDuringDecode,
@@ -85,12 +95,19 @@ t.test('LlamaContext._ctx: the native batch calls, once per batch (batch-threads
 t.test('LlamaContextSequence._sequenceId: the id, in creation order (slots.ts)', async (t) => {
   const context = await contextFor(t, 3);
   const ids = [0, 1, 2].map(() => sequenceId(context.getSequence()));
-  t.same(ids, [0, 1, 2], holds('LlamaContextSequence._sequenceId is the id, the lowest free one (creation order)', 'the slot ids in runner/slots.ts (batch order, runner/batching.ts)'));
+  t.same(
+    ids,
+    [0, 1, 2],
+    holds(
+      'LlamaContextSequence._sequenceId is the id, the lowest free one (creation order)',
+      'the slot ids in runner/slots.ts (batch order, runner/batching.ts)',
+    ),
+  );
 });
 
 t.test('LlamaContext._decodeTokens and its queue: hooks, order, waits, hand-over (batching.ts)', async (t) => {
   const context = await contextFor(t, 2);
-    let decodes = 0;
+  let decodes = 0;
   let pendingAfterBatch = 0;
   let decodedDuringAfterBatch = 0;
   const queued: { last: number | undefined; listed: boolean }[] = [];
@@ -128,7 +145,13 @@ t.test('LlamaContext._decodeTokens and its queue: hooks, order, waits, hand-over
       }
     },
   });
-  t.ok(queue, holds('LlamaContext._decodeTokens, _queuedDecodes (an array), _queuedDecodeSequenceIds (a Set) and _scheduleDecode are there', 'the batch fixes in runner/batching.ts'));
+  t.ok(
+    queue,
+    holds(
+      'LlamaContext._decodeTokens, _queuedDecodes (an array), _queuedDecodeSequenceIds (a Set) and _scheduleDecode are there',
+      'the batch fixes in runner/batching.ts',
+    ),
+  );
   if (!queue) return;
 
   const [first, second] = [context.getSequence(), context.getSequence()];
@@ -141,7 +164,10 @@ t.test('LlamaContext._decodeTokens and its queue: hooks, order, waits, hand-over
       { last: sequenceId(second), listed: true },
       { last: sequenceId(first), listed: true },
     ],
-    holds('a decode is the last item of _queuedDecodes, its sequence in _queuedDecodeSequenceIds, when _decodeTokens returns', 'the queue sort in runner/batching.ts'),
+    holds(
+      'a decode is the last item of _queuedDecodes, its sequence in _queuedDecodeSequenceIds, when _decodeTokens returns',
+      'the queue sort in runner/batching.ts',
+    ),
   );
   t.equal(decodes, 1, holds('two sequences queued in one turn share one decode', 'runner/batching.ts'));
 
@@ -152,13 +178,19 @@ t.test('LlamaContext._decodeTokens and its queue: hooks, order, waits, hand-over
   const results = await settlesWithin(
     Promise.all(runs),
     60_000,
-    broken('decodes taken out of _queuedDecodes and put back are no longer dispatched by _scheduleDecode (two generations hung)', 'the lock hand-over (yieldLock) in runner/batching.ts'),
+    broken(
+      'decodes taken out of _queuedDecodes and put back are no longer dispatched by _scheduleDecode (two generations hung)',
+      'the lock hand-over (yieldLock) in runner/batching.ts',
+    ),
   );
   t.ok(handedOver, 'the queue held a decode after a batch, and it was taken out and put back');
   t.same(
     results.map((r) => r.metadata.stopReason),
     ['maxTokens', 'maxTokens'],
-    holds('generations whose decodes were taken out of _queuedDecodes and put back (then _scheduleDecode) finish', 'the lock hand-over (yieldLock) in runner/batching.ts'),
+    holds(
+      'generations whose decodes were taken out of _queuedDecodes and put back (then _scheduleDecode) finish',
+      'the lock hand-over (yieldLock) in runner/batching.ts',
+    ),
   );
   t.equal(
     decodedDuringAfterBatch,
@@ -175,7 +207,10 @@ t.test('LlamaContextSequence._copyStateFromOtherSequence: a prefix copied betwee
   const tokens = withBos(model, text);
   await donor.evaluateWithoutGeneratingNewTokens(tokens);
   const upTo = 10;
-  t.ok(await copyPrefix(copy, donor, upTo), holds('_copyStateFromOtherSequence(other, upTo) resolves to true on a plain (non-recurrent) model', 'prefix sharing in runner/slots.ts'));
+  t.ok(
+    await copyPrefix(copy, donor, upTo),
+    holds('_copyStateFromOtherSequence(other, upTo) resolves to true on a plain (non-recurrent) model', 'prefix sharing in runner/slots.ts'),
+  );
   t.same(
     { next: copy.nextTokenIndex, tokens: copy.contextTokens },
     { next: upTo, tokens: tokens.slice(0, upTo) },

@@ -55,7 +55,10 @@ t.test('slots, queue and 503; a client that leaves frees its slot at once', asyn
   const queued = [1, 2].map(() => ollama.generate({ model: 'a', prompt: 'Hi', options: { num_predict: 3 } }));
   while (engine.stats().queued < 2) await sleep(20);
   t.match(engine.stats(), { queued: 2, active: 2 });
-  const busy = await app.fetch('/api/generate', { method: 'POST', body: JSON.stringify({ model: 'a', prompt: 'Hi', stream: false, options: { num_predict: 1 } }) });
+  const busy = await app.fetch('/api/generate', {
+    method: 'POST',
+    body: JSON.stringify({ model: 'a', prompt: 'Hi', stream: false, options: { num_predict: 1 } }),
+  });
   t.equal(busy.status, 503, 'past the queue: 503');
   t.equal(busy.headers.get('retry-after'), '1');
   t.match(await busy.json(), { error: /server busy/ });
@@ -65,7 +68,7 @@ t.test('slots, queue and 503; a client that leaves frees its slot at once', asyn
   const first = await queued[0]!;
   t.equal(first.done, true, 'a queued request got the freed slot');
   long2.abort();
-  t.equal((await long2.rest), 'aborted');
+  t.equal(await long2.rest, 'aborted');
   const second = await queued[1]!;
   t.equal(second.done, true, 'the other queued request got the slot the second abort freed');
   t.ok(second.eval_count > 0, 'and generated');

@@ -62,10 +62,30 @@ function fakeBackend(estimateBytes = 100): FakeBackend {
 }
 
 function model(name: string, digest = `sha256:${name}`): ResolvedModel {
-  return { name, digest, format: 'gguf', modelPath: `/models/${name}`, sizeBytes: 100, parameters: {}, messages: [], capabilities: ['completion'], details: {} } as unknown as ResolvedModel;
+  return {
+    name,
+    digest,
+    format: 'gguf',
+    modelPath: `/models/${name}`,
+    sizeBytes: 100,
+    parameters: {},
+    messages: [],
+    capabilities: ['completion'],
+    details: {},
+  } as unknown as ResolvedModel;
 }
 
-const silent = { info() {}, warn() {}, error() {}, debug() {}, trace() {}, fatal() {}, child: () => silent, level: 'silent', silent() {} } as unknown as SchedulerOptions['log'];
+const silent = {
+  info() {},
+  warn() {},
+  error() {},
+  debug() {},
+  trace() {},
+  fatal() {},
+  child: () => silent,
+  level: 'silent',
+  silent() {},
+} as unknown as SchedulerOptions['log'];
 
 function scheduler(backend: FakeBackend, over: Partial<SchedulerOptions> = {}): Scheduler {
   return new Scheduler({
@@ -101,7 +121,10 @@ t.test('queue: requests beyond the slots wait in order; past maxQueue a 503 with
   const third = s.acquire(model('a'), {}, never).then((l) => (granted.push('third'), l));
   await settle();
   t.match(s.stats(), { queued: 2, active: 1 });
-  const busy = await s.acquire(model('a'), {}, never).then(() => null, (err: unknown) => err);
+  const busy = await s.acquire(model('a'), {}, never).then(
+    () => null,
+    (err: unknown) => err,
+  );
   t.match(busy, { statusCode: 503, headers: { 'Retry-After': '1' } }, 'the queue is full');
 
   first.release();
@@ -143,7 +166,11 @@ t.test('keep-alive: an idle model stays until its keep_alive runs out, a new req
   forever.release();
   mock.timers.tick(365 * 24 * 3600 * 1000);
   await settle();
-  t.same(s.ps().map((m) => m.name), ['c'], 'keep_alive -1 keeps it');
+  t.same(
+    s.ps().map((m) => m.name),
+    ['c'],
+    'keep_alive -1 keeps it',
+  );
   (await s.acquire(model('c'), { keepAliveMs: 0 }, never)).release();
   await settle();
   t.same(s.ps(), [], 'keep_alive 0 unloads once the request ends');
@@ -184,7 +211,10 @@ t.test('a context larger than the default that does not fit the memory budget is
   const s = scheduler(backend, { memoryBudgetBytes: 1000, contextLength: 2048 });
   (await s.acquire(model('a'), {}, never)).release();
   backend.estimateMemory = async (_m, o) => ({ totalBytes: (o.contextLength ?? 2048) > 2048 ? 1200 : 600, vramBytes: 0 });
-  const refused = await s.acquire(model('a'), { contextLength: 8192 }, never).then(() => null, (err: unknown) => err);
+  const refused = await s.acquire(model('a'), { contextLength: 8192 }, never).then(
+    () => null,
+    (err: unknown) => err,
+  );
   t.match(refused, { statusCode: 400, code: 'LIA_ERR_CONTEXT_LENGTH_EXCEEDED', message: /8192 tokens per sequence .* memory budget .*memoryBudget/ });
   t.same(backend.journal, ['load a@2048', 'unload a'], 'nothing loaded past the budget');
 });

@@ -60,7 +60,16 @@ t.test('/api/generate follows think the same way', async (t) => {
 });
 
 t.test('with tools: accepted either way, thinking off in the prompt for think false', async (t) => {
-  const tools = [{ type: 'function', function: { name: 'get_weather', description: 'The weather in a city', parameters: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] } } }];
+  const tools = [
+    {
+      type: 'function',
+      function: {
+        name: 'get_weather',
+        description: 'The weather in a city',
+        parameters: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] },
+      },
+    },
+  ];
   const on = await ollama.chat({ model: 'qwen3', messages, tools, think: true, options });
   const off = await ollama.chat({ model: 'qwen3', messages, tools, think: false, options });
   t.equal(on.done, true);
@@ -69,7 +78,10 @@ t.test('with tools: accepted either way, thinking off in the prompt for think fa
 
 t.test('/v1/chat/completions: reasoning_effort none switches thinking off', async (t) => {
   const ask = async (extra: object) => {
-    const res = await app.fetch('/v1/chat/completions', { method: 'POST', body: JSON.stringify({ model: 'qwen3', messages, max_tokens: 2, temperature: 0, ...extra }) });
+    const res = await app.fetch('/v1/chat/completions', {
+      method: 'POST',
+      body: JSON.stringify({ model: 'qwen3', messages, max_tokens: 2, temperature: 0, ...extra }),
+    });
     t.equal(res.status, 200);
     return ((await res.json()) as { usage: { prompt_tokens: number } }).usage.prompt_tokens;
   };

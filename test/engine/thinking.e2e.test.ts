@@ -91,7 +91,10 @@ t.test('/v1/chat/completions: reasoning_content', async (t) => {
   const plain = await json(post('/v1/chat/completions', { model: 'parrot', messages: [{ role: 'user', content: 'x' }], reasoning_effort: 'high' }));
   t.equal(plain.choices[0].message.content, '<think> x', 'a model without the capability is not refused');
   const sse = await (await post('/v1/chat/completions', { model: 'thinker', messages, stream: true })).text();
-  const deltas = sse.split('\n').filter((l) => l.startsWith('data: {')).map((l) => JSON.parse(l.slice(6)).choices[0]?.delta ?? {});
+  const deltas = sse
+    .split('\n')
+    .filter((l) => l.startsWith('data: {'))
+    .map((l) => JSON.parse(l.slice(6)).choices[0]?.delta ?? {});
   t.equal(deltas.map((d) => d.reasoning_content ?? '').join(''), 'pondering deeply');
   t.equal(deltas.map((d) => d.content ?? '').join(''), 'the answer');
 });
@@ -107,13 +110,28 @@ t.test('/v1/responses: a reasoning item before the message', async (t) => {
   t.match(none.output, [{ type: 'message', content: [{ text: '<think> pondering deeply </think> the answer' }] }], 'effort none: one message');
 
   const sse = await (await post('/v1/responses', { model: 'thinker', input: prompt, stream: true })).text();
-  const events = sse.split('\n').filter((l) => l.startsWith('data: {')).map((l) => JSON.parse(l.slice(6)) as { type: string; delta?: string });
+  const events = sse
+    .split('\n')
+    .filter((l) => l.startsWith('data: {'))
+    .map((l) => JSON.parse(l.slice(6)) as { type: string; delta?: string });
   const types = events.map((e) => e.type);
   t.same(types.slice(0, 3), ['response.created', 'response.in_progress', 'response.output_item.added']);
   const done = types.indexOf('response.reasoning_text.done');
   t.ok(done > 0 && done < types.indexOf('response.output_text.delta'), 'the reasoning is closed before the text starts');
-  t.equal(events.filter((e) => e.type === 'response.reasoning_text.delta').map((e) => e.delta).join(''), 'pondering deeply');
-  t.equal(events.filter((e) => e.type === 'response.output_text.delta').map((e) => e.delta).join(''), 'the answer');
+  t.equal(
+    events
+      .filter((e) => e.type === 'response.reasoning_text.delta')
+      .map((e) => e.delta)
+      .join(''),
+    'pondering deeply',
+  );
+  t.equal(
+    events
+      .filter((e) => e.type === 'response.output_text.delta')
+      .map((e) => e.delta)
+      .join(''),
+    'the answer',
+  );
   t.equal(types.at(-1), 'response.completed');
 });
 
@@ -128,10 +146,31 @@ t.test('/v1/messages: a thinking block when thinking is enabled', async (t) => {
   t.same(off.content, [{ type: 'text', text: '<think> pondering deeply </think> the answer' }], 'not enabled: the text as it is');
 
   const sse = await (await post('/v1/messages', { ...body, stream: true, thinking: { type: 'enabled', budget_tokens: 1024 } })).text();
-  const events = sse.split('\n').filter((l) => l.startsWith('data: {')).map((l) => JSON.parse(l.slice(6)) as { type: string; index?: number; delta?: Record<string, string>; content_block?: { type: string } });
+  const events = sse
+    .split('\n')
+    .filter((l) => l.startsWith('data: {'))
+    .map((l) => JSON.parse(l.slice(6)) as { type: string; index?: number; delta?: Record<string, string>; content_block?: { type: string } });
   const starts = events.filter((e) => e.type === 'content_block_start').map((e) => [e.index, e.content_block?.type]);
-  t.same(starts, [[0, 'thinking'], [1, 'text']]);
-  t.equal(events.filter((e) => e.delta?.['type'] === 'thinking_delta').map((e) => e.delta?.['thinking']).join(''), 'pondering deeply');
-  t.ok(events.some((e) => e.delta?.['type'] === 'signature_delta' && e.index === 0), 'the thinking block is signed (empty) before it stops');
-  t.equal(events.filter((e) => e.delta?.['type'] === 'text_delta').map((e) => e.delta?.['text']).join(''), 'the answer');
+  t.same(starts, [
+    [0, 'thinking'],
+    [1, 'text'],
+  ]);
+  t.equal(
+    events
+      .filter((e) => e.delta?.['type'] === 'thinking_delta')
+      .map((e) => e.delta?.['thinking'])
+      .join(''),
+    'pondering deeply',
+  );
+  t.ok(
+    events.some((e) => e.delta?.['type'] === 'signature_delta' && e.index === 0),
+    'the thinking block is signed (empty) before it stops',
+  );
+  t.equal(
+    events
+      .filter((e) => e.delta?.['type'] === 'text_delta')
+      .map((e) => e.delta?.['text'])
+      .join(''),
+    'the answer',
+  );
 });

@@ -62,8 +62,14 @@ t.test('memory budget: the setting, else 80 % of min(RAM, cgroup limit)', async 
   t.equal(memoryBudget(1234, 10_000, null), 1234);
   t.equal(memoryBudget(0, 10_000, null), 8000);
   t.equal(memoryBudget(0, 10_000, 5000), 4000);
-  t.equal(cgroupMemoryLimit((f) => (f === '/sys/fs/cgroup/memory.max' ? 'max\n' : null)), null);
-  t.equal(cgroupMemoryLimit((f) => (f === '/sys/fs/cgroup/memory.max' ? '1073741824\n' : null)), 1073741824);
+  t.equal(
+    cgroupMemoryLimit((f) => (f === '/sys/fs/cgroup/memory.max' ? 'max\n' : null)),
+    null,
+  );
+  t.equal(
+    cgroupMemoryLimit((f) => (f === '/sys/fs/cgroup/memory.max' ? '1073741824\n' : null)),
+    1073741824,
+  );
 });
 
 t.test('options: typed like Ollama, unknown keys ignored, stored parameters under the request', async (t) => {
@@ -84,7 +90,13 @@ t.test('sampling: Ollama defaults passed explicitly, penalties and seeds mapped'
   t.equal(d.topP, 0.9);
   t.equal(d.minP, 0);
   t.equal(d.repeatPenalty, false, 'no repeat penalty unless asked (Ollama >= Aug 2026, llama.cpp, OpenAI)');
-  t.same(toLlamaSampling({ repeat_penalty: 1.1 }, 2048).repeatPenalty, { penalty: 1.1, lastTokens: 64, presencePenalty: 0, frequencyPenalty: 0, penalizeNewLine: true });
+  t.same(toLlamaSampling({ repeat_penalty: 1.1 }, 2048).repeatPenalty, {
+    penalty: 1.1,
+    lastTokens: 64,
+    presencePenalty: 0,
+    frequencyPenalty: 0,
+    penalizeNewLine: true,
+  });
   t.ok(Number.isInteger(d.seed) && d.seed >= 0, 'a random seed');
   const s = toLlamaSampling({ temperature: 0, seed: 42, repeat_last_n: -1, stop: ['x', ''], presence_penalty: 0.5 }, 512);
   t.equal(s.seed, 42);
@@ -136,14 +148,20 @@ t.test('chat history: tool calls and their results, tools as handler-less functi
   ]);
   t.same(fns, { get_weather: { description: 'Weather', params: { type: 'object', properties: { city: { type: 'string' } } } }, noop: {} });
   t.match(toolCallId(), /^call_[a-z0-9]{8}$/);
-  t.match(toToolCalls([{ functionName: 'f', params: { a: 1 } }, { functionName: 'g', params: undefined }]), [
-    { id: /^call_/, function: { index: 0, name: 'f', arguments: { a: 1 } } },
-    { function: { index: 1, name: 'g', arguments: {} } },
-  ]);
+  t.match(
+    toToolCalls([
+      { functionName: 'f', params: { a: 1 } },
+      { functionName: 'g', params: undefined },
+    ]),
+    [{ id: /^call_/, function: { index: 0, name: 'f', arguments: { a: 1 } } }, { function: { index: 1, name: 'g', arguments: {} } }],
+  );
 });
 
 t.test('tool choice at the inference service: what the backend gets, and 400s before a load', async (t) => {
-  const tools = [{ type: 'function' as const, function: { name: 'f' } }, { type: 'function' as const, function: { name: 'g' } }];
+  const tools = [
+    { type: 'function' as const, function: { name: 'f' } },
+    { type: 'function' as const, function: { name: 'g' } },
+  ];
   t.same(toolFields(tools, undefined), { tools }, 'auto by default');
   t.same(toolFields(tools, 'auto'), { tools });
   t.same(toolFields(tools, 'none'), {}, 'none drops the tools');
@@ -157,7 +175,10 @@ t.test('tool choice at the inference service: what the backend gets, and 400s be
 });
 
 t.test('forced tool calls: the grammar schema, the parsed call, unsupported schemas', async (t) => {
-  const weather = { type: 'function' as const, function: { name: 'get_weather', parameters: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] } } };
+  const weather = {
+    type: 'function' as const,
+    function: { name: 'get_weather', parameters: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] } },
+  };
   const time = { type: 'function' as const, function: { name: 'get_time' } };
   t.equal(forcedChoice(undefined), undefined);
   t.equal(forcedChoice('auto'), undefined);
@@ -187,9 +208,15 @@ t.test('forced tool calls: the grammar schema, the parsed call, unsupported sche
   t.same(toGrammarSchema({ type: 'string', format: 'date' }, 'p'), { type: 'string', format: 'date' });
   t.same(toGrammarSchema({ type: 'string', enum: ['c', 'f'] }, 'p'), { enum: ['c', 'f'] });
   t.same(toGrammarSchema({ properties: { a: { $ref: '#/definitions/A' } }, definitions: { A: { type: 'boolean' } } }, 'p'), {
-    type: 'object', properties: { a: { $ref: '#/$defs/A' } }, $defs: { A: { type: 'boolean' } },
+    type: 'object',
+    properties: { a: { $ref: '#/$defs/A' } },
+    $defs: { A: { type: 'boolean' } },
   });
-  t.same(toGrammarSchema({ type: 'array', items: [{ type: 'number' }], additionalItems: false }, 'p'), { type: 'array', prefixItems: [{ type: 'number' }], maxItems: 1 });
+  t.same(toGrammarSchema({ type: 'array', items: [{ type: 'number' }], additionalItems: false }, 'p'), {
+    type: 'array',
+    prefixItems: [{ type: 'number' }],
+    maxItems: 1,
+  });
   t.match(toGrammarSchema({}, 'p'), { oneOf: Array }, 'no type: any JSON value');
   for (const [bad, message] of [
     [{ allOf: [] }, /"allOf" is not supported/],
@@ -232,7 +259,11 @@ t.test('stop sequences on the text stream: everything before, nothing from the s
   const run = (stops: string[], pieces: string[]) => {
     let out = '';
     let stopped = 0;
-    const d = new StopDetector(stops, (text) => (out += text), () => stopped++);
+    const d = new StopDetector(
+      stops,
+      (text) => (out += text),
+      () => stopped++,
+    );
     for (const p of pieces) d.push(p);
     d.flush();
     return { out, stopped };

@@ -218,8 +218,14 @@ export function checkResponseSse(body: string): ResponseSseCheck {
   const events: Record<string, any>[] = [];
   for (const frame of body.split(/\r?\n\r?\n/).filter((f) => f.trim() !== '')) {
     const lines = frame.split(/\r?\n/);
-    const name = lines.find((l) => l.startsWith('event:'))?.slice(6).trim();
-    const data = lines.filter((l) => l.startsWith('data:')).map((l) => l.slice(5).replace(/^ /, '')).join('\n');
+    const name = lines
+      .find((l) => l.startsWith('event:'))
+      ?.slice(6)
+      .trim();
+    const data = lines
+      .filter((l) => l.startsWith('data:'))
+      .map((l) => l.slice(5).replace(/^ /, ''))
+      .join('\n');
     if (data === '[DONE]') {
       failures.push('a Responses stream carries data: [DONE]');
       continue;

@@ -20,11 +20,7 @@ export interface Validated<R> {
   error?: unknown;
 }
 
-export async function validated<B, R>(
-  schema: TSchema,
-  fn: (body: B) => R,
-  url = '/v1/test',
-): Promise<(body: unknown) => Promise<Validated<R>>> {
+export async function validated<B, R>(schema: TSchema, fn: (body: B) => R, url = '/v1/test'): Promise<(body: unknown) => Promise<Validated<R>>> {
   const app = Fastify({ ajv: { customOptions: { ...AJV_OPTIONS, keywords: [...AJV_OPTIONS.keywords] } } });
   const formats = new Registry<ErrorFormat>('error format');
   formats.register(openaiErrorFormat);

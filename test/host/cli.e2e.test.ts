@@ -20,7 +20,15 @@ const LIA = path.join(ROOT, 'bin', 'lia.js');
 t.test('lia management commands', async (t) => {
   const app = await startTestAppliance({
     env: { LIA_LOG_LEVEL: 'info' },
-    plugins: { 'model-store': false, 'backend-llama-cpp': false, 'backend-transformers': false, engine: false, 'api-openai': false, 'api-anthropic': false, 'host-network': { options: { mdns: 'off' } } },
+    plugins: {
+      'model-store': false,
+      'backend-llama-cpp': false,
+      'backend-transformers': false,
+      engine: false,
+      'api-openai': false,
+      'api-anthropic': false,
+      'host-network': { options: { mdns: 'off' } },
+    },
   });
   t.teardown(() => app.close());
   const dir = await mkdtemp(path.join(os.tmpdir(), 'lia-cli-host-'));

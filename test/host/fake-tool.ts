@@ -74,7 +74,10 @@ export async function fakeTool(name: string, behaviour: FakeToolBehaviour): Prom
     path: file,
     async calls() {
       const text = await readFile(log, 'utf8').catch(() => '');
-      return text.split('\n').filter(Boolean).map((l) => l.split('\x1f').slice(0, -1));
+      return text
+        .split('\n')
+        .filter(Boolean)
+        .map((l) => l.split('\x1f').slice(0, -1));
     },
   };
 }

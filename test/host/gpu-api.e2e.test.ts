@@ -164,7 +164,11 @@ t.test('stopping svc-gpu-monitor freezes the answer with a stale marker; startin
   const calls = await settled();
   t.equal(await settled(), calls, 'no probe runs while stopped');
   t.equal((await gpu(app)).sampled_at, frozen.sampled_at);
-  const startRes = await app.fetch('/system/services/svc-gpu-monitor/', { method: 'POST', body: JSON.stringify({ action: 'start' }), headers: { 'content-type': 'application/json' } });
+  const startRes = await app.fetch('/system/services/svc-gpu-monitor/', {
+    method: 'POST',
+    body: JSON.stringify({ action: 'start' }),
+    headers: { 'content-type': 'application/json' },
+  });
   t.equal(startRes.status, 200);
   const fresh = await gpuWhen(app, 'a new reading after the start', (b) => b.sampled_at !== frozen.sampled_at);
   t.equal(fresh.stale, false);
@@ -195,7 +199,14 @@ t.test('AMD detected from the amdgpu sysfs files when no tool is installed', asy
   const app = await startTestAppliance({
     plugins: {
       ...HOST_ONLY,
-      'host-gpu': { options: { nvidiaSmi: '/nonexistent/nvidia-smi', rocmSmi: '/nonexistent/rocm-smi', amdSmi: '/nonexistent/amd-smi', sysfsRoot: hostFixture('amdgpu-sysfs') } },
+      'host-gpu': {
+        options: {
+          nvidiaSmi: '/nonexistent/nvidia-smi',
+          rocmSmi: '/nonexistent/rocm-smi',
+          amdSmi: '/nonexistent/amd-smi',
+          sysfsRoot: hostFixture('amdgpu-sysfs'),
+        },
+      },
     },
   });
   t.teardown(() => app.close());

@@ -17,7 +17,10 @@ t.test('nvidia-smi: eight GPUs, memory in MiB, temperature in °C', async (t) =>
   t.equal(devices.length, 8);
   t.same(devices[0], { index: 0, name: 'GeForce GTX TITAN X', vram_total_mb: 12206, vram_used_mb: 802, temp_c: 25, utilization_percent: 0 });
   t.same(devices[1], { index: 1, name: 'GeForce GTX TITAN X', vram_total_mb: 12206, vram_used_mb: 10032, temp_c: 54, utilization_percent: 86 });
-  t.same(devices.map((d) => d.index), [0, 1, 2, 3, 4, 5, 6, 7]);
+  t.same(
+    devices.map((d) => d.index),
+    [0, 1, 2, 3, 4, 5, 6, 7],
+  );
 });
 
 t.test('nvidia-smi: [N/A] fields become null, not zero or NaN', async (t) => {
@@ -49,7 +52,15 @@ t.test('rocm-smi --json: bytes to MiB, product name, utilisation', async (t) => 
 
 t.test('rocm-smi --json: key casing drift and temperatures', async (t) => {
   const [d] = parseRocmSmiJson(
-    JSON.stringify({ card1: { 'Card series': 'Instinct MI210', 'VRAM Total Memory (B)': '68702699520', 'VRAM Total Used Memory (B)': '11534336', 'Temperature (Sensor edge) (C)': '41.0', 'GPU use (%)': '7' } }),
+    JSON.stringify({
+      card1: {
+        'Card series': 'Instinct MI210',
+        'VRAM Total Memory (B)': '68702699520',
+        'VRAM Total Used Memory (B)': '11534336',
+        'Temperature (Sensor edge) (C)': '41.0',
+        'GPU use (%)': '7',
+      },
+    }),
   );
   t.same(d, { index: 1, name: 'Instinct MI210', vram_total_mb: 65520, vram_used_mb: 11, temp_c: 41, utilization_percent: 7 });
 });

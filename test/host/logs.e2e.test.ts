@@ -11,7 +11,6 @@ import { LogFiles } from '../../plugins/host-services/log-files.js';
 import { HOST_ONLY } from '../helpers/plugin-sets.js';
 import { startTestAppliance } from '../helpers/appliance.js';
 
-
 interface LogsBody {
   service: string;
   source: string;
@@ -34,7 +33,10 @@ t.test('logs of one service, with their rules, kept in a file and across a resta
   t.ok(started, 'the monitor logged its start');
   t.equal(started?.priority, 6, 'info is syslog priority 6');
   t.ok(Date.parse(started!.timestamp) > Date.now() - 120_000, 'an ISO timestamp of now');
-  t.notOk(body.lines.some((l) => /management API/.test(l.message)), 'lines of other services stay out');
+  t.notOk(
+    body.lines.some((l) => /management API/.test(l.message)),
+    'lines of other services stay out',
+  );
 
   // One more line per action, so the count is known.
   for (let i = 0; i < 3; i++) await app.fetch('/system/services/svc-gpu-monitor/restart', { method: 'POST' });
@@ -60,9 +62,18 @@ t.test('logs of one service, with their rules, kept in a file and across a resta
   await app.close();
   closed = true;
   const file = await readFile(path.join(dataDir, 'logs', 'svc-gpu-monitor.log'), 'utf8');
-  const fileLines = file.trim().split('\n').map((l) => JSON.parse(l) as { message: string });
-  t.ok(fileLines.some((l) => l.message === 'GPU monitor started'), 'the line is in the service file');
-  t.ok(fileLines.some((l) => /GPU monitor stopped/.test(l.message)), 'up to the stop at shutdown');
+  const fileLines = file
+    .trim()
+    .split('\n')
+    .map((l) => JSON.parse(l) as { message: string });
+  t.ok(
+    fileLines.some((l) => l.message === 'GPU monitor started'),
+    'the line is in the service file',
+  );
+  t.ok(
+    fileLines.some((l) => /GPU monitor stopped/.test(l.message)),
+    'up to the stop at shutdown',
+  );
 
   const again = await startTestAppliance({ dataDir, plugins: HOST_ONLY, env: { LIA_LOG_LEVEL: 'info' } });
   t.teardown(() => again.close());

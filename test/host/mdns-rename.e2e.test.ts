@@ -42,7 +42,10 @@ t.teardown(() => rm(dataDir, { recursive: true, force: true }));
 await mkdir(path.join(dataDir, 'network'), { recursive: true });
 await writeFile(path.join(dataDir, 'network', 'hostname'), `${name}\n`);
 const config = path.join(dataDir, 'lia.config.yaml');
-await writeFile(config, 'plugins:\n  model-store: false\n  backend-llama-cpp: false\n  backend-transformers: false\n  engine: false\n  api-openai: false\n  api-anthropic: false\n');
+await writeFile(
+  config,
+  'plugins:\n  model-store: false\n  backend-llama-cpp: false\n  backend-transformers: false\n  engine: false\n  api-openai: false\n  api-anthropic: false\n',
+);
 
 const child = spawn(process.execPath, ['bin/lia.js', 'serve', '--config', config, '--data-dir', dataDir, '--host', '0.0.0.0', '--port', String(port)], {
   cwd: ROOT,
@@ -59,10 +62,11 @@ t.teardown(async () => {
 });
 
 const caFile = path.join(dataDir, 'pki', 'root.crt');
-const curl = (url: string, ...args: string[]) => run('curl', ['-sS', '--cacert', caFile, ...args, url]).then(
-  (r) => ({ code: 0, out: r.stdout }),
-  (e: { code?: number; stderr?: string }) => ({ code: e.code ?? -1, out: e.stderr ?? '' }),
-);
+const curl = (url: string, ...args: string[]) =>
+  run('curl', ['-sS', '--cacert', caFile, ...args, url]).then(
+    (r) => ({ code: 0, out: r.stdout }),
+    (e: { code?: number; stderr?: string }) => ({ code: e.code ?? -1, out: e.stderr ?? '' }),
+  );
 
 interface Network {
   mdns: { hostname: string | null; state: string };
@@ -70,7 +74,12 @@ interface Network {
 }
 
 t.test('the mDNS rename to NAME-2 re-issues the leaf without a restart; every advertised URL verifies', async (t) => {
-  await waitFor('the appliance to answer /health', async () => child.exitCode === null ? (await curl(`https://localhost:${port}/health`)).code === 0 : Promise.reject(new Error(`lia serve exited:\n${output}`)), { timeoutMs: 90_000, intervalMs: 300 });
+  await waitFor(
+    'the appliance to answer /health',
+    async () =>
+      child.exitCode === null ? (await curl(`https://localhost:${port}/health`)).code === 0 : Promise.reject(new Error(`lia serve exited:\n${output}`)),
+    { timeoutMs: 90_000, intervalMs: 300 },
+  );
   const key = (await readFile(path.join(dataDir, 'keys', 'master.key'), 'utf8')).trim();
   const renamed = `${name}-2.local`;
   const network = await waitFor(

@@ -66,13 +66,21 @@ t.test('host name, interfaces, mDNS and certificate', async (t) => {
   t.test('GET /system/network', async (t) => {
     const res = await app.fetch('/system/network');
     t.equal(res.status, 200);
-    const body = (await res.json()) as { hostname: string; interfaces: { name: string; mac: string | null; addresses: { address: string; family: string; prefix: number; internal: boolean }[] }[]; mdns: Record<string, unknown> };
+    const body = (await res.json()) as {
+      hostname: string;
+      interfaces: { name: string; mac: string | null; addresses: { address: string; family: string; prefix: number; internal: boolean }[] }[];
+      mdns: Record<string, unknown>;
+    };
     t.equal(body.hostname, app.hooks.network.get().hostname());
     const lo = body.interfaces.find((i) => i.name === 'lo');
     t.match(lo, { mac: null });
     t.match(lo?.addresses, [{ address: '127.0.0.1', family: 'IPv4', prefix: 8, internal: true }]);
     const host = Object.entries(os.networkInterfaces()).find(([, l]) => l?.some((a) => !a.internal));
-    if (host) t.ok(body.interfaces.some((i) => i.name === host[0] && i.mac === host[1]![0]!.mac), 'the MAC of a real interface');
+    if (host)
+      t.ok(
+        body.interfaces.some((i) => i.name === host[0] && i.mac === host[1]![0]!.mac),
+        'the MAC of a real interface',
+      );
     t.match(body.mdns, { enabled: true, responder: 'embedded', services: [{ type: '_https._tcp', port: app.port }] });
   });
 
@@ -102,7 +110,12 @@ t.test('host name, interfaces, mDNS and certificate', async (t) => {
     const previous = app.hooks.network.get().hostname();
     const res = await post(app, `?hostname=${name.toUpperCase()}`);
     t.equal(res.status, 200);
-    const body = (await res.json()) as { hostname: string; previous: string; mdns: { hostname: string; state: string }; certificate: { reissued: boolean; covers_hostname: boolean } };
+    const body = (await res.json()) as {
+      hostname: string;
+      previous: string;
+      mdns: { hostname: string; state: string };
+      certificate: { reissued: boolean; covers_hostname: boolean };
+    };
     t.equal(body.hostname, name, 'lower-cased');
     t.equal(body.previous, previous);
     t.match(body.mdns, { hostname: `${name}.local`, state: 'announced' });
@@ -117,15 +130,27 @@ t.test('host name, interfaces, mDNS and certificate', async (t) => {
     t.ok(srv, 'the _https._tcp instance is advertised under the new name');
     t.match(srv?.data, { port: app.port, target: `${name}.local` });
     const a = await mdnsAsk(`${name}.local`, 'A');
-    const mine = Object.values(os.networkInterfaces()).flat().filter((x) => x && !x.internal && x.family === 'IPv4').map((x) => x!.address);
-    t.ok(a.some((r) => r.type === 'A' && r.name === `${name}.local` && mine.includes(r.data as string)), `${name}.local resolves to this host`);
+    const mine = Object.values(os.networkInterfaces())
+      .flat()
+      .filter((x) => x && !x.internal && x.family === 'IPv4')
+      .map((x) => x!.address);
+    t.ok(
+      a.some((r) => r.type === 'A' && r.name === `${name}.local` && mine.includes(r.data as string)),
+      `${name}.local resolves to this host`,
+    );
   });
 
   t.test('renaming again retires the old mDNS name', async (t) => {
     const res = await post(app, '', { hostname: `${name}-b` });
     t.equal(res.status, 200);
-    t.ok((await mdnsAsk(`${name}-b.local`, 'A')).some((r) => r.name === `${name}-b.local` && r.ttl! > 0), 'the new name answers');
-    t.notOk((await mdnsAsk(`${name}.local`, 'A')).some((r) => r.name === `${name}.local` && r.ttl! > 0), 'the old name no longer does');
+    t.ok(
+      (await mdnsAsk(`${name}-b.local`, 'A')).some((r) => r.name === `${name}-b.local` && r.ttl! > 0),
+      'the new name answers',
+    );
+    t.notOk(
+      (await mdnsAsk(`${name}.local`, 'A')).some((r) => r.name === `${name}.local` && r.ttl! > 0),
+      'the old name no longer does',
+    );
   });
 
   t.test('the name survives a restart', async (t) => {

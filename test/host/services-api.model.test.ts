@@ -35,7 +35,10 @@ t.test('embedded service management', async (t) => {
     t.equal(res.status, 200);
     const body = (await res.json()) as { manager: string; services: ServiceEntry[] };
     t.equal(body.manager, 'embedded');
-    t.same(body.services.map((s) => s.name), SERVICE_NAMES);
+    t.same(
+      body.services.map((s) => s.name),
+      SERVICE_NAMES,
+    );
     for (const s of body.services) {
       t.match(s, { state: 'active', sub_state: 'running', main_pid: process.pid, enabled: true }, s.name);
       t.ok(s.since && !Number.isNaN(Date.parse(s.since)), `${s.name} since is a date`);
@@ -164,11 +167,23 @@ t.test('embedded service management', async (t) => {
 
 t.test('a service no enabled plugin provides cannot be started', async (t) => {
   const app = await startTestAppliance({
-    plugins: { 'host-gpu': false, 'host-network': { options: { mdns: 'off' } }, 'model-store': false, 'backend-llama-cpp': false, 'backend-transformers': false, engine: false, 'api-openai': false, 'api-anthropic': false },
+    plugins: {
+      'host-gpu': false,
+      'host-network': { options: { mdns: 'off' } },
+      'model-store': false,
+      'backend-llama-cpp': false,
+      'backend-transformers': false,
+      engine: false,
+      'api-openai': false,
+      'api-anthropic': false,
+    },
   });
   t.teardown(() => app.close());
   const list = ((await (await app.fetch('/system/services')).json()) as { services: ServiceEntry[] }).services;
-  t.match(list.find((s) => s.name === 'svc-gpu-monitor'), { state: 'inactive', sub_state: 'not-provided', enabled: false, main_pid: null });
+  t.match(
+    list.find((s) => s.name === 'svc-gpu-monitor'),
+    { state: 'inactive', sub_state: 'not-provided', enabled: false, main_pid: null },
+  );
   const res = await app.fetch('/system/services/svc-gpu-monitor/start', { method: 'POST' });
   t.equal(res.status, 409);
   t.match(await res.json(), { error: /no enabled plugin provides it/ });

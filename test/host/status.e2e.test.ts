@@ -14,7 +14,6 @@ import { HOST_ONLY } from '../helpers/plugin-sets.js';
 import { startTestAppliance } from '../helpers/appliance.js';
 import { ROOT } from '../helpers/fixtures.js';
 
-
 t.test('GET /system/status', async (t) => {
   const modelsDir = await mkdtemp(path.join(os.tmpdir(), 'lia-models-'));
   t.teardown(() => rm(modelsDir, { recursive: true, force: true }));
@@ -74,11 +73,15 @@ t.test('the first CPU figure is a delta between two readings, not the since-boot
 t.test('pure helpers', async (t) => {
   t.same(parseProcStat('cpu  10 2 3 80 5 0 0 0 0 0\n'), { idle: 85, total: 100 });
   t.equal(cpuPercent({ idle: 0, total: 0 }, { idle: 0, total: 0 }), 0);
-  t.same(parseMeminfo('MemTotal: 1024 kB\nMemFree: 100 kB\nBuffers: 50 kB\nCached: 250 kB\n'), { totalBytes: 1024 * 1024, availableBytes: 400 * 1024 }, 'old kernels: free + buffers + cached');
+  t.same(
+    parseMeminfo('MemTotal: 1024 kB\nMemFree: 100 kB\nBuffers: 50 kB\nCached: 250 kB\n'),
+    { totalBytes: 1024 * 1024, availableBytes: 400 * 1024 },
+    'old kernels: free + buffers + cached',
+  );
   t.throws(() => parseProcStat('intr 1 2 3'));
   t.equal(toGiB(0), '0G');
   t.equal(toGiB(1.5 * 1024 ** 3), '1.5G');
-  t.equal(toTiBOrGiB(500 * 1024 **3), '500G');
+  t.equal(toTiBOrGiB(500 * 1024 ** 3), '500G');
   t.equal(toTiBOrGiB(1.8 * 1024 ** 4), '1.8T');
 });
 

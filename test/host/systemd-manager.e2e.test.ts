@@ -13,7 +13,6 @@ import { fakeTool } from './fake-tool.js';
 /** The interface's six services, in the start order of the shipped configuration. */
 const SERVICE_NAMES = ['svc-inference', 'svc-webui', 'svc-proxy', 'svc-gpu-monitor', 'svc-system-api', 'svc-certs'];
 
-
 t.test('systemd manager', async (t) => {
   const systemctl = await fakeTool('systemctl', {
     byArg: {
@@ -41,9 +40,15 @@ t.test('systemd manager', async (t) => {
     const before = (await systemctl.calls()).length;
     const res = await app.fetch('/system/services');
     t.equal(res.status, 200);
-    const body = (await res.json()) as { manager: string; services: { name: string; state: string; sub_state: string; main_pid: number | null; enabled: boolean; since: string | null }[] };
+    const body = (await res.json()) as {
+      manager: string;
+      services: { name: string; state: string; sub_state: string; main_pid: number | null; enabled: boolean; since: string | null }[];
+    };
     t.equal(body.manager, 'systemd');
-    t.same(body.services.map((s) => s.name), SERVICE_NAMES);
+    t.same(
+      body.services.map((s) => s.name),
+      SERVICE_NAMES,
+    );
     t.match(body.services[0], { name: 'svc-inference', state: 'active', sub_state: 'running', main_pid: 48213, enabled: true });
     t.match(body.services[3], { name: 'svc-gpu-monitor', state: 'failed' });
     t.match(body.services[5], { name: 'svc-certs', state: 'inactive', sub_state: 'not-found', since: null });

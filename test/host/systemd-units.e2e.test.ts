@@ -32,7 +32,16 @@ t.test('there is one unit per service, a target that wants them all, and the dev
 t.test('every unit is hardened', async (t) => {
   for (const name of SERVICE_NAMES) {
     const text = await readFile(path.join(UNITS_DIR, `${name}.service`), 'utf8');
-    for (const line of ['User=lia', 'NoNewPrivileges=yes', 'ProtectSystem=strict', 'ProtectHome=yes', 'PrivateTmp=yes', 'CapabilityBoundingSet=\n', 'PartOf=lia.target', 'WantedBy=lia.target']) {
+    for (const line of [
+      'User=lia',
+      'NoNewPrivileges=yes',
+      'ProtectSystem=strict',
+      'ProtectHome=yes',
+      'PrivateTmp=yes',
+      'CapabilityBoundingSet=\n',
+      'PartOf=lia.target',
+      'WantedBy=lia.target',
+    ]) {
       t.ok(text.includes(line), `${name}: ${line.trim()}`);
     }
     t.notMatch(text, /^User=root/m, `${name} does not run as root`);
@@ -56,7 +65,12 @@ t.test('systemd-analyze verify accepts every unit', async (t) => {
   t.teardown(() => rm(root, { recursive: true, force: true }));
   const system = path.join(root, 'usr/lib/systemd/system');
   await mkdir(system, { recursive: true });
-  await cp('/usr/lib/systemd/system', system, { recursive: true, dereference: true, errorOnExist: false, filter: (src) => !src.includes('@') || src.endsWith('system') }).catch(() => undefined);
+  await cp('/usr/lib/systemd/system', system, {
+    recursive: true,
+    dereference: true,
+    errorOnExist: false,
+    filter: (src) => !src.includes('@') || src.endsWith('system'),
+  }).catch(() => undefined);
   await mkdir(path.join(root, 'usr/lib/lia/bin'), { recursive: true });
   await writeFile(path.join(root, 'usr/lib/lia/bin/lia'), '#!/bin/sh\n');
   await chmod(path.join(root, 'usr/lib/lia/bin/lia'), 0o755);

@@ -29,7 +29,11 @@ async function ok(res: Awaited<ReturnType<typeof app.fetch>>, what: string): Pro
 }
 
 t.test('requests and tokens per key, labelled by name, never by secret', async (t) => {
-  const created = await app.fetch('/system/api-keys', { method: 'POST', headers: json, body: JSON.stringify({ name: 'ci-bot', scopes: ['inference', 'models:read'] }) });
+  const created = await app.fetch('/system/api-keys', {
+    method: 'POST',
+    headers: json,
+    body: JSON.stringify({ name: 'ci-bot', scopes: ['inference', 'models:read'] }),
+  });
   t.equal(created.status, 201);
   const { key, hint } = (await created.json()) as { key: string; hint: string };
 
@@ -37,7 +41,10 @@ t.test('requests and tokens per key, labelled by name, never by secret', async (
   for (let i = 0; i < 2; i++) await ok(await app.fetch('/api/chat', { method: 'POST', headers: bearer(key), body: JSON.stringify(chat) }), 'chat');
   await ok(await app.fetch('/api/embed', { method: 'POST', headers: bearer(key), body: JSON.stringify({ model: 'parrot', input: 'a b c' }) }), 'embed');
   await ok(await app.fetch('/api/tags', { headers: bearer(key) }), 'tags');
-  await ok(await app.fetch('/api/generate', { method: 'POST', headers: json, body: JSON.stringify({ model: 'parrot', prompt: 'once upon a time', stream: false }) }), 'generate');
+  await ok(
+    await app.fetch('/api/generate', { method: 'POST', headers: json, body: JSON.stringify({ model: 'parrot', prompt: 'once upon a time', stream: false }) }),
+    'generate',
+  );
   const anonymous = await app.fetch('/api/chat', { method: 'POST', headers: json, body: JSON.stringify(chat), auth: false });
   t.equal(anonymous.status, 401);
   await anonymous.arrayBuffer();
@@ -55,19 +62,28 @@ t.test('requests and tokens per key, labelled by name, never by secret', async (
   const keys = [...text.matchAll(/^lia_key_\w+\{key="([^"]*)"\}/gm)].map((m) => m[1]);
   t.same([...new Set(keys)].sort(), ['ci-bot', 'master'], 'one label per key that asked; none for the unauthenticated request');
 
-  const usage = (await (await app.fetch('/system/usage')).json()) as { keys: Array<{ name: string; requests: number; prompt_tokens: number; completion_tokens: number }> };
+  const usage = (await (await app.fetch('/system/usage')).json()) as {
+    keys: Array<{ name: string; requests: number; prompt_tokens: number; completion_tokens: number }>;
+  };
   t.same(usage.keys.map((u) => u.name).sort(), ['ci-bot', 'master']);
   for (const u of usage.keys) {
     t.same(
-      [value(text, 'lia_key_requests_total', u.name), value(text, 'lia_key_prompt_tokens_total', u.name), value(text, 'lia_key_generated_tokens_total', u.name)],
+      [
+        value(text, 'lia_key_requests_total', u.name),
+        value(text, 'lia_key_prompt_tokens_total', u.name),
+        value(text, 'lia_key_generated_tokens_total', u.name),
+      ],
       [u.requests, u.prompt_tokens, u.completion_tokens],
       `${u.name}: the same counts as /system/usage`,
     );
   }
 
-  for (const [name, secret] of [['ci-bot', key], ['master', app.key]] as const) {
+  for (const [name, secret] of [
+    ['ci-bot', key],
+    ['master', app.key],
+  ] as const) {
     t.notOk(text.includes(secret), `${name}'s secret is not in the scrape`);
     t.notOk(text.includes(secret.slice(4, 30)), `nor a part of it`);
   }
-  t.notOk(text.includes(hint), 'nor the named key\'s hint');
+  t.notOk(text.includes(hint), "nor the named key's hint");
 });

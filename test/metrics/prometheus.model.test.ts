@@ -56,7 +56,7 @@ t.test('/metrics needs a key and labels requests by route pattern, never by raw 
   t.match(text, /process_resident_memory_bytes \d/);
 });
 
-t.test('/metrics carries the GPU monitor\'s last reading', async (t) => {
+t.test("/metrics carries the GPU monitor's last reading", async (t) => {
   // The monitor samples in the background; its first reading is normally in before the boot ends.
   let text = '';
   for (let i = 0; i < 40 && !text.includes('lia_gpu_memory_used_bytes{'); i++) {

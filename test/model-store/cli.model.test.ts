@@ -60,7 +60,17 @@ t.test('lia create, list, show, cp, push, rm, pull', { timeout: 120_000 }, async
   await symlink(fixture('gguf/stories260K.gguf'), path.join(dir, 'stories.gguf'));
   await writeFile(
     path.join(dir, 'Modelfile'),
-    ['FROM ./stories.gguf', 'TEMPLATE """{{ .System }}', '{{ .Prompt }}"""', 'SYSTEM Tell a short story.', 'PARAMETER temperature 0.3', 'PARAMETER stop "The end"', 'LICENSE MIT', 'MESSAGE user Once upon a time', ''].join('\n'),
+    [
+      'FROM ./stories.gguf',
+      'TEMPLATE """{{ .System }}',
+      '{{ .Prompt }}"""',
+      'SYSTEM Tell a short story.',
+      'PARAMETER temperature 0.3',
+      'PARAMETER stop "The end"',
+      'LICENSE MIT',
+      'MESSAGE user Once upon a time',
+      '',
+    ].join('\n'),
   );
   // Spawned: the commands whose process behaviour (exit code, stderr) matters most.
   const spawned = (...args: string[]) => lia(app, ca, args, dir);
@@ -78,7 +88,10 @@ t.test('lia create, list, show, cp, push, rm, pull', { timeout: 120_000 }, async
 
   const show = await run('show', 'story');
   t.equal(show.code, 0);
-  t.match(show.stdout, /Model\n\s+architecture\s+llama\n\s+format\s+gguf\n\s+parameters\s+293K\n\s+context length\s+2048\n\s+embedding length\s+64\n\s+quantization\s+F32/);
+  t.match(
+    show.stdout,
+    /Model\n\s+architecture\s+llama\n\s+format\s+gguf\n\s+parameters\s+293K\n\s+context length\s+2048\n\s+embedding length\s+64\n\s+quantization\s+F32/,
+  );
   t.match(show.stdout, /Capabilities\n\s+completion/);
   t.match(show.stdout, /Parameters\n\s+temperature\s+0\.3\n\s+stop\s+"The end"/);
   t.match(show.stdout, /License\n\s+MIT/);

@@ -76,7 +76,10 @@ t.test('parallel ranged parts, one of them cut', async (t) => {
   const parts = Math.ceil(weightsSize / (256 * 1024));
   t.equal(ranges.length, parts + 1, `${parts} parts plus one retry`);
   t.ok(ranges.includes('bytes=0-262143'), 'first part');
-  t.ok(ranges.some((r) => r?.startsWith('bytes=362144-')), 'the cut part resumed at its offset');
+  t.ok(
+    ranges.some((r) => r?.startsWith('bytes=362144-')),
+    'the cut part resumed at its offset',
+  );
   const r = await app.hooks.models.get().resolve(modelName(proxy));
   t.equal(await fileDigest(r.modelPath), weights);
 });
@@ -93,7 +96,10 @@ t.test('a corrupt blob from the registry fails the pull and leaves nothing visib
   t.match(last, { error: new RegExp(`digest mismatch, file must be downloaded again: want ${weights}, got sha256:[0-9a-f]{64}`) });
   const blobs = await readdir(path.join(app.dataDir, 'models', 'blobs'));
   t.notOk(blobs.includes(`sha256-${weights.slice(7)}`), 'the corrupt blob is not in the store');
-  t.notOk(blobs.some((b) => b.includes('partial')), 'no partial download kept');
+  t.notOk(
+    blobs.some((b) => b.includes('partial')),
+    'no partial download kept',
+  );
   t.same((await call(app, 'GET', '/api/tags')).body.models, [], 'no manifest');
   const flat = await call(app, 'POST', '/api/pull', { name: modelName(proxy), insecure: true, stream: false });
   t.equal(flat.status, 502);
@@ -158,8 +164,14 @@ t.test('Bearer challenges are answered and blob redirects to another host are fo
   const token = proxy.requests.find((r) => r.url.startsWith('/token'));
   t.match(token?.url, /service=test/);
   t.match(token?.url, /scope=repository%3Alibrary%2Fstories%3Apull/);
-  t.ok(storage.requests.some((r) => r.url.includes(weights)), 'the blob came from the other host');
-  t.notOk(storage.requests.some((r) => r.authorization), 'the registry token was not sent to the other host');
+  t.ok(
+    storage.requests.some((r) => r.url.includes(weights)),
+    'the blob came from the other host',
+  );
+  t.notOk(
+    storage.requests.some((r) => r.authorization),
+    'the registry token was not sent to the other host',
+  );
   const r = await app.hooks.models.get().resolve(modelName(proxy));
   t.equal(await fileDigest(r.modelPath), weights);
 });
@@ -234,7 +246,11 @@ t.test('a full disk is a clear error and leaves no half model', async (t) => {
   const upload = await app.fetch(`/api/blobs/${weights}`, { method: 'POST', body: await readFile(fixture(STORIES)) });
   t.equal(upload.status, 507);
   t.match(await upload.json(), { error: /no space left on the device while storing a blob/ });
-  t.same((await readdir(path.join(mnt, 'blobs'))).filter((f) => f.endsWith('.tmp')), [], 'no temp file left');
+  t.same(
+    (await readdir(path.join(mnt, 'blobs'))).filter((f) => f.endsWith('.tmp')),
+    [],
+    'no temp file left',
+  );
 });
 
 t.test('a partial file that cannot be opened fails the pull at once, without retrying the download', async (t) => {

@@ -52,10 +52,17 @@ t.test('a backend for a new format: create, list, show and generate', async (t) 
   const digest = await upload(app, TEXT);
   const created = await call(app, 'POST', '/api/create', { model: 'parrot', files: { 'parrot.echo': digest } });
   t.equal(created.status, 200);
-  t.same(ndjson(created.text).map((l) => l.status).filter((s) => !s.startsWith('using')), ['reading model metadata', 'parsing ECHO', 'writing manifest', 'success']);
+  t.same(
+    ndjson(created.text)
+      .map((l) => l.status)
+      .filter((s) => !s.startsWith('using')),
+    ['reading model metadata', 'parsing ECHO', 'writing manifest', 'success'],
+  );
 
   const tags = await call(app, 'GET', '/api/tags');
-  t.match(tags.body.models, [{ name: 'parrot:latest', details: { format: 'echo', family: 'echo', families: ['echo'], parameter_size: '7', quantization_level: 'text' } }]);
+  t.match(tags.body.models, [
+    { name: 'parrot:latest', details: { format: 'echo', family: 'echo', families: ['echo'], parameter_size: '7', quantization_level: 'text' } },
+  ]);
   const show = await call(app, 'POST', '/api/show', { model: 'parrot' });
   t.equal(show.status, 200);
   t.match(show.body, { details: { format: 'echo', family: 'echo', parameter_size: '7' }, capabilities: ['completion'], model_info: { 'echo.words': 7 } });
@@ -122,12 +129,18 @@ t.test('lia serve with two backends for one format exits 2 naming both', async (
     .join('\n');
   await writeFile(path.join(cwd, 'lia.config.yaml'), `dataDir: ./data\nlogLevel: silent\nplugins:\n${plugins}\n`);
   const result = await new Promise<{ code: number | null; stderr: string }>((resolve) => {
-    execFile(process.execPath, [path.resolve('bin/lia.js'), 'serve', '--host', '127.0.0.1', '--port', '0'], { cwd, env: { ...process.env, LIA_FROM_SOURCE: '1' } }, (err, _stdout, stderr) =>
-      resolve({ code: err ? ((err as { code?: number }).code ?? null) : 0, stderr }),
+    execFile(
+      process.execPath,
+      [path.resolve('bin/lia.js'), 'serve', '--host', '127.0.0.1', '--port', '0'],
+      { cwd, env: { ...process.env, LIA_FROM_SOURCE: '1' } },
+      (err, _stdout, stderr) => resolve({ code: err ? ((err as { code?: number }).code ?? null) : 0, stderr }),
     );
   });
   t.equal(result.code, 2);
-  t.match(result.stderr, /lia: invalid configuration: .*lia\.config\.yaml: 2 enabled backends serve the "echo" format: "echo" and "twin" \(plugin "echo-twin"\)/);
+  t.match(
+    result.stderr,
+    /lia: invalid configuration: .*lia\.config\.yaml: 2 enabled backends serve the "echo" format: "echo" and "twin" \(plugin "echo-twin"\)/,
+  );
 });
 
 t.test('the backends key: in a file, in LIA_BACKENDS, checked', async (t) => {

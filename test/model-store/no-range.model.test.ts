@@ -87,7 +87,9 @@ class PlainRegistry {
     const url = req.url ?? '';
     if (url === '/v2/' || url === '/v2') return void res.writeHead(200, { 'content-type': 'application/json' }).end('{}');
     if (/^\/v2\/library\/tiny\/manifests\/latest$/.test(url)) {
-      return void res.writeHead(200, { 'content-type': 'application/vnd.docker.distribution.manifest.v2+json', 'content-length': this.#manifest.length }).end(req.method === 'HEAD' ? undefined : this.#manifest);
+      return void res
+        .writeHead(200, { 'content-type': 'application/vnd.docker.distribution.manifest.v2+json', 'content-length': this.#manifest.length })
+        .end(req.method === 'HEAD' ? undefined : this.#manifest);
     }
     const m = /^\/v2\/library\/tiny\/blobs\/(sha256:[0-9a-f]{64})$/.exec(url);
     const blob = m ? this.#blobs.get(m[1]!) : undefined;
@@ -101,7 +103,11 @@ class PlainRegistry {
       const start = Number(ranged[1]);
       const end = Math.min(ranged[2] === undefined ? blob.length - 1 : Number(ranged[2]), blob.length - 1);
       this.gets.push({ digest, range, status: 206 });
-      res.writeHead(206, { 'content-type': 'application/octet-stream', 'content-length': end - start + 1, 'content-range': `bytes ${start}-${end}/${blob.length}` });
+      res.writeHead(206, {
+        'content-type': 'application/octet-stream',
+        'content-length': end - start + 1,
+        'content-range': `bytes ${start}-${end}/${blob.length}`,
+      });
       return void res.end(blob.subarray(start, end + 1));
     }
     this.gets.push({ digest, range, status: 200 });

@@ -28,5 +28,5 @@ t.test('a manifest from a registry cannot place files outside the model folder',
   t.equal(await readFile(path.join(target, 'onnx', 'model.onnx'), 'utf8'), 'payload');
   t.notOk(existsSync(path.join(dir, 'models', 'escaped.txt')));
   t.same((await readdir(target)).sort(), ['config.json', 'onnx']);
-  t.same((await readdir(path.join(dir, 'models', 'onnx'))), ['abc'], 'no temp folder left');
+  t.same(await readdir(path.join(dir, 'models', 'onnx')), ['abc'], 'no temp folder left');
 });

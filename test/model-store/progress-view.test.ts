@@ -3,7 +3,15 @@ import { formatBytes } from '../../core/utils.js';
 import { formatDuration, ProgressView } from '../../plugins/model-store/cli/progress-view.js';
 
 function sink(isTTY: boolean): NodeJS.WritableStream & { isTTY: boolean; columns: number; text: string } {
-  const s = { isTTY, columns: 120, text: '', write(c: string) { s.text += c; return true; } };
+  const s = {
+    isTTY,
+    columns: 120,
+    text: '',
+    write(c: string) {
+      s.text += c;
+      return true;
+    },
+  };
   return s as unknown as NodeJS.WritableStream & { isTTY: boolean; columns: number; text: string };
 }
 

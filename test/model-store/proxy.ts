@@ -62,38 +62,41 @@ export async function startProxy(targetPort: number): Promise<TestProxy> {
       res.writeHead(307, { location: `${action.base}${req.url}` }).end();
       return;
     }
-    const upstream = http.request({ host: '127.0.0.1', port: targetPort, method: req.method, path: req.url, headers: { ...req.headers, host: `127.0.0.1:${targetPort}` } }, (up) => {
-      res.writeHead(up.statusCode ?? 502, up.headers);
-      if (action.kind === 'pass') {
-        up.pipe(res);
-        return;
-      }
-      if (action.kind === 'slow') {
-        void (async () => {
-          for await (const data of up) {
-            for (let i = 0; i < (data as Buffer).length; i += action.chunk) {
-              if (res.destroyed) return;
-              res.write((data as Buffer).subarray(i, i + action.chunk));
-              await new Promise((r) => setTimeout(r, action.delayMs));
-            }
-          }
-          res.end();
-        })().catch(() => res.destroy());
-        return;
-      }
-      let sent = 0;
-      up.on('data', (chunk: Buffer) => {
-        if (sent >= action.after) return;
-        const take = chunk.subarray(0, action.after - sent);
-        sent += take.length;
-        res.write(take);
-        if (sent >= action.after) {
-          up.destroy();
-          if (action.kind === 'cut') setTimeout(() => res.socket?.destroy(), 20);
+    const upstream = http.request(
+      { host: '127.0.0.1', port: targetPort, method: req.method, path: req.url, headers: { ...req.headers, host: `127.0.0.1:${targetPort}` } },
+      (up) => {
+        res.writeHead(up.statusCode ?? 502, up.headers);
+        if (action.kind === 'pass') {
+          up.pipe(res);
+          return;
         }
-      });
-      up.on('end', () => res.end());
-    });
+        if (action.kind === 'slow') {
+          void (async () => {
+            for await (const data of up) {
+              for (let i = 0; i < (data as Buffer).length; i += action.chunk) {
+                if (res.destroyed) return;
+                res.write((data as Buffer).subarray(i, i + action.chunk));
+                await new Promise((r) => setTimeout(r, action.delayMs));
+              }
+            }
+            res.end();
+          })().catch(() => res.destroy());
+          return;
+        }
+        let sent = 0;
+        up.on('data', (chunk: Buffer) => {
+          if (sent >= action.after) return;
+          const take = chunk.subarray(0, action.after - sent);
+          sent += take.length;
+          res.write(take);
+          if (sent >= action.after) {
+            up.destroy();
+            if (action.kind === 'cut') setTimeout(() => res.socket?.destroy(), 20);
+          }
+        });
+        up.on('end', () => res.end());
+      },
+    );
     upstream.on('error', () => res.destroy());
     req.pipe(upstream);
   });

@@ -46,9 +46,14 @@ t.test('create + push, delete, pull back with the ollama client', async (t) => {
   t.equal(pushed.at(-1)?.status, 'success');
   t.ok(pushed.some((p) => p.status === 'pushing manifest'));
   const digest = await fileDigest(fixture(STORIES));
-  t.ok(pushed.some((p) => p.digest === digest && p.completed === p.total), 'weights pushed');
+  t.ok(
+    pushed.some((p) => p.digest === digest && p.completed === p.total),
+    'weights pushed',
+  );
   // The registry really has it, under the manifest we stored.
-  const regManifest = await fetch(`${reg.url}/v2/library/stories/manifests/latest`, { headers: { accept: 'application/vnd.docker.distribution.manifest.v2+json' } });
+  const regManifest = await fetch(`${reg.url}/v2/library/stories/manifests/latest`, {
+    headers: { accept: 'application/vnd.docker.distribution.manifest.v2+json' },
+  });
   t.equal(regManifest.status, 200);
   const regDigest = regManifest.headers.get('docker-content-digest');
 
@@ -71,12 +76,20 @@ t.test('create + push, delete, pull back with the ollama client', async (t) => {
   for (const l of middle) byDigest.set(l.digest!, [...(byDigest.get(l.digest!) ?? []), l.completed!]);
   t.equal(byDigest.size, 4, 'model, template, params and the config blob');
   for (const [d, seq] of byDigest) {
-    t.same([...seq].sort((a, b) => a - b), seq, `${d} monotonic`);
+    t.same(
+      [...seq].sort((a, b) => a - b),
+      seq,
+      `${d} monotonic`,
+    );
     t.equal(seq.at(-1), middle.find((l) => l.digest === d)!.total, `${d} complete`);
   }
   const order = [...byDigest.keys()];
   const firstIndex = order.map((d) => middle.findIndex((l) => l.digest === d));
-  t.same([...firstIndex].sort((a, b) => a - b), firstIndex, 'layers come one after another');
+  t.same(
+    [...firstIndex].sort((a, b) => a - b),
+    firstIndex,
+    'layers come one after another',
+  );
 
   const tags = await call(app, 'GET', '/api/tags');
   t.equal(tags.body.models.length, 1);
@@ -86,7 +99,10 @@ t.test('create + push, delete, pull back with the ollama client', async (t) => {
   t.equal(await fileDigest(r.modelPath), digest, 'the weights arrived intact');
   t.same(r.parameters, { temperature: 0.1 });
   const blobs = await readdir(path.join(app.dataDir, 'models', 'blobs'));
-  t.notOk(blobs.some((b) => b.includes('partial')), 'no partial files left');
+  t.notOk(
+    blobs.some((b) => b.includes('partial')),
+    'no partial files left',
+  );
 
   // Pulling again: every layer already there, one line each.
   const again = ndjson((await call(app, 'POST', '/api/pull', { name, insecure: true })).text);
@@ -202,8 +218,5 @@ t.test('ONNX models travel through the registry too', async (t) => {
   t.same((await call(app, 'POST', '/api/pull', { name, insecure: true, stream: false })).body, { status: 'success' });
   const r = await app.hooks.models.get().resolve(name);
   t.equal(r.format, 'onnx');
-  t.equal(
-    await readFile(path.join(r.modelPath, 'tokenizer.json'), 'utf8'),
-    await readFile(fixture('onnx/tiny-random-minilm/tokenizer.json'), 'utf8'),
-  );
+  t.equal(await readFile(path.join(r.modelPath, 'tokenizer.json'), 'utf8'), await readFile(fixture('onnx/tiny-random-minilm/tokenizer.json'), 'utf8'));
 });

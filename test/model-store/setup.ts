@@ -26,7 +26,12 @@ export function startStore(storeOptions: Record<string, unknown> = {}, extra: Te
 }
 
 /** Sends JSON and returns status and parsed body (or text). */
-export async function call(app: TestAppliance, method: string, path: string, body?: unknown): Promise<{ status: number; body: any; text: string; type: string }> {
+export async function call(
+  app: TestAppliance,
+  method: string,
+  path: string,
+  body?: unknown,
+): Promise<{ status: number; body: any; text: string; type: string }> {
   const res = await app.fetch(path, {
     method,
     headers: body === undefined ? {} : { 'content-type': 'application/json' },
@@ -44,5 +49,8 @@ export async function call(app: TestAppliance, method: string, path: string, bod
 
 /** Parses an NDJSON body into objects. */
 export function ndjson(text: string): any[] {
-  return text.split('\n').filter((l) => l.trim()).map((l) => JSON.parse(l));
+  return text
+    .split('\n')
+    .filter((l) => l.trim())
+    .map((l) => JSON.parse(l));
 }

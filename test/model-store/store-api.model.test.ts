@@ -16,7 +16,8 @@ t.test('blob upload: 201, then 200, digest checked', async (t) => {
   const bytes = await readFile(file);
 
   t.equal((await app.fetch(`/api/blobs/${digest}`, { method: 'HEAD' })).status, 404, 'HEAD before upload');
-  const post = (d: string, body: Buffer | string) => app.fetch(`/api/blobs/${d}`, { method: 'POST', body, headers: { 'content-type': 'application/octet-stream' } });
+  const post = (d: string, body: Buffer | string) =>
+    app.fetch(`/api/blobs/${d}`, { method: 'POST', body, headers: { 'content-type': 'application/octet-stream' } });
   t.equal((await post(digest, bytes)).status, 201, 'created');
   t.equal((await app.fetch(`/api/blobs/${digest}`, { method: 'HEAD' })).status, 200, 'HEAD after upload');
   t.equal((await post(digest, bytes)).status, 200, 'already there');
@@ -70,7 +71,13 @@ t.test('create, tags, show, copy, delete over HTTPS', async (t) => {
   t.equal(m.size, sum, 'size counts layers and config');
   t.ok(m.size > (await stat(fixture(STORIES))).size);
   const { createHash } = await import('node:crypto');
-  t.equal(m.digest, createHash('sha256').update(await readFile(manifestFile)).digest('hex'), 'digest is the manifest hash');
+  t.equal(
+    m.digest,
+    createHash('sha256')
+      .update(await readFile(manifestFile))
+      .digest('hex'),
+    'digest is the manifest hash',
+  );
   t.same(
     manifest.layers.map((l: { mediaType: string }) => l.mediaType).sort(),
     ['model', 'template', 'system', 'params', 'license', 'messages'].map((x) => `application/vnd.ollama.image.${x}`).sort(),
@@ -247,7 +254,17 @@ t.test('an existing Ollama models folder is used as it is', async (t) => {
   const digest = await fileDigest(gguf);
   await mkdir(path.join(dir, 'blobs'), { recursive: true });
   await copyFile(gguf, path.join(dir, 'blobs', `sha256-${digest.slice(7)}`));
-  const config = Buffer.from(JSON.stringify({ model_format: 'gguf', model_family: 'llama', model_families: ['llama'], model_type: '656K', file_type: 'Q8_0', architecture: 'amd64', os: 'linux' }));
+  const config = Buffer.from(
+    JSON.stringify({
+      model_format: 'gguf',
+      model_family: 'llama',
+      model_families: ['llama'],
+      model_type: '656K',
+      file_type: 'Q8_0',
+      architecture: 'amd64',
+      os: 'linux',
+    }),
+  );
   const { createHash } = await import('node:crypto');
   const configDigest = `sha256:${createHash('sha256').update(config).digest('hex')}`;
   await writeFile(path.join(dir, 'blobs', `sha256-${configDigest.slice(7)}`), config);

@@ -51,7 +51,12 @@ function freePort(): Promise<number> {
 let deb = '';
 t.test('npm run package:deb builds a package with dpkg-deb', async (t) => {
   // No compression: the test measures the package, not xz or zstd.
-  const r = await run(path.join(ROOT, 'packaging/deb/build.sh'), [], { cwd: ROOT, env: { ...process.env, LIA_DEB_OUT: out, LIA_DEB_COMPRESSION: 'none' }, maxBuffer: 1 << 24, timeout: 240_000 });
+  const r = await run(path.join(ROOT, 'packaging/deb/build.sh'), [], {
+    cwd: ROOT,
+    env: { ...process.env, LIA_DEB_OUT: out, LIA_DEB_COMPRESSION: 'none' },
+    maxBuffer: 1 << 24,
+    timeout: 240_000,
+  });
   deb = r.stdout.trim().split('\n').at(-1) ?? '';
   t.match(path.basename(deb), /^lia_\d+\.\d+\.\d+_[a-z0-9]+\.deb$/);
   const info = (await run('dpkg-deb', ['--info', deb])).stdout;
@@ -71,7 +76,10 @@ t.test('dpkg -i installs lia on PATH, creates the user and starts nothing', asyn
   for (const unit of ['svc-proxy.service', 'lia.target', 'lia-console.service']) t.ok(existsSync(`/usr/lib/systemd/system/${unit}`), unit);
   t.ok(existsSync('/usr/share/polkit-1/rules.d/50-lia-system-api.rules'), 'the polkit rule');
   if (existsSync('/run/systemd/system')) {
-    const enabled = await run('systemctl', ['is-enabled', 'lia.target']).then((r) => r.stdout.trim(), (e: { stdout?: string }) => (e.stdout ?? '').trim());
+    const enabled = await run('systemctl', ['is-enabled', 'lia.target']).then(
+      (r) => r.stdout.trim(),
+      (e: { stdout?: string }) => (e.stdout ?? '').trim(),
+    );
     t.not(enabled, 'enabled', 'nothing is enabled by the package');
   }
 });
@@ -123,11 +131,16 @@ t.test('systemd-analyze verify accepts every installed unit', async (t) => {
     stderr = e.stderr ?? String(err);
   }
   t.equal(code, 0, stderr);
-  t.same(stderr.split('\n').filter((l) => /svc-|lia\.target|lia-console/.test(l)), [], 'no warning names one of our units');
+  t.same(
+    stderr.split('\n').filter((l) => /svc-|lia\.target|lia-console/.test(l)),
+    [],
+    'no warning names one of our units',
+  );
 });
 
 t.test('dpkg --purge removes the files, the data and the user', async (t) => {
   await run('dpkg', ['--purge', 'lia'], { timeout: 120_000 });
-  for (const p of ['/usr/lib/lia', '/usr/bin/lia', '/etc/lia', '/var/lib/lia', '/usr/lib/systemd/system/svc-proxy.service']) t.notOk(existsSync(p), `${p} is gone`);
+  for (const p of ['/usr/lib/lia', '/usr/bin/lia', '/etc/lia', '/var/lib/lia', '/usr/lib/systemd/system/svc-proxy.service'])
+    t.notOk(existsSync(p), `${p} is gone`);
   await t.rejects(run('getent', ['passwd', 'lia']), 'the user lia is gone');
 });

@@ -79,7 +79,10 @@ function serve(cwd: string): Promise<{ child: ChildProcess; port: number; banner
 }
 
 function lines(text: string): any[] {
-  return text.split('\n').filter((l) => l.trim()).map((l) => JSON.parse(l));
+  return text
+    .split('\n')
+    .filter((l) => l.trim())
+    .map((l) => JSON.parse(l));
 }
 
 t.test('a production install of lia and lia-backend-echo serves an echo model', async (t) => {
@@ -96,7 +99,11 @@ t.test('a production install of lia and lia-backend-echo serves an echo model', 
   const project = path.join(work, 'appliance');
   await mkdir(project);
   await writeFile(path.join(project, 'package.json'), JSON.stringify({ name: 'my-appliance', private: true, type: 'module' }));
-  await sh('npm', ['install', liaTgz, echoTgz, '--omit=dev', '--omit=optional', '--ignore-scripts', '--prefer-offline', '--no-audit', '--no-fund', '--loglevel=error'], project);
+  await sh(
+    'npm',
+    ['install', liaTgz, echoTgz, '--omit=dev', '--omit=optional', '--ignore-scripts', '--prefer-offline', '--no-audit', '--no-fund', '--loglevel=error'],
+    project,
+  );
   const modules = path.join(project, 'node_modules');
   t.ok(existsSync(path.join(modules, 'lia', 'dist', 'core', 'cli', 'main.js')), 'lia is installed with its built code');
   t.notOk(existsSync(path.join(modules, 'tap')) || existsSync(path.join(modules, 'typescript')), 'no devDependency of lia is installed');
@@ -105,7 +112,19 @@ t.test('a production install of lia and lia-backend-echo serves an echo model', 
   await t.test('the example type-checks against the published lia/plugin declarations', async () => {
     const tsc = path.join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc');
     const files = ['index.js', 'backend.js'].map((f) => path.join(modules, 'lia-backend-echo', f));
-    const args = ['--noEmit', '--allowJs', '--checkJs', '--strict', '--module', 'nodenext', '--moduleResolution', 'nodenext', '--target', 'es2023', '--skipLibCheck'];
+    const args = [
+      '--noEmit',
+      '--allowJs',
+      '--checkJs',
+      '--strict',
+      '--module',
+      'nodenext',
+      '--moduleResolution',
+      'nodenext',
+      '--target',
+      'es2023',
+      '--skipLibCheck',
+    ];
     await sh(process.execPath, [tsc, ...args, '--types', 'node', '--typeRoots', path.join(ROOT, 'node_modules', '@types'), ...files], project);
   });
 
@@ -199,13 +218,22 @@ try {
   t.ok(genLines.length > 2, 'streamed in several lines');
   t.equal(genLines.map((l) => l.response).join(''), 'Parrot: hello world hello world');
   t.match(genLines.at(-1), { done: true, done_reason: 'stop', eval_count: 5 });
-  const cut = await api('/api/generate', { method: 'POST', body: JSON.stringify({ model: 'parrot', prompt: 'hello world', stream: false, options: { num_predict: 2 } }) });
+  const cut = await api('/api/generate', {
+    method: 'POST',
+    body: JSON.stringify({ model: 'parrot', prompt: 'hello world', stream: false, options: { num_predict: 2 } }),
+  });
   t.match(await cut.json(), { response: 'Parrot: hello', done_reason: 'length' });
 
   // /api/chat, streamed.
   const chat = await api('/api/chat', {
     method: 'POST',
-    body: JSON.stringify({ model: 'parrot', messages: [{ role: 'system', content: 'Be brief.' }, { role: 'user', content: 'hi there' }] }),
+    body: JSON.stringify({
+      model: 'parrot',
+      messages: [
+        { role: 'system', content: 'Be brief.' },
+        { role: 'user', content: 'hi there' },
+      ],
+    }),
   });
   t.equal(chat.status, 200);
   const chatLines = lines(await chat.text());

@@ -42,7 +42,15 @@ t.test('the fake backend answers through the engine’s routes', async (t) => {
   const cut = await post(app, '/api/generate', { model: 'parrot', prompt: 'hello there', stream: false, options: { num_predict: 3 } });
   t.match(cut.body, { response: 'parrot says: hello', done_reason: 'length' });
 
-  const chat = await post(app, '/api/chat', { model: 'parrot', stream: false, messages: [{ role: 'user', content: 'first' }, { role: 'assistant', content: 'ok' }, { role: 'user', content: 'second' }] });
+  const chat = await post(app, '/api/chat', {
+    model: 'parrot',
+    stream: false,
+    messages: [
+      { role: 'user', content: 'first' },
+      { role: 'assistant', content: 'ok' },
+      { role: 'user', content: 'second' },
+    ],
+  });
   t.match(chat.body, { message: { role: 'assistant', content: 'parrot says: second' }, done: true });
 
   const embed = await post(app, '/api/embed', { model: 'parrot', input: ['a', 'b', 'a'] });
@@ -59,7 +67,10 @@ t.test('the fake backend answers through the engine’s routes', async (t) => {
 
   // Concurrent requests all get their own answer.
   const many = await Promise.all(Array.from({ length: 6 }, (_, i) => post(app, '/api/generate', { model: 'parrot', prompt: `n${i}`, stream: false })));
-  t.same(many.map((r) => r.body.response), Array.from({ length: 6 }, (_, i) => `parrot says: n${i}`));
+  t.same(
+    many.map((r) => r.body.response),
+    Array.from({ length: 6 }, (_, i) => `parrot says: n${i}`),
+  );
 });
 
 t.test('the helper’s fetch sends the key unless told not to; bad fake models are refused; a hook of one’s own', async (t) => {

@@ -64,5 +64,8 @@ t.test("LangChain's CohereRerank compresses documents with the appliance's reran
   );
   const ranked = await rerank.rerank(DOCS, QUERY, { model: 'cross', topN: 4 });
   t.equal(ranked.length, 4);
-  t.ok(ranked.every((r, i) => i === 0 || ranked[i - 1]!.relevanceScore >= r.relevanceScore), 'sorted by relevance');
+  t.ok(
+    ranked.every((r, i) => i === 0 || ranked[i - 1]!.relevanceScore >= r.relevanceScore),
+    'sorted by relevance',
+  );
 });

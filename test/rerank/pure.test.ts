@@ -29,12 +29,15 @@ t.test('the answer: best first, ties in document order, top_n, documents when as
     { index: 0, relevance_score: 0.2, document: { text: 'a' } },
   ]);
   t.same(answer.usage, { prompt_tokens: 40, total_tokens: 40 });
-  t.same(rerankAnswer({ ...body, top_n: null }, { model: 'm', scores: [0.1, 0.3, 0.2, 0.0], promptTokens: 1 }, false).results.map((r) => Object.keys(r)), [
-    ['index', 'relevance_score'],
-    ['index', 'relevance_score'],
-    ['index', 'relevance_score'],
-    ['index', 'relevance_score'],
-  ]);
+  t.same(
+    rerankAnswer({ ...body, top_n: null }, { model: 'm', scores: [0.1, 0.3, 0.2, 0.0], promptTokens: 1 }, false).results.map((r) => Object.keys(r)),
+    [
+      ['index', 'relevance_score'],
+      ['index', 'relevance_score'],
+      ['index', 'relevance_score'],
+      ['index', 'relevance_score'],
+    ],
+  );
 });
 
 t.test('an ONNX head: sequence classifiers rerank; one logit is a sigmoid, two a softmax', async (t) => {
@@ -50,6 +53,9 @@ t.test('an ONNX head: sequence classifiers rerank; one logit is a sigmoid, two a
 
 t.test('a fixture builder without its Python modules fails saying what to install', async (t) => {
   const { python } = await import('../../scripts/fixtures/tools.js');
-  t.throws(() => python(['numpy', 'no_such_module_lia'], 'building tiny-x', { ...process.env, LIA_PYTHON: 'python3' }), /building tiny-x needs Python 3 with numpy and no_such_module_lia \(Debian: apt-get install python3-numpy python3-no_such_module_lia; or set LIA_PYTHON\)/);
+  t.throws(
+    () => python(['numpy', 'no_such_module_lia'], 'building tiny-x', { ...process.env, LIA_PYTHON: 'python3' }),
+    /building tiny-x needs Python 3 with numpy and no_such_module_lia \(Debian: apt-get install python3-numpy python3-no_such_module_lia; or set LIA_PYTHON\)/,
+  );
   t.throws(() => python(['numpy'], 'building tiny-x', { ...process.env, LIA_PYTHON: 'no-such-python-lia' }), /Tried no-such-python-lia: not found/);
 });

@@ -14,7 +14,13 @@ const app = await rerankAppliance();
 t.teardown(() => app.close());
 
 const QUERY = 'what do cats eat';
-const DOCS = ['Cats are carnivores and eat meat.', 'The stock market fell sharply on Monday.', 'what do cats eat', 'Paris is the capital of France.', 'Cats are carnivores and eat meat.'];
+const DOCS = [
+  'Cats are carnivores and eat meat.',
+  'The stock market fell sharply on Monday.',
+  'what do cats eat',
+  'Paris is the capital of France.',
+  'Cats are carnivores and eat meat.',
+];
 
 /** Scores from node-llama-cpp's ranking context on the GGUF file, in the test's own process. */
 async function ggufReference(): Promise<number[]> {
@@ -44,7 +50,10 @@ async function onnxReference(): Promise<number[]> {
   }
 }
 
-for (const [name, reference] of [['reranker', ggufReference], ['cross', onnxReference]] as const) {
+for (const [name, reference] of [
+  ['reranker', ggufReference],
+  ['cross', onnxReference],
+] as const) {
   t.test(`${name}: /v1/rerank scores as the library does, best first`, async (t) => {
     const expected = await reference();
     const res = await post(app, '/v1/rerank', { model: name, query: QUERY, documents: DOCS });
@@ -60,14 +69,24 @@ for (const [name, reference] of [['reranker', ggufReference], ['cross', onnxRefe
       t.same(r.document, { text: DOCS[r.index] }, 'the document comes back by default');
     }
     const scores = body.results.map((r: { relevance_score: number }) => r.relevance_score);
-    t.same(scores, [...scores].sort((a, b) => b - a), 'sorted by relevance, highest first');
+    t.same(
+      scores,
+      [...scores].sort((a, b) => b - a),
+      'sorted by relevance, highest first',
+    );
     const byIndex = new Map(body.results.map((r: { index: number; relevance_score: number }) => [r.index, r.relevance_score]));
     t.equal(byIndex.get(0), byIndex.get(4), 'the same document scores the same wherever it stands');
     t.ok(new Set(scores).size >= 3, 'different documents score differently');
     t.ok(body.usage.prompt_tokens > DOCS.length * 3, 'usage counts the pairs');
     t.equal(body.usage.total_tokens, body.usage.prompt_tokens);
 
-    const top = await post(app, '/v1/rerank', { model: name, query: QUERY, documents: DOCS.map((text) => ({ text, id: 'x' })), top_n: 2, return_documents: false });
+    const top = await post(app, '/v1/rerank', {
+      model: name,
+      query: QUERY,
+      documents: DOCS.map((text) => ({ text, id: 'x' })),
+      top_n: 2,
+      return_documents: false,
+    });
     t.equal(top.status, 200);
     t.same(
       top.json.results.map((r: { index: number }) => r.index),
@@ -90,7 +109,12 @@ t.test('/rerank and /v2/rerank answer the same; v2 lists no documents unless ask
     v2.json.results,
     v1.json.results.map(({ index, relevance_score }: { index: number; relevance_score: number }) => ({ index, relevance_score })),
   );
-  const fields = await post(app, '/v1/rerank', { model: 'cross', query: QUERY, documents: [{ title: 'Cats', body: 'They eat meat.' }], rank_fields: ['title', 'body'] });
+  const fields = await post(app, '/v1/rerank', {
+    model: 'cross',
+    query: QUERY,
+    documents: [{ title: 'Cats', body: 'They eat meat.' }],
+    rank_fields: ['title', 'body'],
+  });
   t.equal(fields.status, 200, 'rank_fields names the fields of object documents');
   t.same(fields.json.results[0].document, { title: 'Cats', body: 'They eat meat.' }, 'the object comes back as sent');
 });
@@ -111,7 +135,8 @@ t.test('long documents are cut to the context; the capability decides who ranks'
   t.match(root.json, { error: { message: /does not support rerank/ } }, '/rerank errors in the same shape');
   const show = await post(app, '/api/show', { model: 'stories' });
   t.notOk(show.json.capabilities.includes('rerank'));
-  for (const model of ['reranker', 'cross']) t.same((await post(app, '/api/show', { model })).json.capabilities, ['rerank'], `${model}: /api/show lists rerank`);
+  for (const model of ['reranker', 'cross'])
+    t.same((await post(app, '/api/show', { model })).json.capabilities, ['rerank'], `${model}: /api/show lists rerank`);
 
   const chat = await post(app, '/api/chat', { model: 'reranker', messages: [{ role: 'user', content: 'hi' }], stream: false });
   t.equal(chat.status, 400, 'a reranker does not chat');
@@ -139,7 +164,12 @@ t.test('bad requests are 400s naming the field; unknown models 404', async (t) =
 });
 
 t.test('keys: none is a 401, scope inference, and the allow-list holds', async (t) => {
-  const anon = await app.fetch('/v1/rerank', { method: 'POST', auth: false, headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model: 'cross', query: 'q', documents: ['a'] }) });
+  const anon = await app.fetch('/v1/rerank', {
+    method: 'POST',
+    auth: false,
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ model: 'cross', query: 'q', documents: ['a'] }),
+  });
   t.equal(anon.status, 401);
   const make = async (body: object) => {
     const res = await post(app, '/system/api-keys', body);

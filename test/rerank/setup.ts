@@ -34,7 +34,12 @@ export async function rerankAppliance(): Promise<TestAppliance & { fixtures: { g
 }
 
 /** POSTs JSON; the status and the parsed body (text when it is not JSON). */
-export async function post(app: Pick<TestAppliance, 'fetch'>, pathname: string, body: unknown, headers: Record<string, string> = {}): Promise<{ status: number; json: any }> {
+export async function post(
+  app: Pick<TestAppliance, 'fetch'>,
+  pathname: string,
+  body: unknown,
+  headers: Record<string, string> = {},
+): Promise<{ status: number; json: any }> {
   const res = await app.fetch(pathname, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify(body) });
   const text = await res.text();
   try {

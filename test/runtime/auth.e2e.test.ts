@@ -102,7 +102,11 @@ t.test('wrong keys, typos and malformed headers are told apart; failures are rat
   t.match(await r2.json(), { error: /invalid API key: LIA keys look like/ });
   const r3 = await app.fetch('/api/tags', { headers: { authorization: 'Basic Zm9vOmJhcg==' } });
   t.match(await r3.json(), { error: /unsupported Authorization header: expected "Bearer <key>"/ });
-  t.equal((await app.fetch('/api/tags', { headers: { authorization: `bearer ${app.key}` } })).status, 404, 'the scheme is case-insensitive; the route is just not enabled here');
+  t.equal(
+    (await app.fetch('/api/tags', { headers: { authorization: `bearer ${app.key}` } })).status,
+    404,
+    'the scheme is case-insensitive; the route is just not enabled here',
+  );
   // Only tokens shaped like LIA keys count: anything else may belong to another strategy.
   for (let i = 0; i < 20; i++) await app.fetch('/api/tags', { headers: { authorization: 'Bearer nope' } });
   for (let i = 0; i < 4; i++) await app.fetch('/api/tags', { headers: { authorization: `Bearer ${typo}` } });
@@ -149,10 +153,17 @@ t.test('rotation: new key once, old key dead at once, file atomic and 0600, CLI 
   t.match(key, /^lia_[A-Za-z0-9_-]{43}_[0-9A-Za-z]{6}$/);
   t.not(key, oldKey);
   t.equal(key.slice(-4), hint);
-  t.equal((await app.fetch('/system/api-keys/rotate', { method: 'POST', headers: { authorization: `Bearer ${oldKey}` } })).status, 401, 'the old key is refused on the very next request');
+  t.equal(
+    (await app.fetch('/system/api-keys/rotate', { method: 'POST', headers: { authorization: `Bearer ${oldKey}` } })).status,
+    401,
+    'the old key is refused on the very next request',
+  );
 
   const replies = await Promise.all(Array.from({ length: 40 }, () => app.fetch('/health/../system/status', { headers: { authorization: `Bearer ${key}` } })));
-  t.ok(replies.every((r) => r.status !== 401), 'forty concurrent requests with the new key all pass the gate');
+  t.ok(
+    replies.every((r) => r.status !== 401),
+    'forty concurrent requests with the new key all pass the gate',
+  );
 
   const file = path.join(app.dataDir, 'keys', 'master.key');
   t.equal((await readFile(file, 'utf8')).trim(), key, 'the key file holds the new key');

@@ -66,7 +66,10 @@ t.test('on a host named "dev", the root cannot sign for www.google.dev', async (
   const now = new Date();
   const { root } = await loadOrCreateRoot(caFiles(dir), 'dev', now);
   t.notOk(permittedDnsOf(root.certPem).includes('dev'), 'the bare host name is not a permitted subtree');
-  t.ok(permittedDnsOf(root.certPem).every((d) => d.includes('.') || d === 'local' || d === 'localhost'), 'no single label but local and localhost');
+  t.ok(
+    permittedDnsOf(root.certPem).every((d) => d.includes('.') || d === 'local' || d === 'localhost'),
+    'no single label but local and localhost',
+  );
   t.notOk(subjectNames('dev', permittedDnsOf(root.certPem), {}).dnsNames.includes('dev'), 'the leaf does not carry the bare host name');
 
   const evil = await issueLeaf(root, { dnsNames: ['www.google.dev'], ipAddresses: [] }, now);
@@ -106,7 +109,11 @@ t.test('an earlier root that permits the bare host name is replaced, and the con
   t.not(app.ca, oldPem, 'a new root serves');
   t.notOk(permittedDnsOf(app.ca).includes('dev'), 'without the unsafe subtree');
   t.equal(await readFile(path.join(pki, 'root-retired.crt'), 'utf8'), oldPem, 'the old certificate is kept for reference');
-  t.not((await readFile(path.join(pki, 'root.key'), 'utf8')).trim(), (await readFile(path.join(FIXTURE, 'unsafe-root.key'), 'utf8')).trim(), 'the old key is gone');
+  t.not(
+    (await readFile(path.join(pki, 'root.key'), 'utf8')).trim(),
+    (await readFile(path.join(FIXTURE, 'unsafe-root.key'), 'utf8')).trim(),
+    'the old key is gone',
+  );
   t.match(app.console, /CA replaced/, 'the banner says the root was replaced');
   t.match(app.console, /import the new root/, 'and what to do');
   t.equal((await app.fetch('/health')).status, 200, 'clients trusting the new root connect');
@@ -120,10 +127,16 @@ t.test('compatible (the default) constrains names only; strict constrains addres
   const { root: strict } = await loadOrCreateRoot(caFiles(path.join(dir, 's')), 'box', now, [], 'strict');
   t.equal(profileOf(root.certPem), 'compatible', 'the default root has no address constraint');
   t.equal(profileOf(strict.certPem), 'strict');
-  for (const [name, r] of [['compatible', root], ['strict', strict]] as const) {
+  for (const [name, r] of [
+    ['compatible', root],
+    ['strict', strict],
+  ] as const) {
     const evil = await issueLeaf(r, { dnsNames: ['www.google.com'], ipAddresses: [] }, now);
     t.notOk((await opensslVerify(dir, r, evil)).ok, `${name}: a public name is refused`);
-    t.ok((await opensslVerify(dir, r, await issueLeaf(r, { dnsNames: ['box.local'], ipAddresses: ['127.0.0.1', '::1', '192.168.1.20'] }, now))).ok, `${name}: local names and private addresses verify`);
+    t.ok(
+      (await opensslVerify(dir, r, await issueLeaf(r, { dnsNames: ['box.local'], ipAddresses: ['127.0.0.1', '::1', '192.168.1.20'] }, now))).ok,
+      `${name}: local names and private addresses verify`,
+    );
   }
   // The trade-off docs/security.md states: only strict keeps a leaked key from vouching for a public address.
   // (with a local name first: it becomes the subject CN, which OpenSSL checks against DNS constraints)
@@ -155,7 +168,10 @@ async function nodeHealth(url: string, ca: string): Promise<number> {
   }
 }
 
-for (const [from, to] of [['strict', 'compatible'], ['compatible', 'strict']] as const) {
+for (const [from, to] of [
+  ['strict', 'compatible'],
+  ['compatible', 'strict'],
+] as const) {
   t.test(`a ${from} root is re-issued with the same key when the appliance runs ${to}; clients of the old certificate keep verifying`, async (t) => {
     const dataDir = await mkdtemp(path.join(os.tmpdir(), 'lia-test-'));
     const files = caFiles(dataDir);

@@ -34,7 +34,9 @@ function exited(child: ReturnType<typeof spawn>): Promise<number | null> {
   return new Promise((resolve) => child.on('exit', (code) => resolve(code)));
 }
 
-const runtimeOnlyYaml = `logLevel: warn\nplugins:\n${Object.keys(RUNTIME_ONLY).map((k) => `  ${k}: false`).join('\n')}\n`;
+const runtimeOnlyYaml = `logLevel: warn\nplugins:\n${Object.keys(RUNTIME_ONLY)
+  .map((k) => `  ${k}: false`)
+  .join('\n')}\n`;
 
 t.test('lia serve: first boot says a key was created, never printing it; SIGTERM exits 0', async (t) => {
   const cwd = await mkdtemp(path.join(os.tmpdir(), 'lia-cli-'));
@@ -48,7 +50,11 @@ t.test('lia serve: first boot says a key was created, never printing it; SIGTERM
   t.match(first.banner, /https:\/\/localhost:\d+/);
   t.match(first.banner, /https:\/\/127\.0\.0\.1:\d+/);
   t.match(first.banner, new RegExp(`Master key\\s+${dataDir}/keys/master.key`));
-  t.match(first.banner, new RegExp(`New key\\s+created on this boot, ends in …${key.slice(-4)}: print it with "lia key show"`), 'the boot that created the key says so, with its last characters');
+  t.match(
+    first.banner,
+    new RegExp(`New key\\s+created on this boot, ends in …${key.slice(-4)}: print it with "lia key show"`),
+    'the boot that created the key says so, with its last characters',
+  );
   t.notOk(first.banner.includes(key), 'but never prints the key (the banner goes to the journal under systemd)');
   const fp = new X509Certificate(await readFile(path.join(dataDir, 'pki', 'root.crt'))).fingerprint256;
   t.ok(first.banner.includes(fp), 'the banner carries the CA fingerprint');
@@ -75,12 +81,16 @@ t.test('lia serve: first boot says a key was created, never printing it; SIGTERM
 t.test('a bad config stops the start with exit code 2 naming the key and the file', async (t) => {
   const cwd = await mkdtemp(path.join(os.tmpdir(), 'lia-cli-'));
   await writeFile(path.join(cwd, 'lia.config.yaml'), 'port: 8443\nhots: 0.0.0.0\n');
-  const res = await run(process.execPath, [LIA, 'serve'], { cwd, env: { ...process.env, LIA_DATA_DIR: path.join(cwd, 'd') } }).catch((e: { code: number; stderr: string }) => e);
+  const res = await run(process.execPath, [LIA, 'serve'], { cwd, env: { ...process.env, LIA_DATA_DIR: path.join(cwd, 'd') } }).catch(
+    (e: { code: number; stderr: string }) => e,
+  );
   t.equal((res as { code: number }).code, 2);
   t.match((res as { stderr: string }).stderr, /lia\.config\.yaml: unknown key "hots"/);
 
   await writeFile(path.join(cwd, 'lia.config.yaml'), `${runtimeOnlyYaml}  mystery: true\n`);
-  const res2 = await run(process.execPath, [LIA, 'serve'], { cwd, env: { ...process.env, LIA_DATA_DIR: path.join(cwd, 'd') } }).catch((e: { code: number; stderr: string }) => e);
+  const res2 = await run(process.execPath, [LIA, 'serve'], { cwd, env: { ...process.env, LIA_DATA_DIR: path.join(cwd, 'd') } }).catch(
+    (e: { code: number; stderr: string }) => e,
+  );
   t.equal((res2 as { code: number }).code, 2);
   t.match((res2 as { stderr: string }).stderr, /plugin "mystery" cannot be found/);
 

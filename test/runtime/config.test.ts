@@ -58,7 +58,10 @@ t.test('defaults, then file, then LIA_* env, then flags', async (t) => {
   t.ok(Object.isFrozen(flags) && Object.isFrozen(flags.plugins), 'the config is frozen');
   t.equal((await loadConfig({ cwd: await dir({}), env: {} })).host, '::', 'the default bind is dual stack');
   t.same(fileOnly.corsOrigins, [], 'no CORS origins by default');
-  t.same((await loadConfig({ cwd, env: { LIA_ORIGINS: 'https://a.example, https://b.example:8443' } })).corsOrigins, ['https://a.example', 'https://b.example:8443']);
+  t.same((await loadConfig({ cwd, env: { LIA_ORIGINS: 'https://a.example, https://b.example:8443' } })).corsOrigins, [
+    'https://a.example',
+    'https://b.example:8443',
+  ]);
 });
 
 t.test('a user file switches one plugin off without repeating the list', async (t) => {

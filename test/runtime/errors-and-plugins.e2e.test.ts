@@ -22,7 +22,10 @@ t.test('a third-party plugin contributes a route, an auth strategy and a host pr
   const wrongGuest = await app.fetch('/api/hello', { auth: false, headers: { authorization: 'Guest nope-nope-nope' } });
   t.equal(wrongGuest.status, 401);
   t.same(await wrongGuest.json(), { error: 'wrong guest token' });
-  t.ok(app.hooks.gpu.list().some((g) => g.name === 'hello-gpu'), 'the GPU provider is registered');
+  t.ok(
+    app.hooks.gpu.list().some((g) => g.name === 'hello-gpu'),
+    'the GPU provider is registered',
+  );
 });
 
 /** The runtime with the OpenAI surface (api-openai needs the engine, which needs the store). */

@@ -45,7 +45,10 @@ t.test('security headers on every answer; the web UI keeps its own CSP', async (
     'a 401': await app.fetch('/api/tags', { auth: false }),
     'a 404': await app.fetch('/no/such/path'),
   };
-  t.same(Object.values(answers).map((r) => r.status), [200, 200, 401, 404]);
+  t.same(
+    Object.values(answers).map((r) => r.status),
+    [200, 200, 401, 404],
+  );
   for (const [what, res] of Object.entries(answers)) {
     const hsts = res.headers.get('strict-transport-security') ?? '';
     t.match(hsts, /max-age=(\d+)/, `${what}: HSTS`);
@@ -60,7 +63,7 @@ t.test('security headers on every answer; the web UI keeps its own CSP', async (
   t.equal(ui.status, 200);
   t.match(await ui.text(), /<html/i, 'the web UI page is served');
   const csp = ui.headers.get('content-security-policy') ?? '';
-  t.match(csp, /script-src 'self'/, 'the console\'s scripts come from this origin only');
+  t.match(csp, /script-src 'self'/, "the console's scripts come from this origin only");
   t.notMatch(csp, /unsafe-inline|unsafe-eval/, 'no inline script or style is allowed');
   t.match(ui.headers.get('strict-transport-security'), /max-age=/);
 });
@@ -83,7 +86,11 @@ t.test('CORS: preflights of listed origins pass without a key; nothing for other
 
   const foreign = await preflight('https://evil.example.net');
   t.equal(foreign.status, 401, 'a preflight of another origin meets the gate');
-  t.same([...foreign.headers.keys()].filter((h) => h.startsWith('access-control-')), [], 'and gets no Access-Control-* header');
+  t.same(
+    [...foreign.headers.keys()].filter((h) => h.startsWith('access-control-')),
+    [],
+    'and gets no Access-Control-* header',
+  );
 
   const noKey = await app.fetch('/api/tags', { auth: false, headers: { origin: ORIGIN } });
   t.equal(noKey.status, 401, 'the real request still needs the key');
@@ -92,7 +99,11 @@ t.test('CORS: preflights of listed origins pass without a key; nothing for other
   t.equal(withKey.status, 200);
   t.equal(withKey.headers.get('access-control-allow-origin'), ORIGIN);
   t.match(withKey.headers.get('access-control-expose-headers'), /Retry-After/);
-  t.equal((await app.fetch('/api/tags', { method: 'OPTIONS', auth: false, headers: { origin: ORIGIN } })).status, 401, 'an OPTIONS request that is no preflight needs the key');
+  t.equal(
+    (await app.fetch('/api/tags', { method: 'OPTIONS', auth: false, headers: { origin: ORIGIN } })).status,
+    401,
+    'an OPTIONS request that is no preflight needs the key',
+  );
 });
 
 t.test('router and parser failures answer 4xx in the surface format', async (t) => {

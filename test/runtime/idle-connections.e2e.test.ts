@@ -91,7 +91,10 @@ t.test('a flood of idle TLS sockets is closed by the server; /health and keys ge
   const serverSide = fds() - before - flood.filter((s) => !s.isClosed()).length;
   worst = Math.max(worst, serverSide);
   t.ok(worst <= MAX_UNAUTHENTICATED + 30, `the server held at most ${worst} descriptors for ${FLOOD} idle sockets (cap ${MAX_UNAUTHENTICATED})`);
-  t.ok(flood.some((s) => s.isClosed()), 'sockets over the cap were closed at once');
+  t.ok(
+    flood.some((s) => s.isClosed()),
+    'sockets over the cap were closed at once',
+  );
 
   // While the remaining ones are open and idle: a probe without a key and a client with one.
   t.ok(flood.filter((s) => !s.isClosed()).length > MAX_UNAUTHENTICATED / 2, 'the flood still holds sockets open');
@@ -104,7 +107,10 @@ t.test('a flood of idle TLS sockets is closed by the server; /health and keys ge
 
   await waitFor('every idle socket to be closed by the server', () => flood.every((s) => s.isClosed()), { timeoutMs: 60_000 });
   const answered = flood.filter((s) => s.received() !== '');
-  t.ok(answered.every((s) => /^HTTP\/1\.1 408 /.test(s.received())), `the ${answered.length} sockets that outlived the eviction got 408`);
+  t.ok(
+    answered.every((s) => /^HTTP\/1\.1 408 /.test(s.received())),
+    `the ${answered.length} sockets that outlived the eviction got 408`,
+  );
 
   t.notOk(keyed.isClosed(), 'the authenticated kept-alive connection survived the flood');
   const first = keyed.received().length;
@@ -126,10 +132,14 @@ t.test('TCP sockets that never start the TLS handshake are capped and closed too
   }
   await Promise.all(sockets.map((s) => new Promise<void>((resolve) => (s.closed ? resolve() : s.socket.once('connect', resolve).once('close', resolve)))));
   // Once the server has accepted them all, each one is either still open there or closed here.
-  const serverConnections = () => new Promise<number>((resolve, reject) => app.appliance.app.server.getConnections((err, n) => (err ? reject(err) : resolve(n))));
+  const serverConnections = () =>
+    new Promise<number>((resolve, reject) => app.appliance.app.server.getConnections((err, n) => (err ? reject(err) : resolve(n))));
   await waitFor('the server to accept every connection', async () => (await serverConnections()) + sockets.filter((s) => s.closed).length >= sockets.length);
   const serverSide = fds() - before - sockets.filter((s) => !s.closed).length;
-  t.ok(serverSide <= MAX_UNAUTHENTICATED + 30, `the server held at most ${serverSide} descriptors for ${sockets.length} silent sockets (cap ${MAX_UNAUTHENTICATED})`);
+  t.ok(
+    serverSide <= MAX_UNAUTHENTICATED + 30,
+    `the server held at most ${serverSide} descriptors for ${sockets.length} silent sockets (cap ${MAX_UNAUTHENTICATED})`,
+  );
   const health = await app.fetch('/health', { auth: false });
   t.equal(health.status, 200, '/health answers meanwhile');
   await health.arrayBuffer();
@@ -182,9 +192,23 @@ t.test('a keyed upload trickled past the headers limit and a long stream are not
   // 20 words 300 ms apart: a stream running longer than the headers limit.
   await createFakeModel(app, 'slow', 'slow:');
   const prompt = Array.from({ length: 20 }, (_, i) => `w${i}`).join(' ');
-  const res = await app.fetch('/api/generate', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model: 'slow', prompt }) });
+  const res = await app.fetch('/api/generate', {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ model: 'slow', prompt }),
+  });
   t.equal(res.status, 200);
-  const lines = (await res.text()).trim().split('\n').map((l) => JSON.parse(l) as { response?: string; done?: boolean });
+  const lines = (await res.text())
+    .trim()
+    .split('\n')
+    .map((l) => JSON.parse(l) as { response?: string; done?: boolean });
   t.equal(lines.at(-1)?.done, true, 'the stream ends with its done line');
-  t.equal(lines.map((l) => l.response ?? '').join('').trim(), `slow: ${prompt}`, 'with every word');
+  t.equal(
+    lines
+      .map((l) => l.response ?? '')
+      .join('')
+      .trim(),
+    `slow: ${prompt}`,
+    'with every word',
+  );
 });

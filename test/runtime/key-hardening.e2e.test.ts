@@ -99,24 +99,37 @@ t.test('a key’s model allow-list holds on every route that names a model', asy
   await loaded.text();
   const names = (list: Array<{ name?: string; id?: string }>) => list.map((m) => m.name ?? m.id ?? '');
   const tags = (await (await app.fetch('/api/tags', { headers: as(key) })).json()) as { models: Array<{ name: string }> };
-  t.same(names(tags.models).filter((n) => !/^stories/.test(n)), [], '/api/tags lists only its models');
+  t.same(
+    names(tags.models).filter((n) => !/^stories/.test(n)),
+    [],
+    '/api/tags lists only its models',
+  );
   t.ok(names(tags.models).length >= 2, '/api/tags lists its models');
   const v1 = (await (await app.fetch('/v1/models', { headers: as(key) })).json()) as { data: Array<{ id: string }> };
-  t.same(names(v1.data).filter((n) => !/^stories/.test(n)), [], '/v1/models lists only its models');
+  t.same(
+    names(v1.data).filter((n) => !/^stories/.test(n)),
+    [],
+    '/v1/models lists only its models',
+  );
   t.equal((await app.fetch('/v1/models/crash', { headers: as(key) })).status, 404, '/v1/models/{outside} is a 404, as if absent');
   t.equal((await app.fetch('/v1/models/stories', { headers: as(key) })).status, 200, '/v1/models/{inside} answers');
   const ps = (await (await app.fetch('/api/ps', { headers: as(key) })).json()) as { models: Array<{ name: string }> };
   const masterPs = (await (await app.fetch('/api/ps')).json()) as { models: Array<{ name: string }> };
-  t.ok(names(masterPs.models).some((n) => n.startsWith('crash')), 'the master key sees "crash" loaded');
-  t.same(names(ps.models).filter((n) => !/^stories/.test(n)), [], '/api/ps shows only its models');
+  t.ok(
+    names(masterPs.models).some((n) => n.startsWith('crash')),
+    'the master key sees "crash" loaded',
+  );
+  t.same(
+    names(ps.models).filter((n) => !/^stories/.test(n)),
+    [],
+    '/api/ps shows only its models',
+  );
 });
 
 t.test('tokens_per_minute bounds parallel requests; Retry-After is when the budget is back', async (t) => {
   const { key } = await create({ name: 'tpm', scopes: ['inference'], limits: { tokens_per_minute: 100 } });
   const prompt = 'tell me a story about a brave little robot who sails the sea';
-  const answers = await Promise.all(
-    Array.from({ length: 50 }, () => post('/api/generate', key, { model: 'stories', prompt, stream: false })),
-  );
+  const answers = await Promise.all(Array.from({ length: 50 }, () => post('/api/generate', key, { model: 'stories', prompt, stream: false })));
   let spent = 0;
   let admitted = 0;
   const waits: number[] = [];
@@ -160,8 +173,16 @@ async function openStream(path: string, headers: Record<string, string>, body: o
 t.test('revoking or rotating a key ends its running streams with an error frame', async (t) => {
   const { key } = await create({ name: 'streamer', scopes: ['inference'] });
   const ollama = await openStream('/api/generate', { authorization: `Bearer ${key}` }, { model: 'stories', prompt: LONG });
-  const openai = await openStream('/v1/chat/completions', { authorization: `Bearer ${key}` }, { model: 'stories', stream: true, messages: [{ role: 'user', content: LONG }] });
-  const anthropic = await openStream('/v1/messages', { 'x-api-key': key }, { model: 'stories', max_tokens: 200, stream: true, messages: [{ role: 'user', content: LONG }] });
+  const openai = await openStream(
+    '/v1/chat/completions',
+    { authorization: `Bearer ${key}` },
+    { model: 'stories', stream: true, messages: [{ role: 'user', content: LONG }] },
+  );
+  const anthropic = await openStream(
+    '/v1/messages',
+    { 'x-api-key': key },
+    { model: 'stories', max_tokens: 200, stream: true, messages: [{ role: 'user', content: LONG }] },
+  );
   const revoked = await app.fetch('/system/api-keys/streamer', { method: 'DELETE' });
   t.equal(revoked.status, 204);
   const [a, b, c] = await Promise.all([ollama(), openai(), anthropic()]);

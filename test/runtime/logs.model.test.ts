@@ -28,7 +28,9 @@ async function serve(t: Test, off: Record<string, unknown>, format: string, leve
   const cwd = await mkdtemp(path.join(os.tmpdir(), 'lia-logs-'));
   t.teardown(() => rm(cwd, { recursive: true, force: true }));
   const dataDir = path.join(cwd, 'data');
-  const plugins = Object.keys(off).map((k) => `  ${k}: false`).join('\n');
+  const plugins = Object.keys(off)
+    .map((k) => `  ${k}: false`)
+    .join('\n');
   await writeFile(path.join(cwd, 'lia.config.yaml'), `logLevel: ${level}\nplugins:\n${plugins}\n`);
   const child = spawn(process.execPath, [LIA, 'serve', '--host', '127.0.0.1', '--port', '0'], {
     cwd,
@@ -38,7 +40,11 @@ async function serve(t: Test, off: Record<string, unknown>, format: string, leve
   let out = '';
   child.stdout.on('data', (c: Buffer) => (out += c.toString()));
   child.stderr.on('data', (c: Buffer) => (out += c.toString()));
-  await until(() => out.includes('Master key'), 60_000, () => `lia serve did not start: ${out}`);
+  await until(
+    () => out.includes('Master key'),
+    60_000,
+    () => `lia serve did not start: ${out}`,
+  );
   return { child, dataDir, out: () => out };
 }
 
@@ -60,10 +66,19 @@ t.test('with LIA_LOG_FORMAT=json the start line is JSON and names the HTTPS addr
 
 t.test('with LIA_LOG_FORMAT=pretty the lines are readable text', async (t) => {
   const lia = await serve(t, RUNTIME_ONLY, 'pretty');
-  const line = lia.out().split('\n').find((l) => l.includes('listening at https://127.0.0.1:'));
+  const line = lia
+    .out()
+    .split('\n')
+    .find((l) => l.includes('listening at https://127.0.0.1:'));
   t.ok(line, 'the start line');
   t.match(line, /^\[\d\d:\d\d:\d\d\.\d{3}\] INFO.*: listening at https:/, 'time, level, message');
-  t.notOk(lia.out().split('\n').some((l) => l.startsWith('{"level"')), 'no JSON lines');
+  t.notOk(
+    lia
+      .out()
+      .split('\n')
+      .some((l) => l.startsWith('{"level"')),
+    'no JSON lines',
+  );
 });
 
 t.test('a client that leaves an NDJSON stream is an info line, not an error', async (t) => {
@@ -127,10 +142,19 @@ t.test('no key reaches the log, even at debug level: master, named, rotated or w
   t.equal(rotated.status, 200);
   const fresh = ((await rotated.json()) as { key: string }).key;
   t.equal((await call('/metrics', fresh)).status, 200, 'the new master key is used');
-  await until(() => jsonLines(lia.out()).filter((l) => l.msg === 'request completed').length >= 5, 10_000, () => `the requests were not logged: ${lia.out().slice(-2000)}`);
+  await until(
+    () => jsonLines(lia.out()).filter((l) => l.msg === 'request completed').length >= 5,
+    10_000,
+    () => `the requests were not logged: ${lia.out().slice(-2000)}`,
+  );
 
   const log = lia.out();
-  for (const [what, secret] of [['master', master], ['named', named], ['rotated', fresh], ['wrong', wrong]] as const) {
+  for (const [what, secret] of [
+    ['master', master],
+    ['named', named],
+    ['rotated', fresh],
+    ['wrong', wrong],
+  ] as const) {
     t.notOk(log.includes(secret), `the ${what} key is not in the log`);
     t.notOk(log.includes(secret.slice(4, 20)), `nor a 16-character piece of it`);
   }

@@ -40,7 +40,11 @@ async function create(body: object): Promise<{ key: string; name: string; hint: 
   return (await res.json()) as { key: string; name: string; hint: string };
 }
 const chat = (key: string, model = 'parrot') =>
-  app.fetch('/api/chat', { method: 'POST', headers: bearer(key), body: JSON.stringify({ model, messages: [{ role: 'user', content: 'hello there' }], stream: false }) });
+  app.fetch('/api/chat', {
+    method: 'POST',
+    headers: bearer(key),
+    body: JSON.stringify({ model, messages: [{ role: 'user', content: 'hello there' }], stream: false }),
+  });
 const openai = (key: string, model: string) =>
   app.fetch('/v1/chat/completions', { method: 'POST', headers: bearer(key), body: JSON.stringify({ model, messages: [{ role: 'user', content: 'hi' }] }) });
 
@@ -98,10 +102,18 @@ t.test('bad requests to create a key', async (t) => {
 
   const admin = await create({ name: 'key-admin', scopes: ['keys:admin'] });
   secrets.push(admin.key);
-  const broader = await app.fetch('/system/api-keys', { method: 'POST', headers: bearer(admin.key), body: JSON.stringify({ name: 'wider', scopes: ['keys:admin', 'system:admin'] }) });
+  const broader = await app.fetch('/system/api-keys', {
+    method: 'POST',
+    headers: bearer(admin.key),
+    body: JSON.stringify({ name: 'wider', scopes: ['keys:admin', 'system:admin'] }),
+  });
   t.equal(broader.status, 403, 'a keys:admin key cannot mint a key with scopes it lacks');
   t.match(await broader.json(), { error: /broader in scopes: it would hold "system:admin", which this API key lacks/ });
-  const same = await app.fetch('/system/api-keys', { method: 'POST', headers: bearer(admin.key), body: JSON.stringify({ name: 'peer', scopes: ['keys:admin'] }) });
+  const same = await app.fetch('/system/api-keys', {
+    method: 'POST',
+    headers: bearer(admin.key),
+    body: JSON.stringify({ name: 'peer', scopes: ['keys:admin'] }),
+  });
   t.equal(same.status, 201, 'but may mint one with its own');
   secrets.push(((await same.json()) as { key: string }).key);
 });
@@ -163,7 +175,12 @@ t.test('rate limits answer 429 with Retry-After', async (t) => {
 });
 
 t.test('usage per key and model survives a restart; the key file holds no secret', async (t) => {
-  const list = async () => ((await (await app.fetch('/system/api-keys')).json()) as { keys: Array<{ name: string; usage: { requests: number; completion_tokens: number }; last_used_at: string | null; hint: string }> }).keys;
+  const list = async () =>
+    (
+      (await (await app.fetch('/system/api-keys')).json()) as {
+        keys: Array<{ name: string; usage: { requests: number; completion_tokens: number }; last_used_at: string | null; hint: string }>;
+      }
+    ).keys;
   const before = (await list()).find((k) => k.name === 'ci-bot');
   t.match(before, { usage: { requests: 2 }, last_used_at: String });
   t.ok(before!.usage.completion_tokens > 0);
@@ -175,7 +192,11 @@ t.test('usage per key and model survives a restart; the key file holds no secret
   const after = (await list()).find((k) => k.name === 'ci-bot');
   t.same(after?.usage, before?.usage, 'the same counts after a restart');
   const usage = (await (await app.fetch('/system/usage')).json()) as { keys: Array<{ name: string; models: Record<string, { requests: number }> }> };
-  t.match(usage.keys.find((k) => k.name === 'ci-bot'), { requests: 2, models: { 'parrot:latest': { requests: 2 } } }, 'per model');
+  t.match(
+    usage.keys.find((k) => k.name === 'ci-bot'),
+    { requests: 2, models: { 'parrot:latest': { requests: 2 } } },
+    'per model',
+  );
   t.equal((await chat(secrets[0]!)).status, 200, 'the key still works after the restart');
 
   const file = path.join(dataDir, 'keys', 'named-keys.json');

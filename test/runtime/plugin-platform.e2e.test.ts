@@ -145,13 +145,18 @@ t.test('ESM-only packages load by name, offer and consume a hook, and keep error
 t.test('the loader resolves packages with ESM rules from the config’s folder', async (t) => {
   const dir = await project({ 'lia-plugin-voices': VOICES, 'lia-plugin-robot': ROBOT });
   const file = path.join(dir, 'lia.config.yaml');
-  const off = Object.keys(RUNTIME_ONLY).map((k) => `  ${k}: false`).join('\n');
+  const off = Object.keys(RUNTIME_ONLY)
+    .map((k) => `  ${k}: false`)
+    .join('\n');
   await writeFile(file, `logLevel: silent\nplugins:\n${off}\n  voices: { module: lia-plugin-voices }\n  robot: { module: lia-plugin-robot }\n`);
   const dataDir = await mkdtemp(path.join(os.tmpdir(), 'lia-plugins-data-'));
   const config = await loadConfig({ configFile: file, env: {}, flags: { host: '127.0.0.1', port: '0', dataDir } });
   const appliance = await startAppliance(config, { console: () => undefined, logDestination: null, env: {} });
   t.teardown(() => appliance.close());
-  t.ok(appliance.plugins.some((p) => p.spec.name === 'robot' && p.origin === 'lia-plugin-robot'), 'loaded by package name');
+  t.ok(
+    appliance.plugins.some((p) => p.spec.name === 'robot' && p.origin === 'lia-plugin-robot'),
+    'loaded by package name',
+  );
   t.ok(appliance.hooks.extensions.names().includes('voices'));
 });
 
@@ -189,7 +194,12 @@ t.test('configurations that cannot run stop with exit 2 and say what to do', asy
   t.match(r1.err, /plugin "old" was written for plugin API version 0, and this LIA implements version 1/);
 
   const noTls = path.join(dir, 'no-tls.yaml');
-  await writeFile(noTls, `plugins:\n${Object.keys(RUNTIME_ONLY).map((k) => `  ${k}: false`).join('\n')}\n  pki-local-ca: false\n`);
+  await writeFile(
+    noTls,
+    `plugins:\n${Object.keys(RUNTIME_ONLY)
+      .map((k) => `  ${k}: false`)
+      .join('\n')}\n  pki-local-ca: false\n`,
+  );
   const r2 = await serve(noTls);
   t.equal(r2.code, 2, 'no TLS provider is a configuration error, not a crash');
   t.match(r2.err, /no enabled plugin provides TLS.*enable "pki-local-ca"/);

@@ -71,15 +71,29 @@ t.test('a service a plugin declares is listed after the configured six and runs 
   const app = await startTestAppliance({ plugins: { ...HOST_ONLY, indexer: { module: INDEXER } } });
   t.teardown(() => app.close());
   const list = (await (await app.fetch('/system/services')).json()) as { services: Array<{ name: string; state: string; description: string }> };
-  t.same(list.services.map((s) => s.name), [...SIX, 'svc-indexer'], 'the six (their plugins disabled or not), then the declared one');
-  t.match(list.services.find((s) => s.name === 'svc-inference'), { state: 'inactive' }, 'svc-inference is listed with the engine disabled');
-  t.match(list.services.find((s) => s.name === 'svc-indexer'), { state: 'active', description: 'Test indexer' });
+  t.same(
+    list.services.map((s) => s.name),
+    [...SIX, 'svc-indexer'],
+    'the six (their plugins disabled or not), then the declared one',
+  );
+  t.match(
+    list.services.find((s) => s.name === 'svc-inference'),
+    { state: 'inactive' },
+    'svc-inference is listed with the engine disabled',
+  );
+  t.match(
+    list.services.find((s) => s.name === 'svc-indexer'),
+    { state: 'active', description: 'Test indexer' },
+  );
   const health = (await (await app.fetch('/health', { auth: false })).json()) as { services: Record<string, string> };
   t.equal(health.services['svc-indexer'], 'active');
   const stop = await app.fetch('/system/services/svc-indexer/stop', { method: 'POST' });
   t.equal(stop.status, 200);
   const after = (await (await app.fetch('/system/services')).json()) as { services: Array<{ name: string; state: string }> };
-  t.match(after.services.find((s) => s.name === 'svc-indexer'), { state: 'inactive' });
+  t.match(
+    after.services.find((s) => s.name === 'svc-indexer'),
+    { state: 'inactive' },
+  );
   const logs = await app.fetch('/system/logs?service=svc-indexer&lines=5');
   t.equal(logs.status, 200, 'its logs are a known service');
 });

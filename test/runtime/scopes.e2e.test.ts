@@ -105,7 +105,11 @@ t.test('what a user with a models:read key sees', async (t) => {
   t.equal(del.status, 403);
   t.same(Object.keys((await del.json()) as object), ['error']);
 
-  const chat = await app.fetch('/v1/chat/completions', { method: 'POST', headers: reader, body: JSON.stringify({ model: 'stories', messages: [{ role: 'user', content: 'hi' }] }) });
+  const chat = await app.fetch('/v1/chat/completions', {
+    method: 'POST',
+    headers: reader,
+    body: JSON.stringify({ model: 'stories', messages: [{ role: 'user', content: 'hi' }] }),
+  });
   t.equal(chat.status, 403);
   const body = (await chat.json()) as { error: { message: string; type: string; param: unknown; code: unknown } };
   t.equal(body.error.type, 'permission_error');

@@ -63,14 +63,20 @@ async function serve(t: Test): Promise<Served> {
     cwd,
     env: { ...operatorEnv(), LIA_DATA_DIR: dataDir, LIA_LOG_FORMAT: 'json' },
   });
-  const exit = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => child.once('exit', (code, signal) => resolve({ code, signal })));
+  const exit = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
+    child.once('exit', (code, signal) => resolve({ code, signal })),
+  );
   t.teardown(() => {
     if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
   });
   let out = '';
   child.stdout.on('data', (c: Buffer) => (out += c.toString()));
   child.stderr.on('data', (c: Buffer) => (out += c.toString()));
-  await until(() => out.includes('Master key'), 60_000, () => `lia serve did not start: ${out}`);
+  await until(
+    () => out.includes('Master key'),
+    60_000,
+    () => `lia serve did not start: ${out}`,
+  );
   const port = /https:\/\/127\.0\.0\.1:(\d+)/.exec(out)?.[1];
   const ca = await readFile(path.join(dataDir, 'pki', 'root.crt'), 'utf8');
   const key = (await readFile(path.join(dataDir, 'keys', 'master.key'), 'utf8')).trim();
@@ -160,7 +166,11 @@ for (const signal of ['SIGTERM', 'SIGINT'] as const) {
     ];
 
     lia.child.kill(signal);
-    await until(() => /draining/.test(lia.out()) || lia.child.exitCode !== null || lia.child.signalCode !== null, 30_000, () => `no drain line: ${lia.out().slice(-3000)}`);
+    await until(
+      () => /draining/.test(lia.out()) || lia.child.exitCode !== null || lia.child.signalCode !== null,
+      30_000,
+      () => `no drain line: ${lia.out().slice(-3000)}`,
+    );
     // A request on a fresh connection is not served: the listening socket is closed (or it gets 503).
     const fresh = new Agent({ connect: { ca: await readFile(path.join(lia.dataDir, 'pki', 'root.crt'), 'utf8') } });
     const late = await lia.fetch('/api/tags', { dispatcher: fresh }).then(
@@ -194,7 +204,8 @@ for (const signal of ['SIGTERM', 'SIGINT'] as const) {
     t.equal(anthropic!.error, null, `the /v1/messages stream was not cut (${anthropic!.error?.message})`);
     const anthropicLast = anthropic!.body.trimEnd().split('\n\n').at(-1)!;
     t.ok(
-      /^event: message_stop\n/.test(anthropicLast) || /^event: error\ndata: \{"type":"error","error":\{"type":"[a-z_]+","message":"[^"]*shutting down/.test(anthropicLast),
+      /^event: message_stop\n/.test(anthropicLast) ||
+        /^event: error\ndata: \{"type":"error","error":\{"type":"[a-z_]+","message":"[^"]*shutting down/.test(anthropicLast),
       `/v1/messages ends with message_stop or event: error: ${anthropicLast.slice(0, 300)}`,
     );
     const ended = [apiLast.error !== undefined, !openaiLast.includes('[DONE]'), anthropicLast.startsWith('event: error')].filter(Boolean).length;
@@ -202,11 +213,27 @@ for (const signal of ['SIGTERM', 'SIGINT'] as const) {
 
     const lines = jsonLines(log);
     const msgs = lines.map((l) => l.msg ?? '');
-    t.ok(msgs.some((m) => m.startsWith(`${signal} received`)), 'the log names the signal');
-    t.ok(msgs.some((m) => /^draining/.test(m)), 'says it drains');
-    t.ok(msgs.some((m) => /services stopping/.test(m)), 'says the services are stopping');
-    t.ok(msgs.some((m) => /stopped$/.test(m)), 'and that it stopped');
-    t.same(lines.filter((l) => l.level >= 60), [], 'no fatal line');
+    t.ok(
+      msgs.some((m) => m.startsWith(`${signal} received`)),
+      'the log names the signal',
+    );
+    t.ok(
+      msgs.some((m) => /^draining/.test(m)),
+      'says it drains',
+    );
+    t.ok(
+      msgs.some((m) => /services stopping/.test(m)),
+      'says the services are stopping',
+    );
+    t.ok(
+      msgs.some((m) => /stopped$/.test(m)),
+      'and that it stopped',
+    );
+    t.same(
+      lines.filter((l) => l.level >= 60),
+      [],
+      'no fatal line',
+    );
 
     const usage = JSON.parse(await readFile(path.join(lia.dataDir, 'usage.json'), 'utf8')) as { keys: { master: { requests: number } } };
     t.ok(usage.keys.master.requests >= 4, `usage.json was written at shutdown (${usage.keys.master.requests} requests of the master key)`);

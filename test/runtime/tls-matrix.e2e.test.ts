@@ -23,8 +23,15 @@ const run = promisify(execFile);
 const CHROMIUM = process.env['LIA_TEST_CHROMIUM'] ?? '/usr/bin/chromium';
 
 async function which(file: string): Promise<boolean> {
-  if (file.includes('/')) return run(file, ['--version']).then(() => true, () => false);
-  return run('sh', ['-c', `command -v "$1"`, 'sh', file]).then(() => true, () => false);
+  if (file.includes('/'))
+    return run(file, ['--version']).then(
+      () => true,
+      () => false,
+    );
+  return run('sh', ['-c', `command -v "$1"`, 'sh', file]).then(
+    () => true,
+    () => false,
+  );
 }
 
 for (const profile of ['compatible', 'strict'] as const) {
@@ -35,7 +42,15 @@ for (const profile of ['compatible', 'strict'] as const) {
     const bun = await bunBinary();
     const missing: string[] = [];
     if (!bun) missing.push('bun: the npm packages bun and @oven/bun-linux-x64 (devDependencies of this project)');
-    for (const [file, pkg] of [['curl', 'curl'], ['go', 'golang-go'], ['python3', 'python3'], ['gnutls-cli', 'gnutls-bin'], ['tstclnt', 'libnss3-tools'], ['certutil', 'libnss3-tools'], [CHROMIUM, 'chromium']] as const) {
+    for (const [file, pkg] of [
+      ['curl', 'curl'],
+      ['go', 'golang-go'],
+      ['python3', 'python3'],
+      ['gnutls-cli', 'gnutls-bin'],
+      ['tstclnt', 'libnss3-tools'],
+      ['certutil', 'libnss3-tools'],
+      [CHROMIUM, 'chromium'],
+    ] as const) {
       if (!(await which(file))) missing.push(`${file}: the Debian package ${pkg}`);
     }
     if (missing.length > 0) {

@@ -62,7 +62,11 @@ t.test('the leaf covers <host>.local and every permitted interface address', asy
   if (!leaf) return;
   t.ok(leaf.checkIssued(new X509Certificate(app.ca)), 'issued by the downloadable root');
   const host = os.hostname().toLowerCase();
-  t.not(tls.checkServerIdentity(host, { subject: {}, subjectaltname: leaf.subjectAltName } as never), undefined, `does not cover the bare host name ${host} (a single label cannot be constrained safely)`);
+  t.not(
+    tls.checkServerIdentity(host, { subject: {}, subjectaltname: leaf.subjectAltName } as never),
+    undefined,
+    `does not cover the bare host name ${host} (a single label cannot be constrained safely)`,
+  );
   t.equal(tls.checkServerIdentity(`${host}.local`, { subject: {}, subjectaltname: leaf.subjectAltName } as never), undefined);
   const addresses = Object.values(os.networkInterfaces())
     .flat()
@@ -95,8 +99,14 @@ t.test('TLS policy: 1.2 and 1.3 only, AEAD only', async (t) => {
   const ok12 = await connect(app.port, { ca: app.ca, servername: 'localhost', maxVersion: 'TLSv1.2' });
   t.match(ok12.getCipher().name, /GCM|CHACHA20/);
   ok12.destroy();
-  await t.rejects(connect(app.port, { ca: app.ca, servername: 'localhost', minVersion: 'TLSv1', maxVersion: 'TLSv1.1', ciphers: 'DEFAULT@SECLEVEL=0' }), 'TLS 1.1 is refused');
-  await t.rejects(connect(app.port, { ca: app.ca, servername: 'localhost', maxVersion: 'TLSv1.2', ciphers: 'ECDHE-ECDSA-AES128-SHA256:ECDHE-ECDSA-AES128-SHA' }), 'CBC suites are refused');
+  await t.rejects(
+    connect(app.port, { ca: app.ca, servername: 'localhost', minVersion: 'TLSv1', maxVersion: 'TLSv1.1', ciphers: 'DEFAULT@SECLEVEL=0' }),
+    'TLS 1.1 is refused',
+  );
+  await t.rejects(
+    connect(app.port, { ca: app.ca, servername: 'localhost', maxVersion: 'TLSv1.2', ciphers: 'ECDHE-ECDSA-AES128-SHA256:ECDHE-ECDSA-AES128-SHA' }),
+    'CBC suites are refused',
+  );
 });
 
 t.test('keys and certificates are 0600 in 0700 directories', async (t) => {
@@ -133,12 +143,15 @@ t.test('a renewed leaf is swapped in without a restart and open connections surv
   t.match(reply, /^HTTP\/1\.1 200/, 'the old connection still answers');
   before.destroy();
 
-  await t.rejects(connect(app.port, { ca: app.ca, servername: 'localhost', maxVersion: 'TLSv1.2', ciphers: 'ECDHE-ECDSA-AES128-SHA' }), 'the TLS policy survived the swap');
+  await t.rejects(
+    connect(app.port, { ca: app.ca, servername: 'localhost', maxVersion: 'TLSv1.2', ciphers: 'ECDHE-ECDSA-AES128-SHA' }),
+    'the TLS policy survived the swap',
+  );
   const leafOnDisk = new X509Certificate(await readFile(path.join(app.dataDir, 'pki', 'leaf.crt'), 'utf8'));
   t.equal(leafOnDisk.serialNumber, newSerial, 'the file on disk is the served leaf');
 });
 
-t.test('idle keep-alive connections stay open 72 s, longer than Node\'s default 5 s', async (t) => {
+t.test("idle keep-alive connections stay open 72 s, longer than Node's default 5 s", async (t) => {
   const app = await startTestAppliance({ plugins: RUNTIME_ONLY });
   t.teardown(app.close);
   const socket = await connect(app.port, { ca: app.ca, servername: 'localhost' });

@@ -28,19 +28,31 @@ t.test('Ollama surface: {"error":"..."} naming the field', async (t) => {
   for (const [body, error] of cases) t.same(await generate(body), { status: 400, error: { error } }, JSON.stringify(body));
 
   const chat = await validated(ChatBody, same, '/api/chat');
-  t.same(await chat({ model: 'm', messages: [{ role: 'user', content: 5 }] }), {
-    status: 400,
-    error: { error: '"messages[0].content" must be a string' },
-  }, 'a nested field is named by its path');
+  t.same(
+    await chat({ model: 'm', messages: [{ role: 'user', content: 5 }] }),
+    {
+      status: 400,
+      error: { error: '"messages[0].content" must be a string' },
+    },
+    'a nested field is named by its path',
+  );
   t.same(await chat({ model: 'm', tools: [{ function: {} }] }), { status: 400, error: { error: 'tools[0].function.name is required' } });
 
   const embed = await validated(EmbedBody, same, '/api/embed');
-  t.same(await embed({ model: 'm', input: 'x', dimensions: '4' }), { status: 400, error: { error: '"dimensions" must be an integer' } }, 'a string number is not coerced');
+  t.same(
+    await embed({ model: 'm', input: 'x', dimensions: '4' }),
+    { status: 400, error: { error: '"dimensions" must be an integer' } },
+    'a string number is not coerced',
+  );
   t.same(await embed({ model: 'm', input: 'x', truncate: 'true' }), { status: 400, error: { error: '"truncate" must be a boolean' } }, 'nor a string boolean');
   t.same(await embed({ model: 'm', input: ['a', 3] }), { status: 400, error: { error: 'invalid input type' } }, "Ollama's own text");
 
   const accepted = await generate({ model: 'm', prompt: 'x', stream: null, future_field: { a: [1] }, context: [1, 2] });
-  t.same(accepted, { status: 200, value: { model: 'm', prompt: 'x', stream: null, future_field: { a: [1] }, context: [1, 2] } }, 'unknown fields and nulls pass untouched');
+  t.same(
+    accepted,
+    { status: 200, value: { model: 'm', prompt: 'x', stream: null, future_field: { a: [1] }, context: [1, 2] } },
+    'unknown fields and nulls pass untouched',
+  );
 });
 
 t.test('OpenAI surface: {"error":{message,type,param,code}} with param the field path', async (t) => {
@@ -50,7 +62,11 @@ t.test('OpenAI surface: {"error":{message,type,param,code}} with param the field
     [{ model: 'm', messages: [user], temperature: '0.5' }, '"temperature" must be a number', 'temperature'],
     [{ model: 'm', messages: [user], max_tokens: '5' }, '"max_tokens" must be an integer', 'max_tokens'],
     [{ model: 'm', messages: [user], temperature: 3 }, '"temperature" must be at most 2', 'temperature'],
-    [{ model: 'm', messages: [{ role: 'robot', content: 'x' }] }, '"messages[0].role" must be one of system, developer, user, assistant, tool, function', 'messages[0].role'],
+    [
+      { model: 'm', messages: [{ role: 'robot', content: 'x' }] },
+      '"messages[0].role" must be one of system, developer, user, assistant, tool, function',
+      'messages[0].role',
+    ],
     [{ model: 'm', messages: [user], stop: ['a', 1] }, '"stop[1]" must be a string', 'stop[1]'],
     [{ model: 'm', messages: [user], stop: 5 }, '"stop" must be a string or an array', 'stop'],
     [{ messages: [user] }, 'model is required', 'model'],
@@ -61,10 +77,14 @@ t.test('OpenAI surface: {"error":{message,type,param,code}} with param the field
     t.same(await chat(body), { status: 400, error: { error: { message, type: 'invalid_request_error', param, code: null } } }, JSON.stringify(body));
   }
   const embeddings = await validated(EmbeddingsBody, same, '/v1/embeddings');
-  t.same(await embeddings({ model: 'm', input: 'x', dimensions: '8' }), {
-    status: 400,
-    error: { error: { message: '"dimensions" must be an integer', type: 'invalid_request_error', param: 'dimensions', code: null } },
-  }, 'a string number is not coerced');
+  t.same(
+    await embeddings({ model: 'm', input: 'x', dimensions: '8' }),
+    {
+      status: 400,
+      error: { error: { message: '"dimensions" must be an integer', type: 'invalid_request_error', param: 'dimensions', code: null } },
+    },
+    'a string number is not coerced',
+  );
 
   const body = { model: 'm', messages: [{ ...user, name: 'bob', extra: 1 }], store: true, metadata: { k: 'v' }, temperature: null, future: [1] };
   t.same(await chat(body), { status: 200, value: body }, 'unknown fields (top level and nested) and nulls pass untouched');

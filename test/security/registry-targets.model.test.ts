@@ -45,7 +45,8 @@ const manifest = JSON.stringify({
 /** Serves the manifest and the config; `blob` answers for the weights. */
 function registry(blob: Handler): Handler {
   return (req, res) => {
-    if (req.url?.endsWith('/manifests/latest')) return void res.writeHead(200, { 'content-type': 'application/vnd.docker.distribution.manifest.v2+json' }).end(manifest);
+    if (req.url?.endsWith('/manifests/latest'))
+      return void res.writeHead(200, { 'content-type': 'application/vnd.docker.distribution.manifest.v2+json' }).end(manifest);
     if (req.url?.endsWith(`/blobs/${sha(config)}`)) return void res.writeHead(200).end(config);
     if (req.url?.endsWith(`/blobs/${sha(weights)}`)) return blob(req, res);
     res.writeHead(404).end();
@@ -69,7 +70,10 @@ const pull = (name: string) => call(app, 'POST', '/api/pull', { name, insecure: 
 
 t.test('redirects and token realms may not lead to file: URLs, and foreign answers are never quoted', async (t) => {
   const internal = await server(t, (_req, res) => res.writeHead(403, { 'content-type': 'text/plain' }).end(`${SECRET}\n`.repeat(20)));
-  const reg = await server(t, registry((_req, res) => res.writeHead(307, { location: 'file:///etc/passwd' }).end()));
+  const reg = await server(
+    t,
+    registry((_req, res) => res.writeHead(307, { location: 'file:///etc/passwd' }).end()),
+  );
 
   const toFile = await pull(`${reg.host}/library/m`);
   t.equal(toFile.status, 502);
@@ -87,7 +91,8 @@ t.test('redirects and token realms may not lead to file: URLs, and foreign answe
   t.match(realm.body.error, /sent a token realm to a "file:" URL/);
 
   // The registry's own OCI error is still named; its other text is not.
-  reg.handle.fn = (_req, res) => res.writeHead(403, { 'content-type': 'application/json' }).end(JSON.stringify({ errors: [{ code: 'DENIED', message: 'no access' }], note: SECRET }));
+  reg.handle.fn = (_req, res) =>
+    res.writeHead(403, { 'content-type': 'application/json' }).end(JSON.stringify({ errors: [{ code: 'DENIED', message: 'no access' }], note: SECRET }));
   const denied = await pull(`${reg.host}/library/m`);
   t.equal(denied.status, 502);
   t.match(denied.body.error, `registry ${reg.host} answered 403 (DENIED: no access)`);
@@ -103,7 +108,11 @@ t.test('a public registry may not lead to private addresses; a private one may',
   // `.invalid` never resolves: a registry whose addresses are unknown counts as public.
   const pub = new URL('https://registry.invalid/v2/library/m/manifests/latest');
   for (const target of ['https://127.0.0.1:9/x', 'https://10.0.0.5/x', 'https://[::1]/x', 'https://169.254.169.254/latest/meta-data', 'https://localhost/x']) {
-    await t.rejects(policy.check(new URL(target), pub, 'redirect'), { statusCode: 502, message: /a private address; a public registry may not lead there/ }, target);
+    await t.rejects(
+      policy.check(new URL(target), pub, 'redirect'),
+      { statusCode: 502, message: /a private address; a public registry may not lead there/ },
+      target,
+    );
   }
   await t.rejects(policy.check(new URL('http://storage.example/x'), pub, 'redirect'), { message: /"http:" URL; only https: is followed/ }, 'no downgrade');
   t.type(await policy.check(new URL('https://storage.example/x'), pub, 'redirect'), 'function', 'a public name connects through the public-only lookup');
@@ -148,5 +157,8 @@ t.test('a blob cut mid-way fails the pull, is never listed, and the next pull re
   t.ok(Number(/bytes=(\d+)-/.exec(ranges[0] ?? '')?.[1]) >= 500_000, `resumed from the cut (${ranges[0]})`);
   t.match((await call(app, 'GET', '/api/tags')).body.models, [{ name: `${name}:latest` }]);
   const blobs = await readdir(path.join(app.dataDir, 'models', 'blobs'));
-  t.notOk(blobs.some((b) => b.includes('partial')), 'no partial file remains');
+  t.notOk(
+    blobs.some((b) => b.includes('partial')),
+    'no partial file remains',
+  );
 });

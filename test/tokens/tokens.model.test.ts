@@ -27,7 +27,11 @@ t.test('WordPiece models (GGUF and ONNX) give the ids of vocab.txt', async (t) =
     t.equal(plain.status, 200, JSON.stringify(plain.json));
     t.same(plain.json, { tokens: words.map(id) }, `${model}: ids`);
     const special = await post(app, '/tokenize', { model, content: 'Hello world, tokenization!', add_special: true, with_pieces: true });
-    t.same(special.json.tokens.map((p: { id: number }) => p.id), [id('[CLS]'), ...words.map(id), id('[SEP]')], `${model}: add_special puts [CLS] and [SEP] around`);
+    t.same(
+      special.json.tokens.map((p: { id: number }) => p.id),
+      [id('[CLS]'), ...words.map(id), id('[SEP]')],
+      `${model}: add_special puts [CLS] and [SEP] around`,
+    );
     const pieces = special.json.tokens.map((p: { piece: string }) => p.piece.trim().replace(/^##/, ''));
     t.same(pieces, ['[CLS]', 'hello', 'world', ',', 'token', 'ization', '!', '[SEP]'], `${model}: pieces`);
     const back = await post(app, '/detokenize', { model, tokens: [id('hello'), id('world')] });

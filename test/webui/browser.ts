@@ -76,7 +76,9 @@ export async function axe(page: Page): Promise<{ id: string; help: string; targe
   // <script> tag would be refused by script-src 'self', as it should be).
   await page.evaluate(await readFile(projectPath('node_modules', 'axe-core', 'axe.min.js'), 'utf8'));
   return page.evaluate(async () => {
-    const w = window as unknown as { axe: { run: (ctx: Document, opts: object) => Promise<{ violations: { id: string; help: string; nodes: { target: string[] }[] }[] }> } };
+    const w = window as unknown as {
+      axe: { run: (ctx: Document, opts: object) => Promise<{ violations: { id: string; help: string; nodes: { target: string[] }[] }[] }> };
+    };
     const r = await w.axe.run(document, { resultTypes: ['violations'] });
     return r.violations.map((v) => ({ id: v.id, help: v.help, target: String(v.nodes[0]?.target ?? '') }));
   });

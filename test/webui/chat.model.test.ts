@@ -23,7 +23,7 @@ t.test('sign in: the key explained, the CA fingerprint shown, a wrong key refuse
   await t.resolves(page.getByText('lia key show').first().waitFor(), 'says where the key comes from');
   const fp = new X509Certificate(c.app.ca).fingerprint256;
   await page.getByTestId('ca-fingerprint').filter({ hasText: ':' }).waitFor();
-  t.equal(await page.getByTestId('ca-fingerprint').textContent(), fp, 'the CA fingerprint is the CA\'s');
+  t.equal(await page.getByTestId('ca-fingerprint').textContent(), fp, "the CA fingerprint is the CA's");
   t.equal(await page.getByRole('link', { name: 'Download the CA certificate' }).getAttribute('href'), '/system/ca-cert');
   await c.shot('sign-in');
   t.same(await axe(page), [], 'axe: no violations on sign-in');
@@ -51,7 +51,7 @@ t.test('chat: a real model streams an answer with its figures; reload keeps the 
   const stats = page.getByTestId('answer-stats');
   await stats.waitFor({ timeout: 60_000 });
   t.match(await stats.textContent(), /\d+ tokens · [\d.]+ tokens\/s/, 'tokens and tokens/s from the API');
-  t.match(await stats.textContent(), /first token \(API\) \d+ ms/, 'first token from the API\'s fields');
+  t.match(await stats.textContent(), /first token \(API\) \d+ ms/, "first token from the API's fields");
   t.ok(Number(/(\d+) tokens/.exec((await stats.textContent()) ?? '')?.[1]) <= 40, 'max tokens reaches the API (num_predict)');
   t.ok(((await page.locator('.msg.assistant .md').textContent()) ?? '').trim().length > 0, 'the answer is on screen');
   await c.shot('chat');
@@ -62,14 +62,17 @@ t.test('chat: a real model streams an answer with its figures; reload keeps the 
   t.equal(await page.locator('.msg.assistant').count(), 1);
 });
 
-t.test('a model\'s <script> and <img onerror> never run', async (t) => {
+t.test("a model's <script> and <img onerror> never run", async (t) => {
   await page.getByRole('button', { name: 'New chat', exact: true }).first().click();
   await page.getByLabel('Model').selectOption('echo:latest');
   const payload = 'hi <img src=x onerror="window.__xss=1"> <script>window.__xss=2</script> [x](javascript:window.__xss=3) **bold**';
   await page.getByLabel('Message').fill(payload);
   await page.getByRole('button', { name: 'Send' }).click();
   await page.getByTestId('answer-stats').waitFor();
-  await page.locator('.msg.assistant a').click().catch(() => undefined);
+  await page
+    .locator('.msg.assistant a')
+    .click()
+    .catch(() => undefined);
   await page.waitForTimeout(200);
   t.equal(await page.evaluate(() => (window as unknown as { __xss?: number }).__xss), undefined, 'nothing ran');
   t.equal(await page.locator('.msg.assistant script, .msg.assistant [onerror]').count(), 0, 'no script or handler in the DOM');
@@ -87,11 +90,18 @@ t.test('edit and resend, regenerate, rename', async (t) => {
   await page.getByRole('button', { name: 'Regenerate' }).waitFor(); // back once the answer is done
   t.equal((await answer.textContent())?.trim(), 'echo: edited words', 'regenerated in place');
   t.equal(await page.locator('.msg').count(), 2);
-  await page.locator('.conv-list li[class="active"]').getByRole('button', { name: /^Rename/ }).click();
+  await page
+    .locator('.conv-list li[class="active"]')
+    .getByRole('button', { name: /^Rename/ })
+    .click();
   await page.getByLabel('New name').fill('renamed chat');
   await page.getByLabel('New name').press('Enter');
   await page.getByRole('button', { name: 'renamed chat', exact: true }).waitFor();
-  t.equal(await page.locator('.conv-list li[class="active"]').getByRole('button', { name: 'renamed chat', exact: true }).count(), 1, 'the open conversation is listed under its new name');
+  t.equal(
+    await page.locator('.conv-list li[class="active"]').getByRole('button', { name: 'renamed chat', exact: true }).count(),
+    1,
+    'the open conversation is listed under its new name',
+  );
 });
 
 t.test('Stop ends a stream; a second Send is refused while one runs', async (t) => {
@@ -155,4 +165,3 @@ t.test('axe-core: models and system pages', async (t) => {
   }
   t.same(errors, [], 'no script errors in the page');
 });
-

@@ -25,9 +25,7 @@ const c = await startConsole({
     'fake-backend': FAKE_BACKEND,
     'backend-upstream': {
       options: {
-        upstreams: [
-          { name: 'up', url: upstream.url, flavour: 'openai', ...access, models: [{ model: 'echo', name: 'far-echo' }] },
-        ],
+        upstreams: [{ name: 'up', url: upstream.url, flavour: 'openai', ...access, models: [{ model: 'echo', name: 'far-echo' }] }],
       },
     },
   },
@@ -70,7 +68,7 @@ t.test('models: the details say where the remote model is served and how it is m
   t.match(text, /lia\.config/);
 });
 
-t.test('models: pulling the remote model\'s name says that the upstream serves it', async (t) => {
+t.test("models: pulling the remote model's name says that the upstream serves it", async (t) => {
   await page.getByLabel(/^Name \(from the configured registry/).fill('far-echo');
   await page.getByRole('button', { name: 'Pull', exact: true }).click();
   const alert = page.getByRole('alert').filter({ hasText: 'is a remote model' });

@@ -28,7 +28,10 @@ t.test('models: delete asks first, then the model is gone', async (t) => {
   await dialog.getByRole('button', { name: 'Delete' }).click();
   await page.locator('tr[data-model="dropme:latest"]').waitFor({ state: 'detached' });
   const tags = (await (await c.app.fetch('/api/tags')).json()) as { models: { name: string }[] };
-  t.notOk(tags.models.some((m) => m.name === 'dropme:latest'), 'the appliance no longer has it');
+  t.notOk(
+    tags.models.some((m) => m.name === 'dropme:latest'),
+    'the appliance no longer has it',
+  );
 });
 
 t.test('models: a GGUF file from disk is uploaded and created', async (t) => {
@@ -58,7 +61,10 @@ t.test('models: pull from a registry with progress', async (t) => {
   t.ok((await page.locator('form progress').count()) >= 1, 'a progress bar per layer');
   await page.locator(`tr[data-model="${remote}"]`).waitFor();
   const tags = (await (await c.app.fetch('/api/tags')).json()) as { models: { name: string }[] };
-  t.ok(tags.models.some((m) => m.name === remote), 'the pulled model is listed, and the appliance has it');
+  t.ok(
+    tags.models.some((m) => m.name === remote),
+    'the pulled model is listed, and the appliance has it',
+  );
 });
 
 t.test('system: the time axis of the charts shows the last minutes of today, before and after the first sample', async (t) => {
@@ -74,7 +80,10 @@ t.test('system: the time axis of the charts shows the last minutes of today, bef
   const first = await range();
   t.ok(Math.abs(first.to - now) < day, `the axis ends today (${new Date(first.to * 1000).toISOString()})`);
   t.ok(first.to > first.from && first.to - first.from <= 3600, 'and spans minutes, not years');
-  await page.getByText(/^\d+ %$/).first().waitFor();
+  await page
+    .getByText(/^\d+ %$/)
+    .first()
+    .waitFor();
   await page.waitForFunction(() => document.querySelector('figure.chart [data-time-to]')?.getAttribute('data-time-to') !== null);
   const later = await range();
   t.ok(Math.abs(later.to - Date.now() / 1000) < day, 'still today once samples arrive');
@@ -92,7 +101,10 @@ t.test('system: stop and start svc-webui; logs', async (t) => {
   t.equal(stopped.status, 503);
   t.match(await stopped.text(), /web console is stopped/, 'a new visit gets a page saying so, not JSON');
   await row.getByRole('button', { name: 'start svc-webui', exact: true }).click();
-  await row.getByTestId('service-state').filter({ hasText: /^active$/ }).waitFor();
+  await row
+    .getByTestId('service-state')
+    .filter({ hasText: /^active$/ })
+    .waitFor();
   t.equal((await c.app.fetch('/ui/', { auth: false })).status, 200, 'started again from the same tab');
 
   await page.getByLabel('Service', { exact: true }).selectOption('svc-webui');

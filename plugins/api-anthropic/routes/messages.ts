@@ -22,42 +22,46 @@ function requestIdHeader(reply: FastifyReply, id: string): void {
 
 /** Registers both routes. */
 export function messagesRoutes(app: FastifyInstance, hooks: Hooks): void {
-  app.post<{ Body: MessagesBody }>('/v1/messages', { schema: { body: MessagesBody }, config: { scope: 'inference', credentialHeaders: CREDENTIAL_HEADERS } }, async (request, reply) => {
-    const { native, stream, ignored } = translateMessagesRequest(request.body);
-    if (ignored.length > 0) request.log.debug({ ignored }, 'accepted without effect');
-    const signal = clientGone(reply);
-    const generation = await hooks.inference.get().chat(stream ? native : { ...native, stream: false }, signal);
-    // As in the OpenAI routes: the engine works on the first event while the id is set up.
-    const first = primed(generation.events);
-    const meta = { id: newId('msg_'), model: generation.model };
-    requestIdHeader(reply, meta.id);
-    const events = await first;
+  app.post<{ Body: MessagesBody }>(
+    '/v1/messages',
+    { schema: { body: MessagesBody }, config: { scope: 'inference', credentialHeaders: CREDENTIAL_HEADERS } },
+    async (request, reply) => {
+      const { native, stream, ignored } = translateMessagesRequest(request.body);
+      if (ignored.length > 0) request.log.debug({ ignored }, 'accepted without effect');
+      const signal = clientGone(reply);
+      const generation = await hooks.inference.get().chat(stream ? native : { ...native, stream: false }, signal);
+      // As in the OpenAI routes: the engine works on the first event while the id is set up.
+      const first = primed(generation.events);
+      const meta = { id: newId('msg_'), model: generation.model };
+      requestIdHeader(reply, meta.id);
+      const events = await first;
 
-    if (!stream) {
-      const collector = new MessageCollector(meta);
-      for await (const event of events) collector.add(event);
-      return reply.type('application/json; charset=utf-8').send(collector.result());
-    }
-
-    // Anthropic names every frame after its `type` and ends without OpenAI's `[DONE]`.
-    const sse = startSse<StreamEvent>(reply, { errorFrame: anthropicErrorBody, eventName: (body) => (body as { type: string }).type });
-    const translator = new StreamTranslator(meta);
-    const writeAll = (list: StreamEvent[]) => {
-      for (const e of list) sse.write(e);
-    };
-    try {
-      writeAll(translator.start());
-      for await (const event of events) {
-        if (sse.closed) return sse.end();
-        writeAll(translator.next(event));
+      if (!stream) {
+        const collector = new MessageCollector(meta);
+        for await (const event of events) collector.add(event);
+        return reply.type('application/json; charset=utf-8').send(collector.result());
       }
-      writeAll(translator.finish());
-      sse.end();
-    } catch (err) {
-      // A client that left is only logged; a shutdown past its grace period gets the error frame.
-      sse.fail(err);
-    }
-  });
+
+      // Anthropic names every frame after its `type` and ends without OpenAI's `[DONE]`.
+      const sse = startSse<StreamEvent>(reply, { errorFrame: anthropicErrorBody, eventName: (body) => (body as { type: string }).type });
+      const translator = new StreamTranslator(meta);
+      const writeAll = (list: StreamEvent[]) => {
+        for (const e of list) sse.write(e);
+      };
+      try {
+        writeAll(translator.start());
+        for await (const event of events) {
+          if (sse.closed) return sse.end();
+          writeAll(translator.next(event));
+        }
+        writeAll(translator.finish());
+        sse.end();
+      } catch (err) {
+        // A client that left is only logged; a shutdown past its grace period gets the error frame.
+        sse.fail(err);
+      }
+    },
+  );
 
   app.post<{ Body: CountTokensBody }>(
     '/v1/messages/count_tokens',

@@ -133,7 +133,10 @@ export function toChatMessages(messages: MessagesBody['messages'], system?: Mess
       } else if (block.type === 'image' && m.role === 'user') {
         images.push(blockImage(block, bp));
       } else if (MEDIA.has(block.type)) {
-        invalid(`${bp}.type`, `'${block.type}' blocks are not supported${block.type === 'image' ? ' in assistant messages' : ': this server takes text and images'}`);
+        invalid(
+          `${bp}.type`,
+          `'${block.type}' blocks are not supported${block.type === 'image' ? ' in assistant messages' : ': this server takes text and images'}`,
+        );
       } else if (block.type === 'tool_use' || block.type === 'tool_result') {
         invalid(`${bp}.type`, `'${block.type}' blocks belong in ${block.type === 'tool_use' ? 'assistant' : 'user'} messages`);
       } else if (block.type !== 'thinking' && block.type !== 'redacted_thinking') {

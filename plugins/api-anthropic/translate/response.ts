@@ -221,10 +221,6 @@ export class StreamTranslator {
 
   /** Closes an open text block, then `message_delta` and `message_stop`. */
   finish(): StreamEvent[] {
-    return [
-      ...this.#closeText(),
-      { type: 'message_delta', delta: stopOf(this.#done, this.#sawToolUse), usage: usageOf(this.#done) },
-      { type: 'message_stop' },
-    ];
+    return [...this.#closeText(), { type: 'message_delta', delta: stopOf(this.#done, this.#sawToolUse), usage: usageOf(this.#done) }, { type: 'message_stop' }];
   }
 }

@@ -16,32 +16,36 @@ import { startChat, type RouteOptions } from './common.js';
 
 /** Registers the route. */
 export function chatRoute(app: FastifyInstance, hooks: Hooks, options: RouteOptions): void {
-  app.post<{ Body: ChatCompletionBody }>('/v1/chat/completions', { schema: { body: ChatCompletionBody }, config: { scope: 'inference' } }, async (request, reply) => {
-    const { native, stream, includeUsage, ignored } = translateChatRequest(request.body);
-    if (ignored.length > 0) request.log.debug({ ignored }, 'accepted without effect');
-    const { meta, events } = await startChat(hooks, stream ? native : { ...native, stream: false }, options, reply, 'chatcmpl-');
+  app.post<{ Body: ChatCompletionBody }>(
+    '/v1/chat/completions',
+    { schema: { body: ChatCompletionBody }, config: { scope: 'inference' } },
+    async (request, reply) => {
+      const { native, stream, includeUsage, ignored } = translateChatRequest(request.body);
+      if (ignored.length > 0) request.log.debug({ ignored }, 'accepted without effect');
+      const { meta, events } = await startChat(hooks, stream ? native : { ...native, stream: false }, options, reply, 'chatcmpl-');
 
-    if (!stream) {
-      const collector = new ChatCollector(meta, undefined, native.logprobs !== undefined);
-      for await (const event of events) collector.add(event);
-      return reply.type('application/json; charset=utf-8').send(collector.result());
-    }
-
-    const sse = startSse<ChatCompletionChunk>(reply, { errorFrame: openaiErrorBody });
-    const chunker = new ChatChunker(meta, undefined, native.logprobs !== undefined);
-    try {
-      sse.write(chunker.first());
-      for await (const event of events) {
-        if (sse.closed) return sse.end();
-        const chunk = chunker.next(event);
-        if (chunk) sse.write(chunk);
+      if (!stream) {
+        const collector = new ChatCollector(meta, undefined, native.logprobs !== undefined);
+        for await (const event of events) collector.add(event);
+        return reply.type('application/json; charset=utf-8').send(collector.result());
       }
-      sse.write(chunker.last());
-      if (includeUsage) sse.write(chunker.usage());
-      sse.done();
-    } catch (err) {
-      // A client that left is only logged; a shutdown past its grace period gets the error frame.
-      sse.fail(err);
-    }
-  });
+
+      const sse = startSse<ChatCompletionChunk>(reply, { errorFrame: openaiErrorBody });
+      const chunker = new ChatChunker(meta, undefined, native.logprobs !== undefined);
+      try {
+        sse.write(chunker.first());
+        for await (const event of events) {
+          if (sse.closed) return sse.end();
+          const chunk = chunker.next(event);
+          if (chunk) sse.write(chunk);
+        }
+        sse.write(chunker.last());
+        if (includeUsage) sse.write(chunker.usage());
+        sse.done();
+      } catch (err) {
+        // A client that left is only logged; a shutdown past its grace period gets the error frame.
+        sse.fail(err);
+      }
+    },
+  );
 }

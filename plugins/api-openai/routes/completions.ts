@@ -35,8 +35,7 @@ export function completionsRoute(app: FastifyInstance, hooks: Hooks, options: Ro
     }
     const inference = hooks.inference.get();
     const signal = clientGone(reply);
-    const call = (i: number): Promise<GenerationStream> =>
-      inference.generate(tr.natives[i]!, signal).catch((err) => withModelParam(err, requested));
+    const call = (i: number): Promise<GenerationStream> => inference.generate(tr.natives[i]!, signal).catch((err) => withModelParam(err, requested));
     const prime = async (g: GenerationStream): Promise<GenerationStream> => ({ ...g, events: await primed(g.events) });
     const start = async (i: number): Promise<GenerationStream> => prime(await call(i));
     // As in the chat route: the first prompt goes to the engine at once, and the id and header are

@@ -131,8 +131,7 @@ export class ChatCollector {
     if (event.type === 'token') {
       this.#text += event.text;
       if (event.logprobs) this.#logprobs?.push(...event.logprobs);
-    }
-    else if (event.type === 'thinking') this.#reasoning += event.text;
+    } else if (event.type === 'thinking') this.#reasoning += event.text;
     else if (event.type === 'tool_calls') this.#calls.push(...event.calls.map((c) => toOpenAIToolCall(c, this.#makeId)));
     else this.#done = event;
   }

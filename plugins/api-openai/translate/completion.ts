@@ -137,8 +137,7 @@ export class CompletionCollector {
     if (event.type === 'token') {
       this.text += event.text;
       if (event.logprobs) this.logprobs?.push(...event.logprobs);
-    }
-    else if (event.type === 'done') {
+    } else if (event.type === 'done') {
       this.reason = event.reason;
       this.usage = usageOf(event);
     }

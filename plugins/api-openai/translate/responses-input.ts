@@ -58,7 +58,8 @@ function content(value: unknown, param: string): { text: string; images: string[
       if (type === 'input_image') {
         const url = (part as Body)['image_url'];
         if (typeof url !== 'string') {
-          if ((part as Body)['file_id'] !== undefined) invalid(`${p}.file_id`, 'images by file_id are not supported: this server stores no files; send image_url as a data: URL');
+          if ((part as Body)['file_id'] !== undefined)
+            invalid(`${p}.file_id`, 'images by file_id are not supported: this server stores no files; send image_url as a data: URL');
           invalid(`${p}.image_url`, `'${p}.image_url' must be a string`);
         }
         images.push(imageFromDataUrl(url, `${p}.image_url`));

@@ -37,13 +37,14 @@ export interface ResponseTranslation {
   ignored: string[];
 }
 
-const STATELESS = 'this server is stateless and stores no responses: send the whole conversation in \'input\'';
+const STATELESS = "this server is stateless and stores no responses: send the whole conversation in 'input'";
 
 /** Refuses the fields that need stored state. */
 function refuseState(body: ResponseBody): void {
   if (body.previous_response_id != null) invalid('previous_response_id', `'previous_response_id' is not supported: ${STATELESS}`);
   if (body.conversation != null) invalid('conversation', `'conversation' is not supported: ${STATELESS}`);
-  if (body.prompt != null) invalid('prompt', "stored prompts ('prompt') are not supported: this server stores no prompts; send the text in 'instructions' and 'input'");
+  if (body.prompt != null)
+    invalid('prompt', "stored prompts ('prompt') are not supported: this server stores no prompts; send the text in 'instructions' and 'input'");
   if (body.background === true) invalid('background', "'background' responses are not supported: every response is answered in its own request");
 }
 

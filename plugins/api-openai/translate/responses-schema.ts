@@ -35,7 +35,9 @@ const Tool = Type.Object(
     description: Opt(Type.String()),
     parameters: Opt(AnyObject),
     strict: Opt(Type.Boolean()),
-    tools: Type.Optional(Type.Array(Type.Object({ type: Type.String(), name: Type.Optional(Type.String({ minLength: 1 })), parameters: Opt(AnyObject) }, open))),
+    tools: Type.Optional(
+      Type.Array(Type.Object({ type: Type.String(), name: Type.Optional(Type.String({ minLength: 1 })), parameters: Opt(AnyObject) }, open)),
+    ),
   },
   open,
 );

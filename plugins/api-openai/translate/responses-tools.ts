@@ -80,7 +80,13 @@ export function responseTools(tools: ResponseBody['tools']): ResponseTools {
     if (tool['type'] === 'function') {
       const name = toolName(tool, p);
       out.defs.push(functionDef(tool, p, name));
-      out.echo.push({ type: 'function', name, description: tool['description'] ?? null, parameters: tool['parameters'] ?? null, strict: tool['strict'] ?? null });
+      out.echo.push({
+        type: 'function',
+        name,
+        description: tool['description'] ?? null,
+        parameters: tool['parameters'] ?? null,
+        strict: tool['strict'] ?? null,
+      });
       return;
     }
     out.echo.push(tool);
@@ -117,7 +123,10 @@ function nativeName(name: string, tools: ResponseTools): string {
 
 /** A forced choice of a tool this server cannot run: a 400. */
 function hostedChoice(type: string): never {
-  return invalid('tool_choice.type', `'tool_choice' forces a tool of type '${type}', which this server cannot run: use none, auto, required, a function or allowed_tools`);
+  return invalid(
+    'tool_choice.type',
+    `'tool_choice' forces a tool of type '${type}', which this server cannot run: use none, auto, required, a function or allowed_tools`,
+  );
 }
 
 /** `tool_choice` applied to the tools: the native tools and choice, and the echo. */
@@ -126,7 +135,7 @@ export function responseToolChoice(
   tools: ResponseTools,
 ): { tools?: ToolDefinition[]; toolChoice?: ReturnType<typeof chooseTools>['toolChoice']; echo: ToolChoiceEcho } {
   if (choice === undefined || choice === null || typeof choice === 'string') {
-    const mode = (choice ?? 'auto');
+    const mode = choice ?? 'auto';
     return { ...chooseTools(mode, tools.defs, 'tool_choice.name'), echo: mode };
   }
   const c = choice as Body;
@@ -145,7 +154,14 @@ export function responseToolChoice(
       }),
     );
     const mode = c['mode'] === 'required' ? 'required' : 'auto';
-    return { ...chooseTools(mode, tools.defs.filter((d) => allowed.has(d.function.name)), 'tool_choice.tools'), echo: c };
+    return {
+      ...chooseTools(
+        mode,
+        tools.defs.filter((d) => allowed.has(d.function.name)),
+        'tool_choice.tools',
+      ),
+      echo: c,
+    };
   }
   return hostedChoice(String(c['type']));
 }

@@ -22,7 +22,10 @@ interface KeyView {
 }
 
 const list = (v: CliArgs['values'][string]): string[] =>
-  (Array.isArray(v) ? v : v === undefined ? [] : [v]).flatMap((s) => String(s).split(',')).map((s) => s.trim()).filter(Boolean);
+  (Array.isArray(v) ? v : v === undefined ? [] : [v])
+    .flatMap((s) => String(s).split(','))
+    .map((s) => s.trim())
+    .filter(Boolean);
 
 function positiveInt(v: CliArgs['values'][string], flag: string): number | undefined {
   if (v === undefined) return undefined;
@@ -76,8 +79,7 @@ export const commands: CliCommand[] = [
   {
     name: 'key create',
     summary: 'Create a named API key with scopes, and print its secret (shown once)',
-    usage:
-      'lia key create NAME --scope SCOPE [--scope SCOPE...] [--model PATTERN...] [--expires 30d|ISO-DATE] [--rpm N] [--tpm N] [--streams N]',
+    usage: 'lia key create NAME --scope SCOPE [--scope SCOPE...] [--model PATTERN...] [--expires 30d|ISO-DATE] [--rpm N] [--tpm N] [--streams N]',
     options: {
       scope: { type: 'string', multiple: true },
       model: { type: 'string', multiple: true },
@@ -136,7 +138,13 @@ export const commands: CliCommand[] = [
         ]);
       }
       const widths = rows[0]!.map((_, i) => Math.max(...rows.map((r) => r[i]!.length)));
-      for (const r of rows) io.stdout.write(`${r.map((c, i) => c.padEnd(widths[i]!)).join('  ').trimEnd()}\n`);
+      for (const r of rows)
+        io.stdout.write(
+          `${r
+            .map((c, i) => c.padEnd(widths[i]!))
+            .join('  ')
+            .trimEnd()}\n`,
+        );
       return 0;
     },
   },

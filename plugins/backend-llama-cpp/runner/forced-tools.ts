@@ -157,9 +157,7 @@ function objectSchema(schema: Schema, path: string): Schema {
   const out: Schema = { type: 'object' };
   if (schema.properties !== undefined) {
     if (!isObject(schema.properties)) throw new ToolSchemaError(`${path}.properties must be an object`);
-    out.properties = Object.fromEntries(
-      Object.entries(schema.properties).map(([key, value]) => [key, toGrammarSchema(value, `${path}.properties.${key}`)]),
-    );
+    out.properties = Object.fromEntries(Object.entries(schema.properties).map(([key, value]) => [key, toGrammarSchema(value, `${path}.properties.${key}`)]));
   }
   const extra = schema.additionalProperties;
   if (extra === true || extra === false) out.additionalProperties = extra;

@@ -107,7 +107,11 @@ export async function generation<R extends { metadata: { stopReason: string } }>
   let first = 0n;
   let count = 0;
   let firstTokens: Token[] | null = [];
-  const detector = new StopDetector([...stops.request, ...(stops.format ?? [])], (text) => emit({ type: 'token', text }), () => ctl.abort(new Error('stop sequence')));
+  const detector = new StopDetector(
+    [...stops.request, ...(stops.format ?? [])],
+    (text) => emit({ type: 'token', text }),
+    () => ctl.abort(new Error('stop sequence')),
+  );
   let result: R | undefined;
   try {
     result = await call({
@@ -150,4 +154,3 @@ export async function generation<R extends { metadata: { stopReason: string } }>
   if (matched !== undefined && stops.request.includes(matched)) done.stopSequence = matched;
   return { result, done };
 }
-

@@ -43,9 +43,7 @@ export function toChatHistory(messages: readonly ChatMessage[]): ChatHistoryItem
 function attachToolResult(history: ChatHistoryItem[], message: ChatMessage): void {
   const last = history.at(-1);
   if (last?.type === 'model') {
-    const pending = last.response.filter(
-      (r): r is ChatModelFunctionCall => typeof r === 'object' && r.type === 'functionCall' && r.result === undefined,
-    );
+    const pending = last.response.filter((r): r is ChatModelFunctionCall => typeof r === 'object' && r.type === 'functionCall' && r.result === undefined);
     const call = pending.find((c) => message.tool_name === undefined || c.name === message.tool_name) ?? pending[0];
     if (call) {
       call.result = parseMaybeJson(message.content);

@@ -100,9 +100,7 @@ function handle(message: ParentMessage): void {
         }
         send({ t: 'event', id: message.id, event });
       };
-      void run(message.id, (signal) =>
-        message.t === 'generate' ? s.generate(message.params, signal, emit) : s.chat(message.params, signal, emit),
-      );
+      void run(message.id, (signal) => (message.t === 'generate' ? s.generate(message.params, signal, emit) : s.chat(message.params, signal, emit)));
       return;
     }
     case 'embed': {

@@ -31,9 +31,7 @@ export interface LlamaSampling {
   topP: number;
   minP: number;
   seed: number;
-  repeatPenalty:
-    | false
-    | { penalty: number; lastTokens: number; presencePenalty: number; frequencyPenalty: number; penalizeNewLine: boolean };
+  repeatPenalty: false | { penalty: number; lastTokens: number; presencePenalty: number; frequencyPenalty: number; penalizeNewLine: boolean };
   customStopTriggers: string[];
 }
 
@@ -58,9 +56,7 @@ export function toLlamaSampling(options: SamplingOptions, contextLength: number)
     minP: clamp(options.min_p ?? d.min_p, 0, 1),
     // Ollama: a negative seed (the default -1) means a random one.
     seed: seed === undefined || seed < 0 ? Math.floor(Math.random() * 2 ** 31) : Math.trunc(seed),
-    repeatPenalty: penaltyOff
-      ? false
-      : { penalty, lastTokens, presencePenalty: presence, frequencyPenalty: frequency, penalizeNewLine: true },
+    repeatPenalty: penaltyOff ? false : { penalty, lastTokens, presencePenalty: presence, frequencyPenalty: frequency, penalizeNewLine: true },
     customStopTriggers: (options.stop ?? []).filter((s) => s.length > 0),
   };
 }

@@ -6,7 +6,17 @@
  *
  * @module
  */
-import { getLlama, LlamaChat, LlamaLogLevel, type ChatWrapper, type Llama, type LlamaContext, type LlamaGrammar, type LlamaModel, type Token } from 'node-llama-cpp';
+import {
+  getLlama,
+  LlamaChat,
+  LlamaLogLevel,
+  type ChatWrapper,
+  type Llama,
+  type LlamaContext,
+  type LlamaGrammar,
+  type LlamaModel,
+  type Token,
+} from 'node-llama-cpp';
 import type { ChatParams, EmbedParams, EmbedResult, GenerateParams, GenerationEvent } from 'lia/plugin/contracts';
 import type { ModelCapability } from 'lia/plugin/contracts';
 import type { LoadSpec, ParentMessage, RunnerInfo, RunnerResult } from '../protocol.js';
@@ -69,7 +79,9 @@ export class ModelSession {
     this.#ranker = new Ranker(model, info.contextLength, spec.threads);
     this.#batchThreads = useBatchThreads(context, spec.threads, spec.batchThreads ?? spec.threads, minBatchTokens(model.size));
     if (!this.#batchThreads) {
-      this.warnings.push("node-llama-cpp's native context lacks the calls runner/batch-threads.ts wraps (another version?): large batches run on the small-batch thread count");
+      this.warnings.push(
+        "node-llama-cpp's native context lacks the calls runner/batch-threads.ts wraps (another version?): large batches run on the small-batch thread count",
+      );
     }
     if (!fixBatchDispatch(context, () => this.#slots.busy)) {
       this.warnings.push(
@@ -149,7 +161,11 @@ export class ModelSession {
       const metered = meterPrompt(slot.seq);
       await prefill(slot.seq, this.#prompts.withBos(tokens), signal);
       const maxTokens = maxTokensFor(params.options, this.info.contextLength, promptTokens);
-      const { done } = await this.#complete(slot, { tokens, stops, promptTokens }, { sampling, maxTokens, grammar, signal, emit: collect, started, logprobs: params.logprobs });
+      const { done } = await this.#complete(
+        slot,
+        { tokens, stops, promptTokens },
+        { sampling, maxTokens, grammar, signal, emit: collect, started, logprobs: params.logprobs },
+      );
       metered(done);
       // Ollama's `context`: the exchange as token ids, for a client to send back with its next
       // prompt. The answer is tokenized from the text sent (stop sequences cut), as Ollama does.
@@ -277,15 +293,21 @@ export class ModelSession {
         emit: run.emit,
       });
     }
-    return generation(run.signal, { request: sampling.customStopTriggers, format: stops.texts }, run.emit, run.started, prompt.promptTokens, (o) =>
-      slot.completion.generateCompletionWithMeta(tokens, {
-        ...sampling,
-        ...o,
-        customStopTriggers: stops.tokens,
-        maxTokens: run.maxTokens,
-        ...WHOLE_PROMPT,
-        ...(grammar ? { grammar } : {}),
-      }),
+    return generation(
+      run.signal,
+      { request: sampling.customStopTriggers, format: stops.texts },
+      run.emit,
+      run.started,
+      prompt.promptTokens,
+      (o) =>
+        slot.completion.generateCompletionWithMeta(tokens, {
+          ...sampling,
+          ...o,
+          customStopTriggers: stops.tokens,
+          maxTokens: run.maxTokens,
+          ...WHOLE_PROMPT,
+          ...(grammar ? { grammar } : {}),
+        }),
       (generated) => this.#model.detokenize(generated, false, tokens.slice(-8)),
     );
   }
@@ -308,15 +330,21 @@ export class ModelSession {
       const metered = meterPrompt(slot.seq);
       await prefill(slot.seq, this.#prompts.withBos(tokens), signal);
       const maxTokens = maxTokensFor(params.options, this.info.contextLength, promptTokens);
-      const { result, done } = await generation(signal, { request: [] }, () => undefined, started, promptTokens, (o) =>
-        slot.completion.generateCompletionWithMeta(tokens, {
-          ...sampling,
-          ...o,
-          customStopTriggers: [],
-          maxTokens,
-          ...WHOLE_PROMPT,
-          grammar,
-        }),
+      const { result, done } = await generation(
+        signal,
+        { request: [] },
+        () => undefined,
+        started,
+        promptTokens,
+        (o) =>
+          slot.completion.generateCompletionWithMeta(tokens, {
+            ...sampling,
+            ...o,
+            customStopTriggers: [],
+            maxTokens,
+            ...WHOLE_PROMPT,
+            grammar,
+          }),
       );
       const text = result?.response ?? '';
       const calls = parseForcedCall(text, tools, choice);
@@ -359,13 +387,7 @@ export class ModelSession {
   }
 
   /** Fill-in-the-middle (`suffix`) with the model's infill tokens; a 400 for a model without them. */
-  async #infill(
-    params: GenerateParams,
-    sampling: LlamaSampling,
-    grammar: LlamaGrammar | undefined,
-    signal: AbortSignal,
-    emit: Emit,
-  ): Promise<void> {
+  async #infill(params: GenerateParams, sampling: LlamaSampling, grammar: LlamaGrammar | undefined, signal: AbortSignal, emit: Emit): Promise<void> {
     const { prefix, suffix } = this.#model.tokens.infill;
     if (prefix == null || suffix == null) throw new RequestError('this model does not support insert (suffix)');
     const promptTokens = this.#model.tokenize(params.prompt).length + this.#model.tokenize(params.suffix ?? '').length + 3;

@@ -98,7 +98,7 @@ export function chooseDonor(others: readonly DonorCandidate[], own: number): { i
     const tokens = Math.max(c.cached, c.pending);
     const wait = c.pending > c.cached;
     if (tokens < own + MIN_SHARED_TOKENS) continue;
-    const better = !best || tokens > best.tokens || (tokens === best.tokens && (best.wait && !wait || (best.wait === wait && c.index < best.index)));
+    const better = !best || tokens > best.tokens || (tokens === best.tokens && ((best.wait && !wait) || (best.wait === wait && c.index < best.index)));
     if (better) best = { index: c.index, wait, tokens };
   }
   return best && { index: best.index, wait: best.wait };

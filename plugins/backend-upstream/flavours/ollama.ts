@@ -29,7 +29,14 @@ export const ollama: Flavour = {
     }
     return {
       path: '/api/chat',
-      body: { model, messages: p.messages, stream: true, options: p.options, ...(p.tools ? { tools: p.tools } : {}), ...(p.format ? { format: p.format } : {}) },
+      body: {
+        model,
+        messages: p.messages,
+        stream: true,
+        options: p.options,
+        ...(p.tools ? { tools: p.tools } : {}),
+        ...(p.format ? { format: p.format } : {}),
+      },
     };
   },
   generate(model, p) {

@@ -56,13 +56,23 @@ function until(iso: string, now = Date.now()): string {
   if (ms > 20 * 365 * 86400_000) return 'Forever';
   if (ms <= 0) return 'Stopping...';
   const s = Math.round(ms / 1000);
-  const [n, unit] = s < 60 ? [s, 'second'] : s < 3600 ? [Math.round(s / 60), 'minute'] : s < 86400 ? [Math.round(s / 3600), 'hour'] : [Math.round(s / 86400), 'day'];
+  const [n, unit] =
+    s < 60 ? [s, 'second'] : s < 3600 ? [Math.round(s / 60), 'minute'] : s < 86400 ? [Math.round(s / 3600), 'hour'] : [Math.round(s / 86400), 'day'];
   return n === 1 ? `About a${unit === 'hour' ? 'n' : ''} ${unit} from now` : `${n} ${unit}s from now`;
 }
 
 function table(rows: string[][]): string {
   const widths = rows[0]!.map((_, i) => Math.max(...rows.map((r) => r[i]!.length)));
-  return rows.map((r) => r.map((c, i) => (i === r.length - 1 ? c : c.padEnd(widths[i]! + 4))).join('').trimEnd()).join('\n') + '\n';
+  return (
+    rows
+      .map((r) =>
+        r
+          .map((c, i) => (i === r.length - 1 ? c : c.padEnd(widths[i]! + 4)))
+          .join('')
+          .trimEnd(),
+      )
+      .join('\n') + '\n'
+  );
 }
 
 const seconds = (ns: number): string => (ns >= 1e9 ? `${(ns / 1e9).toFixed(6)}s` : `${(ns / 1e6).toFixed(6)}ms`);
@@ -181,7 +191,10 @@ async function chatLoop(client: ApiClient, io: CliIO, s: RunSettings): Promise<v
         continue;
       }
       if (line.startsWith('/set system')) {
-        system = line.slice('/set system'.length).trim().replace(/^"(.*)"$/s, '$1');
+        system = line
+          .slice('/set system'.length)
+          .trim()
+          .replace(/^"(.*)"$/s, '$1');
         io.stdout.write('Set system message.\n');
         if (terminal) rl.prompt();
         continue;

@@ -17,11 +17,7 @@ import { PsResponse, VersionResponse } from './schemas.js';
  */
 export const OLLAMA_COMPAT_VERSION = '0.11.0';
 
-export function psRoutes(
-  app: FastifyInstance,
-  service: () => InferenceService,
-  details: (name: string) => ModelDetails | undefined,
-): void {
+export function psRoutes(app: FastifyInstance, service: () => InferenceService, details: (name: string) => ModelDetails | undefined): void {
   app.get('/api/ps', { schema: { response: { 200: PsResponse } }, config: { scope: 'models:read' } }, async () => ({
     models: service()
       .ps()
@@ -38,5 +34,8 @@ export function psRoutes(
       })),
   }));
 
-  app.get('/api/version', { schema: { response: { 200: VersionResponse } }, config: { scope: 'models:read' } }, async () => ({ version: OLLAMA_COMPAT_VERSION, lia_version: VERSION }));
+  app.get('/api/version', { schema: { response: { 200: VersionResponse } }, config: { scope: 'models:read' } }, async () => ({
+    version: OLLAMA_COMPAT_VERSION,
+    lia_version: VERSION,
+  }));
 }

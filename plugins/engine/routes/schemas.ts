@@ -50,9 +50,7 @@ const Think = Type.Optional(
 );
 
 /** Alternatives per token with `logprobs` (Ollama's range). */
-const TopLogprobs = Type.Optional(
-  Nullable(Type.Integer({ minimum: 0, maximum: 20, errorMessage: 'top_logprobs must be between 0 and 20' })),
-);
+const TopLogprobs = Type.Optional(Nullable(Type.Integer({ minimum: 0, maximum: 20, errorMessage: 'top_logprobs must be between 0 and 20' })));
 
 /** Base64 images; the engine checks each (format, size) and the model's `vision` capability. */
 const Images = Type.Optional(Nullable(Type.Array(Type.String())));
@@ -86,10 +84,7 @@ const Message = Type.Object(
 const Tool = Type.Object(
   {
     type: Text,
-    function: Type.Object(
-      { name: Type.String({ minLength: 1 }), description: Text, parameters: Type.Optional(Nullable(AnyObject)) },
-      open,
-    ),
+    function: Type.Object({ name: Type.String({ minLength: 1 }), description: Text, parameters: Type.Optional(Nullable(AnyObject)) }, open),
   },
   open,
 );
@@ -142,9 +137,7 @@ export type ChatBodyTool = Static<typeof Tool>;
 export const EmbedBody = Type.Object(
   {
     model: Model,
-    input: Type.Optional(
-      Type.Union([Type.String(), Type.Array(Type.String()), Type.Null()], { errorMessage: 'invalid input type' }),
-    ),
+    input: Type.Optional(Type.Union([Type.String(), Type.Array(Type.String()), Type.Null()], { errorMessage: 'invalid input type' })),
     truncate: Flag,
     dimensions: Type.Optional(Nullable(Type.Integer({ minimum: 1 }))),
     keep_alive: KeepAlive,

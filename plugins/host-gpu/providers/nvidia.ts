@@ -33,7 +33,10 @@ function numberOrNull(raw: string | undefined): number | null {
  */
 export function parseNvidiaCsv(stdout: string): GpuDevice[] {
   const devices: GpuDevice[] = [];
-  const lines = stdout.split('\n').map((l) => l.trim()).filter((l) => l.length > 0);
+  const lines = stdout
+    .split('\n')
+    .map((l) => l.trim())
+    .filter((l) => l.length > 0);
   for (const line of lines) {
     const parts = line.split(',').map((p) => p.trim());
     if (parts.length < NVIDIA_QUERY.length) throw new Error(`unexpected nvidia-smi output: ${line.slice(0, 120)}`);

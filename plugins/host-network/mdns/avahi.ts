@@ -78,7 +78,9 @@ export class AvahiAdvertiser {
   /** Asks avahi for the `.local` name it uses; keeps the previous answer when D-Bus is unreachable. */
   async refreshName(): Promise<void> {
     try {
-      const r = await runTool(this.#o.busctl, ['--system', 'call', 'org.freedesktop.Avahi', '/', 'org.freedesktop.Avahi.Server', 'GetHostNameFqdn'], { timeoutMs: this.#o.timeoutMs });
+      const r = await runTool(this.#o.busctl, ['--system', 'call', 'org.freedesktop.Avahi', '/', 'org.freedesktop.Avahi.Server', 'GetHostNameFqdn'], {
+        timeoutMs: this.#o.timeoutMs,
+      });
       const m = /^s "(.*)"$/.exec(r.stdout.trim());
       if (r.code === 0 && m?.[1]) this.#hostname = m[1];
     } catch {

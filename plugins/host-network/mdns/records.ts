@@ -31,7 +31,10 @@ function same(a: string, b: string): boolean {
 }
 
 /** Every record of the advertisement (`ttl` 0 makes them goodbyes). */
-export function allRecords(ad: Advertisement, ttl?: number): { host: MdnsRecord[]; ptr: MdnsRecord; srv: MdnsRecord; txt: MdnsRecord; enumeration: MdnsRecord } {
+export function allRecords(
+  ad: Advertisement,
+  ttl?: number,
+): { host: MdnsRecord[]; ptr: MdnsRecord; srv: MdnsRecord; txt: MdnsRecord; enumeration: MdnsRecord } {
   const hostName = `${ad.host}.local`;
   const full = `${ad.instance}.${SERVICE_TYPE}`;
   const t = (v: number): number => ttl ?? v;

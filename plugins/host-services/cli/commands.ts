@@ -99,22 +99,25 @@ export const commands: CliCommand[] = [
         ]),
       ),
   },
-  ...SERVICE_ACTIONS.map(
-    (action): CliCommand => ({
-      name: `service ${action}`,
-      summary: `${action[0]!.toUpperCase()}${action.slice(1)} one service${action === 'stop' ? ' (--force for svc-system-api, svc-proxy)' : ''}`,
-      usage: `lia service ${action} NAME${action === 'stop' ? ' [--force]' : ''} [--json]`,
-      options: { ...JSON_OPTION, force: { type: 'boolean' } },
-      async run(args, io) {
-        const name = args.positionals[0];
-        if (!name) throw new CliError(`which service? usage: lia service ${action} NAME`, 2);
-        const body = { action, ...(args.values['force'] ? { force: true } : {}) };
-        return show<{ status: string; state?: ServiceEntry }>(io, args.values['json'], `/system/services/${encodeURIComponent(name)}/`, (r) =>
-          r.status === 'done' ? `${name}: ${r.state?.state ?? 'done'}\n` : `${name}: ${action} ${r.status}\n`,
-        'POST', body);
-      },
-    }),
-  ),
+  ...SERVICE_ACTIONS.map((action): CliCommand => ({
+    name: `service ${action}`,
+    summary: `${action[0]!.toUpperCase()}${action.slice(1)} one service${action === 'stop' ? ' (--force for svc-system-api, svc-proxy)' : ''}`,
+    usage: `lia service ${action} NAME${action === 'stop' ? ' [--force]' : ''} [--json]`,
+    options: { ...JSON_OPTION, force: { type: 'boolean' } },
+    async run(args, io) {
+      const name = args.positionals[0];
+      if (!name) throw new CliError(`which service? usage: lia service ${action} NAME`, 2);
+      const body = { action, ...(args.values['force'] ? { force: true } : {}) };
+      return show<{ status: string; state?: ServiceEntry }>(
+        io,
+        args.values['json'],
+        `/system/services/${encodeURIComponent(name)}/`,
+        (r) => (r.status === 'done' ? `${name}: ${r.state?.state ?? 'done'}\n` : `${name}: ${action} ${r.status}\n`),
+        'POST',
+        body,
+      );
+    },
+  })),
   {
     name: 'logs',
     summary: 'Print the recent log lines of one service',
@@ -136,13 +139,20 @@ export const commands: CliCommand[] = [
     usage: 'lia network [--json]',
     options: JSON_OPTION,
     run: (args, io) =>
-      show<{ hostname: string; interfaces: { name: string; mac: string | null; addresses: { address: string; prefix: number }[] }[]; mdns: { enabled: boolean; responder: string; hostname: string | null } }>(
+      show<{
+        hostname: string;
+        interfaces: { name: string; mac: string | null; addresses: { address: string; prefix: number }[] }[];
+        mdns: { enabled: boolean; responder: string; hostname: string | null };
+      }>(
         io,
         args.values['json'],
         '/system/network',
         (n) =>
           `Host name  ${n.hostname}\nmDNS       ${n.mdns.enabled ? `${n.mdns.hostname ?? '(probing)'} via ${n.mdns.responder}` : 'off'}\n` +
-          table([['INTERFACE', 'MAC', 'ADDRESSES'], ...n.interfaces.map((i) => [i.name, i.mac ?? '-', i.addresses.map((a) => `${a.address}/${a.prefix}`).join(' ')])]),
+          table([
+            ['INTERFACE', 'MAC', 'ADDRESSES'],
+            ...n.interfaces.map((i) => [i.name, i.mac ?? '-', i.addresses.map((a) => `${a.address}/${a.prefix}`).join(' ')]),
+          ]),
       ),
   },
   {
@@ -157,7 +167,8 @@ export const commands: CliCommand[] = [
         io,
         args.values['json'],
         `/system/network/hostname?hostname=${encodeURIComponent(name)}`,
-        (r) => `Host name is now ${r.hostname} (${r.mdns.hostname ?? 'mDNS off'}); certificate ${r.certificate.covers_hostname ? 'covers it' : 'does NOT cover it yet'}\n`,
+        (r) =>
+          `Host name is now ${r.hostname} (${r.mdns.hostname ?? 'mDNS off'}); certificate ${r.certificate.covers_hostname ? 'covers it' : 'does NOT cover it yet'}\n`,
         'POST',
       );
     },

@@ -6,17 +6,8 @@
  *
  * @module
  */
-import {
-  Errors,
-  type LogHub,
-  type ServiceRegistry,
-} from 'lia/plugin';
-import type {
-  LogLine,
-  ServiceAction,
-  ServiceManager,
-  ServiceStatus,
-} from 'lia/plugin/contracts';
+import { Errors, type LogHub, type ServiceRegistry } from 'lia/plugin';
+import type { LogLine, ServiceAction, ServiceManager, ServiceStatus } from 'lia/plugin/contracts';
 import { serviceManagerFailed } from '../errors.js';
 
 /** The embedded default's service manager over core's ServiceRegistry and LogHub. */

@@ -29,13 +29,17 @@ const LogsQuery = Type.Object({ service: Type.Optional(Type.String()), lines: Ty
 
 /** Registers `GET /system/logs`. */
 export function logsRoutes(app: FastifyInstance, manager: () => ServiceManager, services: Pick<ServiceRegistry, 'has' | 'names'>): void {
-  app.get<{ Querystring: { service?: string; lines?: string } }>('/system/logs', { config: { scope: 'system:read' }, schema: { querystring: LogsQuery } }, async (request, reply) => {
-    const { service } = request.query;
-    if (!service) throw Errors.badRequest(`missing "service"; one of: ${services.names().join(', ')}`, { param: 'service' });
-    if (!services.has(service)) throw Errors.badRequest(`unknown service "${service}"; one of: ${services.names().join(', ')}`, { param: 'service' });
-    const lines = parseLines(request.query.lines);
-    const m = manager();
-    const entries = await m.logs(service, lines);
-    return reply.header('Cache-Control', 'no-store').send({ service, source: m.kind === 'systemd' ? 'journal' : 'embedded', lines: entries });
-  });
+  app.get<{ Querystring: { service?: string; lines?: string } }>(
+    '/system/logs',
+    { config: { scope: 'system:read' }, schema: { querystring: LogsQuery } },
+    async (request, reply) => {
+      const { service } = request.query;
+      if (!service) throw Errors.badRequest(`missing "service"; one of: ${services.names().join(', ')}`, { param: 'service' });
+      if (!services.has(service)) throw Errors.badRequest(`unknown service "${service}"; one of: ${services.names().join(', ')}`, { param: 'service' });
+      const lines = parseLines(request.query.lines);
+      const m = manager();
+      const entries = await m.logs(service, lines);
+      return reply.header('Cache-Control', 'no-store').send({ service, source: m.kind === 'systemd' ? 'journal' : 'embedded', lines: entries });
+    },
+  );
 }

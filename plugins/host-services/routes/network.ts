@@ -18,7 +18,8 @@ export const HOSTNAME_LABEL = /^(?=.{1,63}$)[a-z0-9](?:[a-z0-9-]*[a-z0-9])?$/;
 
 /** Validates and lower-cases a host name; throws 400 with the rule that failed. */
 export function validateHostname(raw: unknown): string {
-  if (typeof raw !== 'string' || raw.trim() === '') throw Errors.badRequest('missing "hostname": POST /system/network/hostname?hostname=NEW', { param: 'hostname' });
+  if (typeof raw !== 'string' || raw.trim() === '')
+    throw Errors.badRequest('missing "hostname": POST /system/network/hostname?hostname=NEW', { param: 'hostname' });
   const name = raw.trim().toLowerCase();
   if (name.length > 63) throw Errors.badRequest(`host name "${raw}" is longer than 63 characters`, { param: 'hostname' });
   if (name.endsWith('.local')) throw Errors.badRequest(`give the host name without ".local" (got "${raw}")`, { param: 'hostname' });
@@ -51,33 +52,37 @@ export function networkRoutes(app: FastifyInstance, hooks: Hooks, bindHost: stri
     return reply.header('Cache-Control', 'no-store').send({ hostname: net.hostname(), interfaces: net.interfaces(), mdns, urls });
   });
 
-  app.post<{ Querystring: { hostname?: string }; Body: unknown }>('/system/network/hostname', { config: { scope: 'system:admin' }, schema: { querystring: Type.Object({ hostname: Type.Optional(Type.String()) }) } }, async (request, reply) => {
-    const body = request.body as { hostname?: unknown } | undefined;
-    const fromBody = body && typeof body === 'object' && !Array.isArray(body) ? body.hostname : undefined;
-    if (request.query.hostname !== undefined && fromBody !== undefined && request.query.hostname !== fromBody) {
-      throw Errors.badRequest('two different host names in the query and the body', { param: 'hostname' });
-    }
-    const name = validateHostname(request.query.hostname ?? fromBody);
-    const net = hooks.network.get();
-    const previous = net.hostname();
-    const tls = hooks.tls.maybe();
-    const certBefore = tls?.current().cert;
-    await net.setHostname(name);
-    // The PKI also re-checks on the network provider's change event; checks are serialised, so
-    // awaiting one here means the leaf is settled when we answer.
-    if (tls) {
-      try {
-        await tls.refresh(`host name changed from ${previous} to ${name}`);
-      } catch (err) {
-        request.log.error({ err }, 'TLS re-check after the host name change failed');
+  app.post<{ Querystring: { hostname?: string }; Body: unknown }>(
+    '/system/network/hostname',
+    { config: { scope: 'system:admin' }, schema: { querystring: Type.Object({ hostname: Type.Optional(Type.String()) }) } },
+    async (request, reply) => {
+      const body = request.body as { hostname?: unknown } | undefined;
+      const fromBody = body && typeof body === 'object' && !Array.isArray(body) ? body.hostname : undefined;
+      if (request.query.hostname !== undefined && fromBody !== undefined && request.query.hostname !== fromBody) {
+        throw Errors.badRequest('two different host names in the query and the body', { param: 'hostname' });
       }
-    }
-    const certAfter = tls?.current().cert;
-    return reply.send({
-      hostname: name,
-      previous,
-      mdns: net.mdns(),
-      certificate: { reissued: certAfter !== undefined && certAfter !== certBefore, covers_hostname: certAfter ? covers(certAfter, name) : false },
-    });
-  });
+      const name = validateHostname(request.query.hostname ?? fromBody);
+      const net = hooks.network.get();
+      const previous = net.hostname();
+      const tls = hooks.tls.maybe();
+      const certBefore = tls?.current().cert;
+      await net.setHostname(name);
+      // The PKI also re-checks on the network provider's change event; checks are serialised, so
+      // awaiting one here means the leaf is settled when we answer.
+      if (tls) {
+        try {
+          await tls.refresh(`host name changed from ${previous} to ${name}`);
+        } catch (err) {
+          request.log.error({ err }, 'TLS re-check after the host name change failed');
+        }
+      }
+      const certAfter = tls?.current().cert;
+      return reply.send({
+        hostname: name,
+        previous,
+        mdns: net.mdns(),
+        certificate: { reissued: certAfter !== undefined && certAfter !== certBefore, covers_hostname: certAfter ? covers(certAfter, name) : false },
+      });
+    },
+  );
 }

@@ -81,7 +81,11 @@ export function servicesRoutes(app: FastifyInstance, manager: () => ServiceManag
       return reply.code(202).header('Location', '/system/services').send(body);
     }
     await m.act(name, action);
-    if (m.queuesActions) return reply.code(202).header('Location', '/system/services').send({ ...body, status: 'queued' });
+    if (m.queuesActions)
+      return reply
+        .code(202)
+        .header('Location', '/system/services')
+        .send({ ...body, status: 'queued' });
     const state = (await m.list()).find((s) => s.name === name);
     return reply.code(200).send({ ...body, status: 'done', state });
   };

@@ -22,7 +22,15 @@ interface TagsResponse {
 /** "3 minutes ago", as `ollama list` prints it. */
 function ago(iso: string, now = Date.now()): string {
   const secs = Math.max(0, Math.round((now - Date.parse(iso)) / 1000));
-  const units: Array<[number, string]> = [[86400 * 365, 'year'], [86400 * 30, 'month'], [86400 * 7, 'week'], [86400, 'day'], [3600, 'hour'], [60, 'minute'], [1, 'second']];
+  const units: Array<[number, string]> = [
+    [86400 * 365, 'year'],
+    [86400 * 30, 'month'],
+    [86400 * 7, 'week'],
+    [86400, 'day'],
+    [3600, 'hour'],
+    [60, 'minute'],
+    [1, 'second'],
+  ];
   if (secs < 1) return 'Less than a second ago';
   for (const [size, unit] of units) {
     if (secs >= size) {
@@ -36,7 +44,16 @@ function ago(iso: string, now = Date.now()): string {
 /** Prints rows as aligned columns. */
 function table(rows: string[][]): string {
   const widths = rows[0]!.map((_, i) => Math.max(...rows.map((r) => r[i]!.length)));
-  return rows.map((r) => r.map((c, i) => (i === r.length - 1 ? c : c.padEnd(widths[i]! + 4))).join('').trimEnd()).join('\n') + '\n';
+  return (
+    rows
+      .map((r) =>
+        r
+          .map((c, i) => (i === r.length - 1 ? c : c.padEnd(widths[i]! + 4)))
+          .join('')
+          .trimEnd(),
+      )
+      .join('\n') + '\n'
+  );
 }
 
 /** Runs a pull/push/create stream through a progress view. */
@@ -88,7 +105,12 @@ async function localPath(from: string, baseDir: string): Promise<string | null> 
   const expanded = from.startsWith('~/') ? path.join(os.homedir(), from.slice(2)) : from;
   const candidate = path.resolve(baseDir, expanded);
   if (/^(\.{1,2}\/|\/|~\/)/.test(from)) return candidate;
-  return (await stat(candidate).then(() => true, () => false)) ? candidate : null;
+  return (await stat(candidate).then(
+    () => true,
+    () => false,
+  ))
+    ? candidate
+    : null;
 }
 
 function one(args: { positionals: string[] }, what: string, usage: string): string {
@@ -169,7 +191,15 @@ export const commands: CliCommand[] = [
       const archName = info.model_info['general.architecture'];
       const arch = typeof archName === 'string' ? archName : info.details.family;
       const section = (title: string, rows: string[][]): string =>
-        rows.length === 0 ? '' : `  ${title}\n` + table(rows).split('\n').filter(Boolean).map((l) => `    ${l}`).join('\n') + '\n\n';
+        rows.length === 0
+          ? ''
+          : `  ${title}\n` +
+            table(rows)
+              .split('\n')
+              .filter(Boolean)
+              .map((l) => `    ${l}`)
+              .join('\n') +
+            '\n\n';
       const model: string[][] = [
         ['architecture', arch],
         ['format', info.details.format],
@@ -180,11 +210,42 @@ export const commands: CliCommand[] = [
       if (typeof ctx === 'number') model.push(['context length', String(ctx)]);
       if (typeof emb === 'number') model.push(['embedding length', String(emb)]);
       model.push(['quantization', info.details.quantization_level]);
-      let out = '\n' + section('Model', model.filter((r) => r[1]));
-      out += section('Capabilities', (info.capabilities ?? []).map((c) => [c]));
-      if (info.parameters) out += section('Parameters', info.parameters.split('\n').map((l) => l.trim().split(/\s+(.*)/s).slice(0, 2)));
-      if (info.system) out += section('System', info.system.split('\n').slice(0, 5).map((l) => [l]));
-      if (info.license) out += section('License', info.license.split('\n').slice(0, 2).map((l) => [l]));
+      let out =
+        '\n' +
+        section(
+          'Model',
+          model.filter((r) => r[1]),
+        );
+      out += section(
+        'Capabilities',
+        (info.capabilities ?? []).map((c) => [c]),
+      );
+      if (info.parameters)
+        out += section(
+          'Parameters',
+          info.parameters.split('\n').map((l) =>
+            l
+              .trim()
+              .split(/\s+(.*)/s)
+              .slice(0, 2),
+          ),
+        );
+      if (info.system)
+        out += section(
+          'System',
+          info.system
+            .split('\n')
+            .slice(0, 5)
+            .map((l) => [l]),
+        );
+      if (info.license)
+        out += section(
+          'License',
+          info.license
+            .split('\n')
+            .slice(0, 2)
+            .map((l) => [l]),
+        );
       io.stdout.write(out);
       return 0;
     },
@@ -257,7 +318,14 @@ export const commands: CliCommand[] = [
         // More FROM lines: files that go with the weights (a vision projector).
         for (const extra of extraFrom) {
           const more = await localPath(extra, path.dirname(file));
-          if (!more || !(await stat(more).then((s) => s.isFile(), () => false))) throw new CliError(`FROM ${extra}: a second FROM must name a file (a vision projector .gguf)`);
+          if (
+            !more ||
+            !(await stat(more).then(
+              (s) => s.isFile(),
+              () => false,
+            ))
+          )
+            throw new CliError(`FROM ${extra}: a second FROM must name a file (a vision projector .gguf)`);
           if (files[path.basename(more)] !== undefined) throw new CliError(`FROM ${extra}: two FROM files have the name ${path.basename(more)}`);
           files[path.basename(more)] = await uploadBlob(client, more, io);
         }

@@ -37,7 +37,10 @@ export interface Modelfile {
 /** A Modelfile error with its line number. */
 export class ModelfileError extends Error {
   override readonly name = 'ModelfileError';
-  constructor(message: string, readonly line: number) {
+  constructor(
+    message: string,
+    readonly line: number,
+  ) {
     super(`line ${line}: ${message}`);
   }
 }
@@ -77,7 +80,12 @@ function readValue(src: string, i: number, lineNo: () => number): { value: strin
 /** Parses Modelfile text; throws {@link ModelfileError} naming the line. */
 export function parseModelfile(src: string): Modelfile {
   const text = src.replace(/\r\n?/g, '\n');
-  const out: Partial<Modelfile> & Pick<Modelfile, 'parameters' | 'license' | 'messages' | 'extraFrom'> = { parameters: {}, license: [], messages: [], extraFrom: [] };
+  const out: Partial<Modelfile> & Pick<Modelfile, 'parameters' | 'license' | 'messages' | 'extraFrom'> = {
+    parameters: {},
+    license: [],
+    messages: [],
+    extraFrom: [],
+  };
   let i = 0;
   const lineAt = (pos: number): number => text.slice(0, pos).split('\n').length;
   while (i < text.length) {
@@ -90,7 +98,11 @@ export function parseModelfile(src: string): Modelfile {
       continue;
     }
     const m = /^([A-Za-z]+)[ \t]+/.exec(text.slice(i, i + 64));
-    if (!m) throw new ModelfileError(`expected an instruction (FROM, TEMPLATE, SYSTEM, PARAMETER, LICENSE, MESSAGE), got "${text.slice(i, i + 20).split('\n')[0]}"`, lineAt(i));
+    if (!m)
+      throw new ModelfileError(
+        `expected an instruction (FROM, TEMPLATE, SYSTEM, PARAMETER, LICENSE, MESSAGE), got "${text.slice(i, i + 20).split('\n')[0]}"`,
+        lineAt(i),
+      );
     const instruction = m[1]!.toUpperCase();
     if (!INSTRUCTIONS.has(instruction)) throw new ModelfileError(`unknown instruction "${m[1]}"`, lineAt(i));
     i += m[0].length;
@@ -120,8 +132,7 @@ export function parseModelfile(src: string): Modelfile {
         if (instruction === 'FROM') {
           if (out.from === undefined) out.from = value;
           else out.extraFrom.push(value);
-        }
-        else if (instruction === 'TEMPLATE') out.template = value;
+        } else if (instruction === 'TEMPLATE') out.template = value;
         else if (instruction === 'SYSTEM') out.system = value;
         else if (instruction === 'LICENSE') out.license.push(value);
         else throw new ModelfileError(`${instruction} is not supported by this appliance`, line());

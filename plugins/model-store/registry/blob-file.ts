@@ -239,13 +239,15 @@ export class BlobFile {
 
   /** Asks the writer to write (and maybe hash) `spans` of the ring, `size` bytes counted in flight. */
   #send(spans: number[], pos: number, hash: boolean, size: number, onWritten?: (bytes: number) => void): void {
-    this.#call({ op: 'write', spans, pos, hash }).then(
-      () => onWritten?.(size),
-      () => undefined, // recorded in #failure by #onMessage / #fail
-    ).finally(() => {
-      this.#inFlight -= size;
-      for (const w of this.#waiters.splice(0)) w();
-    });
+    this.#call({ op: 'write', spans, pos, hash })
+      .then(
+        () => onWritten?.(size),
+        () => undefined, // recorded in #failure by #onMessage / #fail
+      )
+      .finally(() => {
+        this.#inFlight -= size;
+        for (const w of this.#waiters.splice(0)) w();
+      });
   }
 
   /** Resolves when there is room for more writes (or a write failed: the next one throws). */

@@ -40,7 +40,8 @@ export function repositoryUrl(repo: Repository): string {
   if (name.scheme === 'http' && !repo.insecure) throw Errors.badRequest('insecure protocol http: set "insecure": true to use a plain HTTP registry');
   const url = `${repo.insecure ? 'http' : 'https'}://${name.host}/v2/${name.namespace}/${name.model}`;
   // The name grammar allows ":" and "." freely in a host; a URL does not (`127.0.s.1`, `a:b:c`).
-  if (!URL.canParse(url)) throw Errors.badRequest(`"${name.host}" is not a valid registry host (a host name or address, and an optional port)`, { param: 'model' });
+  if (!URL.canParse(url))
+    throw Errors.badRequest(`"${name.host}" is not a valid registry host (a host name or address, and an optional port)`, { param: 'model' });
   return url;
 }
 
@@ -134,7 +135,9 @@ export class RegistryClient {
         // not an OCI error body: status and host only
       }
     }
-    throw Errors.badGateway(`${what}: ${res.redirected ? `${res.url.host}, where the registry redirected,` : `registry ${res.url.host}`} answered ${res.status}${detail ? ` (${detail})` : ''}`);
+    throw Errors.badGateway(
+      `${what}: ${res.redirected ? `${res.url.host}, where the registry redirected,` : `registry ${res.url.host}`} answered ${res.status}${detail ? ` (${detail})` : ''}`,
+    );
   }
 
   /** Fetches a manifest; returns its bytes exactly as received (they are stored as they are). */

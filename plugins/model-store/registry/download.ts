@@ -107,10 +107,7 @@ export class BlobDownload {
     };
     signal.addEventListener('abort', leave, { once: true });
     try {
-      await Promise.race([
-        this.#done,
-        new Promise<never>((_, reject) => signal.addEventListener('abort', () => reject(signal.reason), { once: true })),
-      ]);
+      await Promise.race([this.#done, new Promise<never>((_, reject) => signal.addEventListener('abort', () => reject(signal.reason), { once: true }))]);
     } finally {
       if (!signal.aborted) {
         signal.removeEventListener('abort', leave);
@@ -300,7 +297,10 @@ export class BlobDownload {
     try {
       file = await opening;
     } catch (err) {
-      void answer.then((res) => res.body.destroy(), () => undefined);
+      void answer.then(
+        (res) => res.body.destroy(),
+        () => undefined,
+      );
       throw err;
     }
     const res = await answer;

@@ -72,7 +72,9 @@ function networkError(err: NodeJS.ErrnoException, url: URL): Error {
       return Errors.badGateway(`TLS handshake with registry ${where} failed (is it plain HTTP? then pull with "insecure": true)`, { cause: err });
     default:
       if (err.code?.startsWith('ERR_TLS') || err.code?.includes('CERT') || err.code === 'DEPTH_ZERO_SELF_SIGNED_CERT') {
-        return Errors.badGateway(`registry ${where} has a certificate that is not trusted (${err.code}); configure its CA with LIA_REGISTRY_CA`, { cause: err });
+        return Errors.badGateway(`registry ${where} has a certificate that is not trusted (${err.code}); configure its CA with LIA_REGISTRY_CA`, {
+          cause: err,
+        });
       }
       return Errors.badGateway(`request to registry ${where} failed: ${err.code ?? err.message}`, { cause: err });
   }

@@ -99,7 +99,7 @@ export function tapBody(body: IncomingMessage, tap: BodyTap): { parsed: Buffer[]
   // Paused-mode reads return everything the stream holds; the socket's next read comes later,
   // on an I/O turn, after the tap is in place.
   const parsed: Buffer[] = [];
-  for (let chunk: Buffer | null; (chunk = body.read() as Buffer | null) !== null; ) parsed.push(chunk);
+  for (let chunk: Buffer | null; (chunk = body.read() as Buffer | null) !== null;) parsed.push(chunk);
   reader.tap = tap;
   return {
     parsed,

@@ -66,7 +66,9 @@ export class TargetPolicy {
   /** Throws a 502 unless `url`'s scheme is `https:` (or `http:` for a plain HTTP `origin`). */
   checkScheme(url: URL, origin: URL, what: string): void {
     if (url.protocol === 'https:' || (url.protocol === 'http:' && origin.protocol === 'http:')) return;
-    throw Errors.badGateway(`registry ${origin.host} sent a ${what} to a "${url.protocol}" URL; only ${origin.protocol === 'http:' ? 'http: and https:' : 'https:'} is followed`);
+    throw Errors.badGateway(
+      `registry ${origin.host} sent a ${what} to a "${url.protocol}" URL; only ${origin.protocol === 'http:' ? 'http: and https:' : 'https:'} is followed`,
+    );
   }
 
   /**

@@ -9,7 +9,16 @@ import { Errors, type FormatHandler } from 'lia/plugin';
 import type { ModelDetails, StoredMessage } from 'lia/plugin/contracts';
 import type { ConfigBlob, Formats } from './describe.js';
 import { relativePathProblem } from './layout.js';
-import { CONFIG_MEDIA_TYPE, encodeManifest, MANIFEST_MEDIA_TYPE, MediaTypes, TEXT_MEDIA_TYPES, TITLE_ANNOTATION, type Layer, type Manifest } from './manifest.js';
+import {
+  CONFIG_MEDIA_TYPE,
+  encodeManifest,
+  MANIFEST_MEDIA_TYPE,
+  MediaTypes,
+  TEXT_MEDIA_TYPES,
+  TITLE_ANNOTATION,
+  type Layer,
+  type Manifest,
+} from './manifest.js';
 import { displayName, type ModelName } from './names.js';
 import { normalizeDigest } from './paths.js';
 import type { ModelStoreService } from './store.js';
@@ -49,7 +58,9 @@ export function formatOfFiles(formats: Formats, names: string[]): FormatHandler 
   const usable = claims.filter((c) => !c.problem);
   if (usable.length === 1) return usable[0]!.handler;
   if (usable.length > 1) {
-    throw Errors.badRequest(`"files" fit more than one model format (${usable.map((c) => c.handler.name).join(', ')}); send the files of one model`, { param: 'files' });
+    throw Errors.badRequest(`"files" fit more than one model format (${usable.map((c) => c.handler.name).join(', ')}); send the files of one model`, {
+      param: 'files',
+    });
   }
   if (claims[0]) throw Errors.badRequest(claims[0].problem!, { param: 'files' });
   if (handlers.length === 0) throw Errors.badRequest('no enabled inference backend serves a model format, so "files" cannot make a model', { param: 'files' });
@@ -71,10 +82,14 @@ async function weightsFromFiles(
     if (problem) throw Errors.badRequest(`invalid file name in "files": ${problem}`, { param: 'files' });
     const digest = normalizeDigest(rawDigest);
     const size = await store.blobs.size(digest);
-    if (size === null) throw Errors.badRequest(`blob ${digest} for "${name}" is not in the store; upload it with POST /api/blobs/${digest} first`, { param: 'files' });
+    if (size === null)
+      throw Errors.badRequest(`blob ${digest} for "${name}" is not in the store; upload it with POST /api/blobs/${digest} first`, { param: 'files' });
     uploaded.push({ name, digest, size });
   }
-  const handler = formatOfFiles(store.formats, uploaded.map((f) => f.name));
+  const handler = formatOfFiles(
+    store.formats,
+    uploaded.map((f) => f.name),
+  );
   const mediaType = handler.mediaTypes[0]!;
   let layers: Layer[];
   let weights: Layer[];
@@ -88,7 +103,11 @@ async function weightsFromFiles(
     weights = layers;
   }
   progress({ status: `parsing ${handler.name.toUpperCase()}` });
-  const described = await handler.describe({ weights: weights.map((l) => store.describer.file(l)), layers: layers.map((l) => store.describer.file(l)), verbose: false });
+  const described = await handler.describe({
+    weights: weights.map((l) => store.describer.file(l)),
+    layers: layers.map((l) => store.describer.file(l)),
+    verbose: false,
+  });
   for (const l of layers) progress({ status: `using existing layer ${l.digest}` });
   return { layers, details: { parent_model: '', format: handler.name, ...described.details } };
 }
@@ -106,7 +125,10 @@ async function fileLayers(store: ModelStoreService, handler: FormatHandler, uplo
   const w = uploaded.filter((_, i) => !kinds[i]);
   const p = uploaded.filter((_, i) => kinds[i]);
   if (w.length !== 1 || p.length !== 1) {
-    throw Errors.badRequest(`two ${handler.name} files make a model only as its weights and a vision projector; ${p.length === 2 ? 'both are projectors' : 'neither is a projector'}`, { param: 'files' });
+    throw Errors.badRequest(
+      `two ${handler.name} files make a model only as its weights and a vision projector; ${p.length === 2 ? 'both are projectors' : 'neither is a projector'}`,
+      { param: 'files' },
+    );
   }
   return [
     { mediaType, digest: w[0]!.digest, size: w[0]!.size },

@@ -8,18 +8,8 @@
  * @module
  */
 import { readFile } from 'node:fs/promises';
-import {
-  Errors,
-  isAppError,
-  type BackendRegistry,
-  type FormatHandler,
-} from 'lia/plugin';
-import type {
-  ModelCapability,
-  ModelDetails,
-  ModelFile,
-  StoredMessage,
-} from 'lia/plugin/contracts';
+import { Errors, isAppError, type BackendRegistry, type FormatHandler } from 'lia/plugin';
+import type { ModelCapability, ModelDetails, ModelFile, StoredMessage } from 'lia/plugin/contracts';
 import type { BlobStore } from './blobs.js';
 import { layerTitle } from './layout.js';
 import { MediaTypes, TEXT_MEDIA_TYPES, type Layer, type StoredManifest } from './manifest.js';
@@ -84,7 +74,13 @@ export class Describer {
   /** A layer as a format handler sees it. */
   file(layer: Layer): ModelFile {
     const name = layerTitle(layer);
-    return { mediaType: layer.mediaType, digest: layer.digest, size: layer.size, path: this.#blobs.path(layer.digest), ...(name !== undefined ? { name } : {}) };
+    return {
+      mediaType: layer.mediaType,
+      digest: layer.digest,
+      size: layer.size,
+      path: this.#blobs.path(layer.digest),
+      ...(name !== undefined ? { name } : {}),
+    };
   }
 
   async #text(layer: Layer | undefined): Promise<string | undefined> {

@@ -6,11 +6,7 @@
 import { defineError, Errors } from 'lia/plugin';
 
 /** The disk under the store is full (507 Insufficient Storage). */
-export const insufficientStorage = defineError(
-  'LIA_ERR_INSUFFICIENT_STORAGE',
-  507,
-  'The disk that holds the model store is full.',
-);
+export const insufficientStorage = defineError('LIA_ERR_INSUFFICIENT_STORAGE', 507, 'The disk that holds the model store is full.');
 
 /** A downloaded blob whose bytes do not hash to its digest (nothing of it is kept). */
 export function corruptDownload(want: string, got: string): Error {
@@ -23,6 +19,7 @@ export function storageError(err: unknown, what: string): unknown {
   if (code === 'ENOSPC' || code === 'EDQUOT') return insufficientStorage(`no space left on the device while ${what}`, { cause: err });
   if (code === 'EACCES' || code === 'EPERM' || code === 'EROFS') return Errors.internal(`the model store is not writable while ${what}`, { cause: err });
   // Any other system error (EISDIR, EIO, ...) says what failed instead of a bare 500.
-  if (typeof code === 'string' && /^E[A-Z0-9]+$/.test(code)) return Errors.internal(`the model store failed while ${what}: ${(err as Error).message}`, { cause: err });
+  if (typeof code === 'string' && /^E[A-Z0-9]+$/.test(code))
+    return Errors.internal(`the model store failed while ${what}: ${(err as Error).message}`, { cause: err });
   return err;
 }

@@ -36,7 +36,13 @@ export function layerTitle(layer: Layer): string | undefined {
  * safe name are left out.
  */
 export async function materialiseFolder(dir: string, files: Layer[], blobPath: (digest: string) => string): Promise<string> {
-  if (await lstat(dir).then(() => true, () => false)) return dir;
+  if (
+    await lstat(dir).then(
+      () => true,
+      () => false,
+    )
+  )
+    return dir;
   const tmp = `${dir}.${randomBytes(6).toString('hex')}.tmp`;
   try {
     for (const layer of files) {

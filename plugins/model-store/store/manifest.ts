@@ -76,10 +76,13 @@ export interface StoredManifest {
 function isLayer(v: unknown): v is Layer {
   const l = v as Layer;
   return (
-    typeof l === 'object' && l !== null &&
+    typeof l === 'object' &&
+    l !== null &&
     typeof l.mediaType === 'string' &&
-    typeof l.digest === 'string' && digestHex(l.digest) !== null &&
-    Number.isSafeInteger(l.size) && l.size >= 0 &&
+    typeof l.digest === 'string' &&
+    digestHex(l.digest) !== null &&
+    Number.isSafeInteger(l.size) &&
+    l.size >= 0 &&
     (l.annotations === undefined || (typeof l.annotations === 'object' && l.annotations !== null))
   );
 }

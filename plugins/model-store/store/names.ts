@@ -37,7 +37,8 @@ function partProblem(kind: 'host' | 'namespace' | 'model' | 'tag', part: string)
   const max = kind === 'host' ? 350 : 80;
   if (part.length > max) return `the ${kind} is longer than ${max} characters`;
   if (!/^[A-Za-z0-9_]/.test(part)) return `the ${kind} "${printable(part)}" must start with a letter, a digit or "_"`;
-  const allowed = kind === 'host' ? 'letters, digits, "_", ".", ":" and "-"' : kind === 'namespace' ? 'letters, digits, "_" and "-"' : 'letters, digits, "_", "." and "-"';
+  const allowed =
+    kind === 'host' ? 'letters, digits, "_", ".", ":" and "-"' : kind === 'namespace' ? 'letters, digits, "_" and "-"' : 'letters, digits, "_", "." and "-"';
   return `the ${kind} "${printable(part)}" may contain only ${allowed}`;
 }
 

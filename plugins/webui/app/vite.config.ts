@@ -35,7 +35,10 @@ function precompress(): Plugin {
         const data = readFileSync(file);
         if (data.length < MIN_COMPRESS) continue;
         writeFileSync(`${file}.gz`, gzipSync(data, { level: 9 }));
-        writeFileSync(`${file}.br`, brotliCompressSync(data, { params: { [constants.BROTLI_PARAM_QUALITY]: 11, [constants.BROTLI_PARAM_SIZE_HINT]: data.length } }));
+        writeFileSync(
+          `${file}.br`,
+          brotliCompressSync(data, { params: { [constants.BROTLI_PARAM_QUALITY]: 11, [constants.BROTLI_PARAM_SIZE_HINT]: data.length } }),
+        );
       }
     },
   };

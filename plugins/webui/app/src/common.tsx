@@ -42,7 +42,9 @@ export function ErrorPanel({ error, what }: { error: unknown; what?: string }) {
   if (e.unreachable) title = 'The appliance cannot be reached';
   else if (e.status === 403) {
     title = 'This key may not do that';
-    detail = e.scope ? `This page needs an API key with the scope "${e.scope}". Sign in with a key that holds it (the master key holds every scope).` : e.message;
+    detail = e.scope
+      ? `This page needs an API key with the scope "${e.scope}". Sign in with a key that holds it (the master key holds every scope).`
+      : e.message;
   } else if (e.status === 503) title = 'A service is not running';
   return (
     <div class="error" role="alert">
@@ -53,7 +55,15 @@ export function ErrorPanel({ error, what }: { error: unknown; what?: string }) {
 }
 
 /** A modal confirmation built on `<dialog>` (focus kept inside, Escape cancels). */
-export function Confirm(props: { open: boolean; title: string; children?: ComponentChildren; confirmLabel: string; danger?: boolean; onConfirm: () => void; onCancel: () => void }) {
+export function Confirm(props: {
+  open: boolean;
+  title: string;
+  children?: ComponentChildren;
+  confirmLabel: string;
+  danger?: boolean;
+  onConfirm: () => void;
+  onCancel: () => void;
+}) {
   const ref = useRef<HTMLDialogElement>(null);
   useEffect(() => {
     const d = ref.current;
@@ -62,12 +72,23 @@ export function Confirm(props: { open: boolean; title: string; children?: Compon
     if (!props.open && d.open) d.close();
   }, [props.open]);
   return (
-    <dialog ref={ref} aria-labelledby="confirm-title" onCancel={(e) => { e.preventDefault(); props.onCancel(); }}>
+    <dialog
+      ref={ref}
+      aria-labelledby="confirm-title"
+      onCancel={(e) => {
+        e.preventDefault();
+        props.onCancel();
+      }}
+    >
       <h2 id="confirm-title">{props.title}</h2>
       <div>{props.children}</div>
       <div class="row end">
-        <button type="button" onClick={props.onCancel}>Cancel</button>
-        <button type="button" class={props.danger ? 'danger' : 'primary'} onClick={props.onConfirm}>{props.confirmLabel}</button>
+        <button type="button" onClick={props.onCancel}>
+          Cancel
+        </button>
+        <button type="button" class={props.danger ? 'danger' : 'primary'} onClick={props.onConfirm}>
+          {props.confirmLabel}
+        </button>
       </div>
     </dialog>
   );
@@ -77,10 +98,16 @@ export function Confirm(props: { open: boolean; title: string; children?: Compon
 export function CopyButton({ text, label = 'Copy' }: { text: string; label?: string }) {
   const [done, setDone] = useState(false);
   return (
-    <button type="button" class="small" onClick={async () => {
-      await navigator.clipboard.writeText(text).catch(() => undefined);
-      setDone(true);
-      setTimeout(() => setDone(false), 1500);
-    }}>{done ? 'Copied' : label}</button>
+    <button
+      type="button"
+      class="small"
+      onClick={async () => {
+        await navigator.clipboard.writeText(text).catch(() => undefined);
+        setDone(true);
+        setTimeout(() => setDone(false), 1500);
+      }}
+    >
+      {done ? 'Copied' : label}
+    </button>
   );
 }

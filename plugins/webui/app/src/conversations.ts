@@ -42,7 +42,15 @@ export interface Conversation {
 const STORE = 'lia.conversations';
 
 export function emptyConversation(model = ''): Conversation {
-  return { id: crypto.randomUUID(), title: 'New chat', model, system: '', options: { temperature: '', num_predict: '', num_ctx: '' }, messages: [], updated: Date.now() };
+  return {
+    id: crypto.randomUUID(),
+    title: 'New chat',
+    model,
+    system: '',
+    options: { temperature: '', num_predict: '', num_ctx: '' },
+    messages: [],
+    updated: Date.now(),
+  };
 }
 
 function isConversation(c: unknown): c is Conversation {

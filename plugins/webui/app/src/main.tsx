@@ -34,13 +34,27 @@ function Lazy({ name }: { name: string }) {
   useEffect(() => {
     let live = true;
     setPage(null);
-    (LOADERS[name] ?? LOADERS.chat!)().then((c) => live && setPage({ c }), () => live && setFailed(true));
+    (LOADERS[name] ?? LOADERS.chat!)().then(
+      (c) => live && setPage({ c }),
+      () => live && setFailed(true),
+    );
     return () => {
       live = false;
     };
   }, [name]);
-  if (failed) return <div class="error" role="alert">This page could not be loaded from the appliance. Reload to try again.</div>;
-  return Page ? <Page.c /> : <p class="muted" role="status">Loading…</p>;
+  if (failed)
+    return (
+      <div class="error" role="alert">
+        This page could not be loaded from the appliance. Reload to try again.
+      </div>
+    );
+  return Page ? (
+    <Page.c />
+  ) : (
+    <p class="muted" role="status">
+      Loading…
+    </p>
+  );
 }
 
 function useHash(): string {
@@ -58,10 +72,17 @@ function ThemeToggle() {
   const [theme, setTheme] = useState<Theme>(currentTheme());
   const next: Record<Theme, Theme> = { system: 'light', light: 'dark', dark: 'system' };
   return (
-    <button type="button" class="small" aria-label={`Theme: ${theme}. Switch to ${next[theme]}`} onClick={() => {
-      applyTheme(next[theme]);
-      setTheme(next[theme]);
-    }}>Theme: {theme}</button>
+    <button
+      type="button"
+      class="small"
+      aria-label={`Theme: ${theme}. Switch to ${next[theme]}`}
+      onClick={() => {
+        applyTheme(next[theme]);
+        setTheme(next[theme]);
+      }}
+    >
+      Theme: {theme}
+    </button>
   );
 }
 
@@ -69,36 +90,77 @@ function App() {
   const [signedIn, setSignedIn] = useState(getKey() !== null);
   const [notice, setNotice] = useState<string | null>(null);
   const page = useHash();
-  useEffect(() => onUnauthorized((reason) => {
-    forgetKey();
-    setNotice(`You were signed out: the appliance refused the key (${reason}). It may have been rotated or revoked; sign in with the current one.`);
-    setSignedIn(false);
-  }), []);
+  useEffect(
+    () =>
+      onUnauthorized((reason) => {
+        forgetKey();
+        setNotice(`You were signed out: the appliance refused the key (${reason}). It may have been rotated or revoked; sign in with the current one.`);
+        setSignedIn(false);
+      }),
+    [],
+  );
   useEffect(() => {
     document.title = `${PAGES.find((p) => p.path === page)?.label ?? 'Chat'} · LIA`;
   }, [page]);
 
-  if (!signedIn) return <><header class="top"><span class="brand">LIA</span><ThemeToggle /></header><SignIn notice={notice} onSignedIn={() => { setNotice(null); setSignedIn(true); }} /></>;
+  if (!signedIn)
+    return (
+      <>
+        <header class="top">
+          <span class="brand">LIA</span>
+          <ThemeToggle />
+        </header>
+        <SignIn
+          notice={notice}
+          onSignedIn={() => {
+            setNotice(null);
+            setSignedIn(true);
+          }}
+        />
+      </>
+    );
 
   return (
     <>
-      <a class="skip" href="#main">Skip to content</a>
+      <a class="skip" href="#main">
+        Skip to content
+      </a>
       <header class="top">
         <span class="brand">LIA</span>
         <nav aria-label="Pages">
-          {PAGES.map((p) => <a key={p.path} href={`#/${p.path}`} aria-current={page === p.path ? 'page' : undefined}>{p.label}</a>)}
+          {PAGES.map((p) => (
+            <a key={p.path} href={`#/${p.path}`} aria-current={page === p.path ? 'page' : undefined}>
+              {p.label}
+            </a>
+          ))}
         </nav>
         <span class="row">
           <ThemeToggle />
-          <button type="button" class="small" onClick={() => { forgetKey(); setNotice('Signed out.'); setSignedIn(false); }}>Sign out</button>
+          <button
+            type="button"
+            class="small"
+            onClick={() => {
+              forgetKey();
+              setNotice('Signed out.');
+              setSignedIn(false);
+            }}
+          >
+            Sign out
+          </button>
         </span>
       </header>
       {page === 'trust' ? (
-        <main id="main" class="page"><h1>Certificate</h1><CaPanel /></main>
+        <main id="main" class="page">
+          <h1>Certificate</h1>
+          <CaPanel />
+        </main>
       ) : page in LOADERS && page !== 'chat' ? (
         <Lazy name={page} />
       ) : (
-        <main id="main" class="page chat-page"><h1 class="sr-only">Chat</h1><Lazy name="chat" /></main>
+        <main id="main" class="page chat-page">
+          <h1 class="sr-only">Chat</h1>
+          <Lazy name="chat" />
+        </main>
       )}
     </>
   );

@@ -55,11 +55,16 @@ export function Chart({ title, times, series, max, span }: { title: string; time
           height: 160,
           legend: { show: true },
           scales: { x: { time: true, range: (u) => lastSpan(u.data[0], span) }, y: max !== undefined ? { range: [0, max] } : {} },
-          axes: [{ stroke: 'currentColor', grid: { stroke: 'rgba(128,128,128,0.2)' } }, { stroke: 'currentColor', grid: { stroke: 'rgba(128,128,128,0.2)' } }],
+          axes: [
+            { stroke: 'currentColor', grid: { stroke: 'rgba(128,128,128,0.2)' } },
+            { stroke: 'currentColor', grid: { stroke: 'rgba(128,128,128,0.2)' } },
+          ],
           series: [{}, ...series.map((s) => ({ label: s.label, stroke: s.color, width: 2 }))],
           // The time axis is drawn on a canvas; its range is also written on the element (seconds
           // since the epoch), for tools that read the page rather than the pixels.
-          hooks: { setScale: [(u, scale) => scale === 'x' && Object.assign(el.dataset, { timeFrom: String(u.scales['x']?.min), timeTo: String(u.scales['x']?.max) })] },
+          hooks: {
+            setScale: [(u, scale) => scale === 'x' && Object.assign(el.dataset, { timeFrom: String(u.scales['x']?.min), timeTo: String(u.scales['x']?.max) })],
+          },
         },
         plotData(times, series),
         el,

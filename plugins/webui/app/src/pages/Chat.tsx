@@ -6,7 +6,16 @@
 import { useEffect, useLayoutEffect, useRef, useState } from 'preact/hooks';
 import { json, ndjson } from '../api';
 import { ErrorPanel, useLoad, Confirm, CopyButton } from '../common';
-import { type AnswerStats, type ChatMessage, type Conversation, downloadJson, emptyConversation, loadConversations, parseImport, saveConversations } from '../conversations';
+import {
+  type AnswerStats,
+  type ChatMessage,
+  type Conversation,
+  downloadJson,
+  emptyConversation,
+  loadConversations,
+  parseImport,
+  saveConversations,
+} from '../conversations';
 import { ms } from '../format';
 import { canChat, listModels } from '../models';
 import { Markdown } from './Markdown';
@@ -36,7 +45,9 @@ function Stats({ s }: { s: AnswerStats }) {
     s.load_duration !== undefined && s.load_duration > 1e8 ? `model load ${ms(s.load_duration)}` : null,
   ].filter((p): p is string => p !== null);
   return (
-    <p class="stats" data-testid="answer-stats">{parts.join(' · ')}</p>
+    <p class="stats" data-testid="answer-stats">
+      {parts.join(' · ')}
+    </p>
   );
 }
 
@@ -76,7 +87,8 @@ export function Chat() {
     if (!busy) saveConversations(list);
   }, [list, busy]);
 
-  const update = (id: string, change: (c: Conversation) => Conversation) => setList((l) => l.map((c) => (c.id === id ? { ...change(c), updated: Date.now() } : c)));
+  const update = (id: string, change: (c: Conversation) => Conversation) =>
+    setList((l) => l.map((c) => (c.id === id ? { ...change(c), updated: Date.now() } : c)));
 
   useLayoutEffect(() => {
     const el = scroller.current;
@@ -95,8 +107,14 @@ export function Chat() {
     stick.current = true;
     const conv = list.find((c) => c.id === id) ?? current;
     const answer: ChatMessage = { role: 'assistant', content: '' };
-    update(id, (c) => ({ ...c, model, messages: [...history, answer], title: c.messages.length === 0 && history[0] ? history[0].content.slice(0, 60) : c.title }));
-    const setAnswer = (patch: Partial<ChatMessage>) => update(id, (c) => ({ ...c, messages: [...c.messages.slice(0, -1), { ...c.messages[c.messages.length - 1]!, ...patch }] }));
+    update(id, (c) => ({
+      ...c,
+      model,
+      messages: [...history, answer],
+      title: c.messages.length === 0 && history[0] ? history[0].content.slice(0, 60) : c.title,
+    }));
+    const setAnswer = (patch: Partial<ChatMessage>) =>
+      update(id, (c) => ({ ...c, messages: [...c.messages.slice(0, -1), { ...c.messages[c.messages.length - 1]!, ...patch }] }));
     const controller = new AbortController();
     abort.current = controller;
     setPhase('Waiting for the model…');
@@ -108,31 +126,46 @@ export function Chat() {
     // answer from a loaded model goes alone instead of beside a second request for every message.
     const loadingCheck = setTimeout(() => {
       if (firstToken !== undefined || !busyRef.current) return;
-      json<{ models: { name: string }[] }>('/api/ps').then((ps) => {
-        if (!ps.models.some((m) => m.name === model) && busyRef.current && firstToken === undefined) setPhase('Loading the model into memory…');
-      }, () => undefined);
+      json<{ models: { name: string }[] }>('/api/ps').then(
+        (ps) => {
+          if (!ps.models.some((m) => m.name === model) && busyRef.current && firstToken === undefined) setPhase('Loading the model into memory…');
+        },
+        () => undefined,
+      );
     }, LOADING_CHECK_MS);
     const options: Record<string, number> = {};
     for (const k of ['temperature', 'num_predict', 'num_ctx'] as const) {
       const v = number(conv.options[k]);
       if (v !== undefined) options[k] = v;
     }
-    const messages = [...(conv.system.trim() ? [{ role: 'system', content: conv.system }] : []), ...history.filter((m) => !m.error).map((m) => ({ role: m.role, content: m.content }))];
+    const messages = [
+      ...(conv.system.trim() ? [{ role: 'system', content: conv.system }] : []),
+      ...history.filter((m) => !m.error).map((m) => ({ role: m.role, content: m.content })),
+    ];
     try {
-      await ndjson<ChatChunk>('/api/chat', { model, messages, stream: true, ...(Object.keys(options).length ? { options } : {}) }, (chunk) => {
-        const piece = chunk.message?.content ?? '';
-        const thought = chunk.message?.thinking ?? '';
-        if ((piece || thought) && firstToken === undefined) {
-          firstToken = performance.now() - started;
-          setPhase('');
-        }
-        content += piece;
-        thinking += thought;
-        if (chunk.done) {
-          const { eval_count, eval_duration, prompt_eval_count, prompt_eval_duration, load_duration, total_duration } = chunk;
-          setAnswer({ content, thinking: thinking || undefined, stats: { eval_count, eval_duration, prompt_eval_count, prompt_eval_duration, load_duration, total_duration, first_token_ms: firstToken } });
-        } else setAnswer({ content, thinking: thinking || undefined });
-      }, controller.signal);
+      await ndjson<ChatChunk>(
+        '/api/chat',
+        { model, messages, stream: true, ...(Object.keys(options).length ? { options } : {}) },
+        (chunk) => {
+          const piece = chunk.message?.content ?? '';
+          const thought = chunk.message?.thinking ?? '';
+          if ((piece || thought) && firstToken === undefined) {
+            firstToken = performance.now() - started;
+            setPhase('');
+          }
+          content += piece;
+          thinking += thought;
+          if (chunk.done) {
+            const { eval_count, eval_duration, prompt_eval_count, prompt_eval_duration, load_duration, total_duration } = chunk;
+            setAnswer({
+              content,
+              thinking: thinking || undefined,
+              stats: { eval_count, eval_duration, prompt_eval_count, prompt_eval_duration, load_duration, total_duration, first_token_ms: firstToken },
+            });
+          } else setAnswer({ content, thinking: thinking || undefined });
+        },
+        controller.signal,
+      );
     } catch (err) {
       if ((err as Error).name === 'AbortError') setAnswer({ content, stats: { first_token_ms: firstToken, stopped: true } });
       else setAnswer({ content, error: (err as Error).message });
@@ -202,54 +235,132 @@ export function Chat() {
     <div class="chat">
       <aside class={`conversations ${showList ? 'open' : ''}`} aria-label="Conversations">
         <div class="row">
-          <button type="button" class="primary" onClick={newChat}>New chat</button>
-          <button type="button" class="narrow-only" aria-expanded={showList} onClick={() => setShowList(!showList)}>{showList ? 'Hide list' : 'Conversations'}</button>
+          <button type="button" class="primary" onClick={newChat}>
+            New chat
+          </button>
+          <button type="button" class="narrow-only" aria-expanded={showList} onClick={() => setShowList(!showList)}>
+            {showList ? 'Hide list' : 'Conversations'}
+          </button>
         </div>
         <ul class="conv-list">
           {sorted.map((c) => (
             <li key={c.id} class={c.id === current.id ? 'active' : ''}>
               {renaming === c.id ? (
-                <form onSubmit={(e) => { e.preventDefault(); setRenaming(null); }}>
-                  <label class="sr-only" for={`rename-${c.id}`}>New name</label>
-                  <input id={`rename-${c.id}`} value={c.title} autoFocus onInput={(e) => update(c.id, (x) => ({ ...x, title: e.currentTarget.value }))} onBlur={() => setRenaming(null)} />
+                <form
+                  onSubmit={(e) => {
+                    e.preventDefault();
+                    setRenaming(null);
+                  }}
+                >
+                  <label class="sr-only" for={`rename-${c.id}`}>
+                    New name
+                  </label>
+                  <input
+                    id={`rename-${c.id}`}
+                    value={c.title}
+                    autoFocus
+                    onInput={(e) => update(c.id, (x) => ({ ...x, title: e.currentTarget.value }))}
+                    onBlur={() => setRenaming(null)}
+                  />
                 </form>
               ) : (
-                <button type="button" class="link conv-title" aria-current={c.id === current.id ? 'true' : undefined} onClick={() => { setCurrentId(c.id); setShowList(false); }}>{c.title || 'Untitled'}</button>
+                <button
+                  type="button"
+                  class="link conv-title"
+                  aria-current={c.id === current.id ? 'true' : undefined}
+                  onClick={() => {
+                    setCurrentId(c.id);
+                    setShowList(false);
+                  }}
+                >
+                  {c.title || 'Untitled'}
+                </button>
               )}
               <span class="conv-actions">
-                <button type="button" class="small" aria-label={`Rename ${c.title}`} onClick={() => setRenaming(c.id)}>Rename</button>
-                <button type="button" class="small" aria-label={`Delete ${c.title}`} onClick={() => setDeleting(c)}>Delete</button>
+                <button type="button" class="small" aria-label={`Rename ${c.title}`} onClick={() => setRenaming(c.id)}>
+                  Rename
+                </button>
+                <button type="button" class="small" aria-label={`Delete ${c.title}`} onClick={() => setDeleting(c)}>
+                  Delete
+                </button>
               </span>
             </li>
           ))}
         </ul>
         <div class="row wrap">
-          <button type="button" class="small" onClick={() => downloadJson(`lia-chat-${current.id.slice(0, 8)}.json`, current)}>Export this</button>
-          <button type="button" class="small" onClick={() => downloadJson('lia-chats.json', list)}>Export all</button>
-          <label class="button small" for="import-file">Import…</label>
+          <button type="button" class="small" onClick={() => downloadJson(`lia-chat-${current.id.slice(0, 8)}.json`, current)}>
+            Export this
+          </button>
+          <button type="button" class="small" onClick={() => downloadJson('lia-chats.json', list)}>
+            Export all
+          </button>
+          <label class="button small" for="import-file">
+            Import…
+          </label>
           <input id="import-file" class="sr-only" type="file" accept="application/json,.json" onChange={importFile} />
         </div>
-        {importError && <p class="error" role="alert">{importError}</p>}
+        {importError && (
+          <p class="error" role="alert">
+            {importError}
+          </p>
+        )}
       </aside>
 
       <section class="conversation" aria-label="Conversation">
         <div class="toolbar row wrap">
           <label for="model">Model</label>
           <select id="model" value={model} disabled={busy} onChange={(e) => update(current.id, (c) => ({ ...c, model: e.currentTarget.value }))}>
-            {chatModels.map((m) => <option key={m.name} value={m.name}>{m.name}</option>)}
+            {chatModels.map((m) => (
+              <option key={m.name} value={m.name}>
+                {m.name}
+              </option>
+            ))}
           </select>
-          <button type="button" aria-expanded={showSettings} aria-controls="chat-settings" onClick={() => setShowSettings(!showSettings)}>Settings</button>
+          <button type="button" aria-expanded={showSettings} aria-controls="chat-settings" onClick={() => setShowSettings(!showSettings)}>
+            Settings
+          </button>
         </div>
         {models.error && <ErrorPanel error={models.error} what="the models" />}
-        {models.data && chatModels.length === 0 && <p class="notice">No model that can chat is installed. Pull or import one on the <a href="#/models">Models</a> page.</p>}
+        {models.data && chatModels.length === 0 && (
+          <p class="notice">
+            No model that can chat is installed. Pull or import one on the <a href="#/models">Models</a> page.
+          </p>
+        )}
         {showSettings && (
           <div id="chat-settings" class="settings card">
             <label for="system">System prompt</label>
             <textarea id="system" rows={3} value={current.system} onInput={(e) => update(current.id, (c) => ({ ...c, system: e.currentTarget.value }))} />
             <div class="grid3">
-              <div><label for="temperature">Temperature</label><input id="temperature" inputMode="decimal" placeholder="model default" value={current.options.temperature} onInput={(e) => update(current.id, (c) => ({ ...c, options: { ...c.options, temperature: e.currentTarget.value } }))} /></div>
-              <div><label for="num_predict">Max tokens</label><input id="num_predict" inputMode="numeric" placeholder="model default" value={current.options.num_predict} onInput={(e) => update(current.id, (c) => ({ ...c, options: { ...c.options, num_predict: e.currentTarget.value } }))} /></div>
-              <div><label for="num_ctx">Context length</label><input id="num_ctx" inputMode="numeric" placeholder="model default" value={current.options.num_ctx} onInput={(e) => update(current.id, (c) => ({ ...c, options: { ...c.options, num_ctx: e.currentTarget.value } }))} /></div>
+              <div>
+                <label for="temperature">Temperature</label>
+                <input
+                  id="temperature"
+                  inputMode="decimal"
+                  placeholder="model default"
+                  value={current.options.temperature}
+                  onInput={(e) => update(current.id, (c) => ({ ...c, options: { ...c.options, temperature: e.currentTarget.value } }))}
+                />
+              </div>
+              <div>
+                <label for="num_predict">Max tokens</label>
+                <input
+                  id="num_predict"
+                  inputMode="numeric"
+                  placeholder="model default"
+                  value={current.options.num_predict}
+                  onInput={(e) => update(current.id, (c) => ({ ...c, options: { ...c.options, num_predict: e.currentTarget.value } }))}
+                />
+              </div>
+              <div>
+                <label for="num_ctx">Context length</label>
+                <input
+                  id="num_ctx"
+                  inputMode="numeric"
+                  placeholder="model default"
+                  value={current.options.num_ctx}
+                  onInput={(e) => update(current.id, (c) => ({ ...c, options: { ...c.options, num_ctx: e.currentTarget.value } }))}
+                />
+              </div>
             </div>
           </div>
         )}
@@ -258,52 +369,116 @@ export function Chat() {
           {current.messages.map((m, i) => (
             <article key={i} class={`msg ${m.role}`} aria-label={m.role === 'user' ? 'You' : 'Assistant'}>
               {editing?.index === i ? (
-                <form onSubmit={(e) => { e.preventDefault(); resendEdit(); }}>
-                  <label class="sr-only" for="edit-text">Edit your message</label>
+                <form
+                  onSubmit={(e) => {
+                    e.preventDefault();
+                    resendEdit();
+                  }}
+                >
+                  <label class="sr-only" for="edit-text">
+                    Edit your message
+                  </label>
                   <textarea id="edit-text" rows={3} value={editing.text} onInput={(e) => setEditing({ index: i, text: e.currentTarget.value })} />
                   <div class="row end">
-                    <button type="button" onClick={() => setEditing(null)}>Cancel</button>
-                    <button type="submit" class="primary" disabled={busy}>Save and resend</button>
+                    <button type="button" onClick={() => setEditing(null)}>
+                      Cancel
+                    </button>
+                    <button type="submit" class="primary" disabled={busy}>
+                      Save and resend
+                    </button>
                   </div>
                 </form>
               ) : m.role === 'assistant' ? (
                 <>
-                  {m.thinking && <details class="thinking"><summary>Thinking</summary><p>{m.thinking}</p></details>}
+                  {m.thinking && (
+                    <details class="thinking">
+                      <summary>Thinking</summary>
+                      <p>{m.thinking}</p>
+                    </details>
+                  )}
                   <Markdown text={m.content} />
-                  {busy && i === current.messages.length - 1 && phase && <p class="muted" role="status">{phase}</p>}
+                  {busy && i === current.messages.length - 1 && phase && (
+                    <p class="muted" role="status">
+                      {phase}
+                    </p>
+                  )}
                   {m.error && <ErrorPanel error={new Error(m.error)} />}
                   {m.stats && <Stats s={m.stats} />}
                   {!busy && (
                     <div class="row msg-actions">
                       <CopyButton text={m.content} />
-                      {i === current.messages.length - 1 && <button type="button" class="small" onClick={regenerate}>Regenerate</button>}
+                      {i === current.messages.length - 1 && (
+                        <button type="button" class="small" onClick={regenerate}>
+                          Regenerate
+                        </button>
+                      )}
                     </div>
                   )}
                 </>
               ) : (
                 <>
                   <p class="user-text">{m.content}</p>
-                  {!busy && <div class="row msg-actions"><button type="button" class="small" onClick={() => setEditing({ index: i, text: m.content })}>Edit</button></div>}
+                  {!busy && (
+                    <div class="row msg-actions">
+                      <button type="button" class="small" onClick={() => setEditing({ index: i, text: m.content })}>
+                        Edit
+                      </button>
+                    </div>
+                  )}
                 </>
               )}
             </article>
           ))}
         </div>
-        <form class="composer" onSubmit={(e) => { e.preventDefault(); send(); }}>
-          <label for="prompt" class="sr-only">Message</label>
-          <textarea id="prompt" rows={2} placeholder={model ? `Message ${model}` : 'No chat model'} value={input} onInput={(e) => setInput(e.currentTarget.value)}
+        <form
+          class="composer"
+          onSubmit={(e) => {
+            e.preventDefault();
+            send();
+          }}
+        >
+          <label for="prompt" class="sr-only">
+            Message
+          </label>
+          <textarea
+            id="prompt"
+            rows={2}
+            placeholder={model ? `Message ${model}` : 'No chat model'}
+            value={input}
+            onInput={(e) => setInput(e.currentTarget.value)}
             onKeyDown={(e) => {
               if (e.key === 'Enter' && !e.shiftKey && !e.isComposing) {
                 e.preventDefault();
                 send();
               }
-            }} />
-          {busy && <button type="button" class="danger" onClick={() => abort.current?.abort()}>Stop</button>}
-          <button type="submit" class="primary" disabled={busy || !model || input.trim() === ''}>Send</button>
+            }}
+          />
+          {busy && (
+            <button type="button" class="danger" onClick={() => abort.current?.abort()}>
+              Stop
+            </button>
+          )}
+          <button type="submit" class="primary" disabled={busy || !model || input.trim() === ''}>
+            Send
+          </button>
         </form>
-        {last?.role === 'user' && !busy && <p class="muted">No answer yet: <button type="button" class="link" onClick={regenerate}>ask again</button></p>}
+        {last?.role === 'user' && !busy && (
+          <p class="muted">
+            No answer yet:{' '}
+            <button type="button" class="link" onClick={regenerate}>
+              ask again
+            </button>
+          </p>
+        )}
       </section>
-      <Confirm open={deleting !== null} title="Delete this conversation?" confirmLabel="Delete" danger onConfirm={() => deleting && remove(deleting)} onCancel={() => setDeleting(null)}>
+      <Confirm
+        open={deleting !== null}
+        title="Delete this conversation?"
+        confirmLabel="Delete"
+        danger
+        onConfirm={() => deleting && remove(deleting)}
+        onCancel={() => setDeleting(null)}
+      >
         <p>"{deleting?.title}" is removed from this browser. Export it first to keep a copy.</p>
       </Confirm>
     </div>

@@ -22,7 +22,10 @@ interface Key {
 const SCOPES = ['inference', 'models:read', 'models:write', 'system:read', 'system:admin', 'keys:admin'];
 
 function list(v: string): string[] {
-  return v.split(',').map((s) => s.trim()).filter(Boolean);
+  return v
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
 }
 
 function CreateKey({ onCreated }: { onCreated: (secret: string) => void }) {
@@ -55,16 +58,31 @@ function CreateKey({ onCreated }: { onCreated: (secret: string) => void }) {
       <fieldset>
         <legend>Scopes</legend>
         {SCOPES.map((s) => (
-          <label key={s} class="inline"><input type="checkbox" checked={scopes.includes(s)} onChange={(e) => setScopes(e.currentTarget.checked ? [...scopes, s] : scopes.filter((x) => x !== s))} /> {s}</label>
+          <label key={s} class="inline">
+            <input
+              type="checkbox"
+              checked={scopes.includes(s)}
+              onChange={(e) => setScopes(e.currentTarget.checked ? [...scopes, s] : scopes.filter((x) => x !== s))}
+            />{' '}
+            {s}
+          </label>
         ))}
       </fieldset>
       <label for="key-models">Models allowed (comma-separated, * wildcards; empty for all)</label>
       <input id="key-models" value={models} onInput={(e) => setModels(e.currentTarget.value)} spellcheck={false} />
       <div class="grid2">
-        <div><label for="key-expires">Expires (empty: never)</label><input id="key-expires" type="date" value={expires} onInput={(e) => setExpires(e.currentTarget.value)} /></div>
-        <div><label for="key-rpm">Requests per minute (empty: no limit)</label><input id="key-rpm" inputMode="numeric" value={rpm} onInput={(e) => setRpm(e.currentTarget.value)} /></div>
+        <div>
+          <label for="key-expires">Expires (empty: never)</label>
+          <input id="key-expires" type="date" value={expires} onInput={(e) => setExpires(e.currentTarget.value)} />
+        </div>
+        <div>
+          <label for="key-rpm">Requests per minute (empty: no limit)</label>
+          <input id="key-rpm" inputMode="numeric" value={rpm} onInput={(e) => setRpm(e.currentTarget.value)} />
+        </div>
       </div>
-      <button type="submit" class="primary" disabled={!name.trim() || scopes.length === 0}>Create</button>
+      <button type="submit" class="primary" disabled={!name.trim() || scopes.length === 0}>
+        Create
+      </button>
       <ErrorPanel error={error} />
     </form>
   );
@@ -88,7 +106,9 @@ export function Keys() {
     return (
       <main id="main" class="page">
         <h1>API keys</h1>
-        <p class="notice">Named API keys are not available on this appliance: it has the master key only (rotate it on the <a href="#/system">System</a> page).</p>
+        <p class="notice">
+          Named API keys are not available on this appliance: it has the master key only (rotate it on the <a href="#/system">System</a> page).
+        </p>
       </main>
     );
   }
@@ -99,7 +119,9 @@ export function Keys() {
       <ErrorPanel error={error} />
       {secret && (
         <div class="newkey card" role="status">
-          <p><strong>The new key, shown once:</strong></p>
+          <p>
+            <strong>The new key, shown once:</strong>
+          </p>
           <code data-testid="new-named-key">{secret}</code> <CopyButton text={secret} />
           <p class="muted">Store it now; the appliance keeps only its hash.</p>
         </div>
@@ -108,11 +130,24 @@ export function Keys() {
         <div class="table-wrap">
           <table>
             <caption class="sr-only">API keys</caption>
-            <thead><tr><th scope="col">Name</th><th scope="col">Scopes</th><th scope="col">Models</th><th scope="col">Expires</th><th scope="col">Last used</th><th scope="col">Requests</th><th scope="col">Actions</th></tr></thead>
+            <thead>
+              <tr>
+                <th scope="col">Name</th>
+                <th scope="col">Scopes</th>
+                <th scope="col">Models</th>
+                <th scope="col">Expires</th>
+                <th scope="col">Last used</th>
+                <th scope="col">Requests</th>
+                <th scope="col">Actions</th>
+              </tr>
+            </thead>
             <tbody>
               {keys.data.keys.map((k) => (
                 <tr key={k.name}>
-                  <th scope="row">{k.name}{k.hint ? <div class="muted">{k.hint}</div> : null}</th>
+                  <th scope="row">
+                    {k.name}
+                    {k.hint ? <div class="muted">{k.hint}</div> : null}
+                  </th>
                   <td>{k.scopes.join(', ')}</td>
                   <td>{k.models?.join(', ') ?? 'all'}</td>
                   <td>{k.expires_at ? new Date(k.expires_at).toLocaleDateString() : 'never'}</td>
@@ -121,8 +156,18 @@ export function Keys() {
                   <td class="actions">
                     {k.name !== 'master' && (
                       <>
-                        <button type="button" class="small" onClick={() => act(async () => setSecret((await json<{ key: string }>(`/system/api-keys/${encodeURIComponent(k.name)}/rotate`, { body: {} })).key))}>Rotate</button>
-                        <button type="button" class="small danger" onClick={() => setRevoking(k.name)}>Revoke</button>
+                        <button
+                          type="button"
+                          class="small"
+                          onClick={() =>
+                            act(async () => setSecret((await json<{ key: string }>(`/system/api-keys/${encodeURIComponent(k.name)}/rotate`, { body: {} })).key))
+                          }
+                        >
+                          Rotate
+                        </button>
+                        <button type="button" class="small danger" onClick={() => setRevoking(k.name)}>
+                          Revoke
+                        </button>
                       </>
                     )}
                   </td>
@@ -132,9 +177,27 @@ export function Keys() {
           </table>
         </div>
       )}
-      <CreateKey onCreated={(s) => { setSecret(s); void keys.reload(); }} />
-      <Confirm open={revoking !== null} title={`Revoke ${revoking ?? ''}?`} confirmLabel="Revoke" danger onCancel={() => setRevoking(null)}
-        onConfirm={() => { const n = revoking; setRevoking(null); if (n) void act(async () => { await request(`/system/api-keys/${encodeURIComponent(n)}`, { method: 'DELETE' }); }); }}>
+      <CreateKey
+        onCreated={(s) => {
+          setSecret(s);
+          void keys.reload();
+        }}
+      />
+      <Confirm
+        open={revoking !== null}
+        title={`Revoke ${revoking ?? ''}?`}
+        confirmLabel="Revoke"
+        danger
+        onCancel={() => setRevoking(null)}
+        onConfirm={() => {
+          const n = revoking;
+          setRevoking(null);
+          if (n)
+            void act(async () => {
+              await request(`/system/api-keys/${encodeURIComponent(n)}`, { method: 'DELETE' });
+            });
+        }}
+      >
         <p>Requests with this key are refused from the next one on.</p>
       </Confirm>
     </main>

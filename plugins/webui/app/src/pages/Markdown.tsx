@@ -22,10 +22,13 @@ export function Markdown({ text }: { text: string }) {
     const target = e.target as HTMLElement;
     if (!target.matches('button.copy-code')) return;
     const code = target.parentElement?.querySelector('code')?.textContent ?? '';
-    void navigator.clipboard.writeText(code).then(() => {
-      target.textContent = 'Copied';
-      setTimeout(() => (target.textContent = 'Copy'), 1500);
-    }, () => undefined);
+    void navigator.clipboard.writeText(code).then(
+      () => {
+        target.textContent = 'Copied';
+        setTimeout(() => (target.textContent = 'Copy'), 1500);
+      },
+      () => undefined,
+    );
   };
   return <div class="md" ref={ref} onClick={onClick} dangerouslySetInnerHTML={{ __html: html }} />;
 }

@@ -29,7 +29,14 @@ interface Loaded {
 
 /** The mark of a remote model: a badge and the upstream(s) serving it. */
 function RemoteBadge({ host }: { host?: string }) {
-  return <span class="remote"><span class="badge">remote</span> <span class="muted" data-testid="remote-host">{host || 'an upstream'}</span></span>;
+  return (
+    <span class="remote">
+      <span class="badge">remote</span>{' '}
+      <span class="muted" data-testid="remote-host">
+        {host || 'an upstream'}
+      </span>
+    </span>
+  );
 }
 
 /** What stands in for copy and delete on a remote model. */
@@ -40,7 +47,9 @@ function Progress({ label, value, max }: { label: string; value: number; max: nu
     <div class="progress">
       <span>{label}</span>
       <progress value={value} max={max || 1} aria-label={label} />
-      <span class="muted">{bytes(value)} / {bytes(max)}</span>
+      <span class="muted">
+        {bytes(value)} / {bytes(max)}
+      </span>
     </div>
   );
 }
@@ -63,13 +72,18 @@ function Pull({ onDone }: { onDone: () => void }) {
     setLayers({});
     setStatus('starting');
     try {
-      await ndjson<PullLine>('/api/pull', { model: name.trim(), stream: true, ...(insecure ? { insecure: true } : {}) }, (line) => {
-        setStatus(line.status);
-        if (line.digest && line.total) {
-          const d = line.digest;
-          setLayers((l) => ({ ...l, [d]: { total: line.total ?? 0, completed: line.completed ?? 0 } }));
-        }
-      }, controller.signal);
+      await ndjson<PullLine>(
+        '/api/pull',
+        { model: name.trim(), stream: true, ...(insecure ? { insecure: true } : {}) },
+        (line) => {
+          setStatus(line.status);
+          if (line.digest && line.total) {
+            const d = line.digest;
+            setLayers((l) => ({ ...l, [d]: { total: line.total ?? 0, completed: line.completed ?? 0 } }));
+          }
+        },
+        controller.signal,
+      );
       onDone();
     } catch (err) {
       if ((err as Error).name === 'AbortError') setStatus('cancelled');
@@ -86,14 +100,32 @@ function Pull({ onDone }: { onDone: () => void }) {
   return (
     <form class="card" onSubmit={pull} aria-labelledby="pull-title">
       <h2 id="pull-title">Pull a model</h2>
-      <label for="pull-name">Name (from the configured registry, e.g. <code>llama3.2:1b</code>, or a full <code>host/namespace/model:tag</code>)</label>
+      <label for="pull-name">
+        Name (from the configured registry, e.g. <code>llama3.2:1b</code>, or a full <code>host/namespace/model:tag</code>)
+      </label>
       <div class="row">
         <input id="pull-name" value={name} onInput={(e) => setName(e.currentTarget.value)} spellcheck={false} />
-        {busy ? <button type="button" class="danger" onClick={() => abort.current?.abort()}>Cancel</button> : <button type="submit" class="primary" disabled={!name.trim()}>Pull</button>}
+        {busy ? (
+          <button type="button" class="danger" onClick={() => abort.current?.abort()}>
+            Cancel
+          </button>
+        ) : (
+          <button type="submit" class="primary" disabled={!name.trim()}>
+            Pull
+          </button>
+        )}
       </div>
-      <label class="inline"><input type="checkbox" checked={insecure} onChange={(e) => setInsecure(e.currentTarget.checked)} /> the registry serves plain HTTP (insecure)</label>
-      {status && <p role="status" data-testid="pull-status">{status}</p>}
-      {Object.entries(layers).map(([d, l]) => <Progress key={d} label={d.slice(7, 19)} value={l.completed} max={l.total} />)}
+      <label class="inline">
+        <input type="checkbox" checked={insecure} onChange={(e) => setInsecure(e.currentTarget.checked)} /> the registry serves plain HTTP (insecure)
+      </label>
+      {status && (
+        <p role="status" data-testid="pull-status">
+          {status}
+        </p>
+      )}
+      {Object.entries(layers).map(([d, l]) => (
+        <Progress key={d} label={d.slice(7, 19)} value={l.completed} max={l.total} />
+      ))}
       <ErrorPanel error={error} />
     </form>
   );
@@ -149,14 +181,27 @@ function Import({ onDone }: { onDone: () => void }) {
     <form class="card" onSubmit={run} aria-labelledby="import-title">
       <h2 id="import-title">Import a GGUF file</h2>
       <label for="gguf-file">File</label>
-      <input id="gguf-file" type="file" accept=".gguf" onChange={(e) => {
-        const f = e.currentTarget.files?.[0] ?? null;
-        setFile(f);
-        if (f && !name) setName(f.name.replace(/\.gguf$/i, '').toLowerCase().replace(/[^a-z0-9._-]+/g, '-'));
-      }} />
+      <input
+        id="gguf-file"
+        type="file"
+        accept=".gguf"
+        onChange={(e) => {
+          const f = e.currentTarget.files?.[0] ?? null;
+          setFile(f);
+          if (f && !name)
+            setName(
+              f.name
+                .replace(/\.gguf$/i, '')
+                .toLowerCase()
+                .replace(/[^a-z0-9._-]+/g, '-'),
+            );
+        }}
+      />
       <label for="gguf-name">Model name</label>
       <input id="gguf-name" value={name} onInput={(e) => setName(e.currentTarget.value)} spellcheck={false} />
-      <button type="submit" class="primary" disabled={!file || !name.trim() || (status !== '' && !status.startsWith('created'))}>Import</button>
+      <button type="submit" class="primary" disabled={!file || !name.trim() || (status !== '' && !status.startsWith('created'))}>
+        Import
+      </button>
       {file && status === 'uploading' && <Progress label="upload" value={sent} max={file.size} />}
       {status && <p role="status">{status}</p>}
       <ErrorPanel error={error} />
@@ -168,22 +213,57 @@ function Details({ model, onClose }: { model: string; onClose: () => void }) {
   const show = useLoad(() => json<ShowResponse>('/api/show', { body: { model } }), [model]);
   return (
     <section class="card" aria-labelledby="details-title">
-      <div class="row between"><h2 id="details-title">{model}</h2><button type="button" onClick={onClose}>Close</button></div>
+      <div class="row between">
+        <h2 id="details-title">{model}</h2>
+        <button type="button" onClick={onClose}>
+          Close
+        </button>
+      </div>
       <ErrorPanel error={show.error} what="the details" />
       {show.data?.remote_host !== undefined && (
         <div class="notice">
-          <p><span class="badge">remote</span> Served by <span data-testid="remote-host">{show.data.remote_host}</span> as <code>{show.data.remote_model}</code>.</p>
-          <p>It has no local files here, so pull, push, copy and delete do not apply: it is managed in the <code>backend-upstream</code> upstreams of <code>lia.config</code>.</p>
+          <p>
+            <span class="badge">remote</span> Served by <span data-testid="remote-host">{show.data.remote_host}</span> as <code>{show.data.remote_model}</code>.
+          </p>
+          <p>
+            It has no local files here, so pull, push, copy and delete do not apply: it is managed in the <code>backend-upstream</code> upstreams of{' '}
+            <code>lia.config</code>.
+          </p>
         </div>
       )}
       {show.data && (
         <>
           <p>Capabilities: {(show.data.capabilities ?? []).join(', ') || 'none recorded'}</p>
-          {show.data.parameters && <><h3>Parameters</h3><pre>{show.data.parameters}</pre></>}
-          {show.data.template && <><h3>Template</h3><pre>{show.data.template}</pre></>}
-          {show.data.system && <><h3>System prompt</h3><pre>{show.data.system}</pre></>}
-          {show.data.license && <details><summary>License</summary><pre>{show.data.license}</pre></details>}
-          {show.data.modelfile && <details><summary>Modelfile</summary><pre>{show.data.modelfile}</pre></details>}
+          {show.data.parameters && (
+            <>
+              <h3>Parameters</h3>
+              <pre>{show.data.parameters}</pre>
+            </>
+          )}
+          {show.data.template && (
+            <>
+              <h3>Template</h3>
+              <pre>{show.data.template}</pre>
+            </>
+          )}
+          {show.data.system && (
+            <>
+              <h3>System prompt</h3>
+              <pre>{show.data.system}</pre>
+            </>
+          )}
+          {show.data.license && (
+            <details>
+              <summary>License</summary>
+              <pre>{show.data.license}</pre>
+            </details>
+          )}
+          {show.data.modelfile && (
+            <details>
+              <summary>Modelfile</summary>
+              <pre>{show.data.modelfile}</pre>
+            </details>
+          )}
         </>
       )}
     </section>
@@ -221,25 +301,63 @@ export function Models() {
         <div class="table-wrap">
           <table>
             <caption class="sr-only">Installed models</caption>
-            <thead><tr><th scope="col">Name</th><th scope="col">Size</th><th scope="col">Family</th><th scope="col">Parameters</th><th scope="col">Quantisation</th><th scope="col">Capabilities</th><th scope="col">Actions</th></tr></thead>
+            <thead>
+              <tr>
+                <th scope="col">Name</th>
+                <th scope="col">Size</th>
+                <th scope="col">Family</th>
+                <th scope="col">Parameters</th>
+                <th scope="col">Quantisation</th>
+                <th scope="col">Capabilities</th>
+                <th scope="col">Actions</th>
+              </tr>
+            </thead>
             <tbody>
-              {models.data.length === 0 && <tr><td colSpan={7}>No models installed yet.</td></tr>}
+              {models.data.length === 0 && (
+                <tr>
+                  <td colSpan={7}>No models installed yet.</td>
+                </tr>
+              )}
               {models.data.map((m) => {
                 const remote = isRemote(m);
                 return (
                   <tr key={m.name} data-model={m.name}>
-                    <th scope="row">{m.name}{m.details.broken && <span class="error-text"> (broken: {m.details.broken})</span>}{remote && <> <RemoteBadge host={m.remote_host} /></>}</th>
+                    <th scope="row">
+                      {m.name}
+                      {m.details.broken && <span class="error-text"> (broken: {m.details.broken})</span>}
+                      {remote && (
+                        <>
+                          {' '}
+                          <RemoteBadge host={m.remote_host} />
+                        </>
+                      )}
+                    </th>
                     <td>{remote ? '–' : bytes(m.size)}</td>
                     <td>{m.details.family || '–'}</td>
                     <td>{m.details.parameter_size || '–'}</td>
                     <td>{m.details.quantization_level || '–'}</td>
                     <td>{m.capabilities.join(', ') || '–'}</td>
                     <td class="actions">
-                      <button type="button" class="small" aria-label={`Details of ${m.name}`} onClick={() => setDetails(m.name)}>Details</button>
-                      {remote ? <span class="remote-note muted">{REMOTE_NOTE}</span> : <>
-                        <button type="button" class="small" aria-label={`Copy ${m.name}`} onClick={() => setCopying({ source: m.name, destination: `${m.name.split(':')[0]}-copy` })}>Copy</button>
-                        <button type="button" class="small danger" aria-label={`Delete ${m.name}`} onClick={() => setDeleting(m)}>Delete</button>
-                      </>}
+                      <button type="button" class="small" aria-label={`Details of ${m.name}`} onClick={() => setDetails(m.name)}>
+                        Details
+                      </button>
+                      {remote ? (
+                        <span class="remote-note muted">{REMOTE_NOTE}</span>
+                      ) : (
+                        <>
+                          <button
+                            type="button"
+                            class="small"
+                            aria-label={`Copy ${m.name}`}
+                            onClick={() => setCopying({ source: m.name, destination: `${m.name.split(':')[0]}-copy` })}
+                          >
+                            Copy
+                          </button>
+                          <button type="button" class="small danger" aria-label={`Delete ${m.name}`} onClick={() => setDeleting(m)}>
+                            Delete
+                          </button>
+                        </>
+                      )}
                     </td>
                   </tr>
                 );
@@ -258,13 +376,21 @@ export function Models() {
           <ul class="plain">
             {ps.data.models.map((m) => (
               <li key={m.name} class="row between wrap">
-                <span><strong>{m.name}</strong> · {isRemote(m) ? 'remote' : bytes(m.size)}{m.size_vram ? ` (${bytes(m.size_vram)} on GPU)` : ''}{m.expires_at ? ` · unloads ${new Date(m.expires_at).toLocaleTimeString()}` : ''}</span>
-                <button type="button" class="small" onClick={() => act(() => json('/api/generate', { body: { model: m.name, keep_alive: 0 } }))}>Unload</button>
+                <span>
+                  <strong>{m.name}</strong> · {isRemote(m) ? 'remote' : bytes(m.size)}
+                  {m.size_vram ? ` (${bytes(m.size_vram)} on GPU)` : ''}
+                  {m.expires_at ? ` · unloads ${new Date(m.expires_at).toLocaleTimeString()}` : ''}
+                </span>
+                <button type="button" class="small" onClick={() => act(() => json('/api/generate', { body: { model: m.name, keep_alive: 0 } }))}>
+                  Unload
+                </button>
               </li>
             ))}
           </ul>
         )}
-        <button type="button" class="small" onClick={reloadAll}>Refresh</button>
+        <button type="button" class="small" onClick={reloadAll}>
+          Refresh
+        </button>
       </section>
 
       <div class="grid2">
@@ -272,14 +398,31 @@ export function Models() {
         <Import onDone={reloadAll} />
       </div>
 
-      <Confirm open={deleting !== null} title={`Delete ${deleting?.name ?? ''}?`} confirmLabel="Delete" danger
+      <Confirm
+        open={deleting !== null}
+        title={`Delete ${deleting?.name ?? ''}?`}
+        confirmLabel="Delete"
+        danger
         onCancel={() => setDeleting(null)}
-        onConfirm={() => { const m = deleting; setDeleting(null); if (m) void act(() => request('/api/delete', { method: 'DELETE', body: { model: m.name } })); }}>
+        onConfirm={() => {
+          const m = deleting;
+          setDeleting(null);
+          if (m) void act(() => request('/api/delete', { method: 'DELETE', body: { model: m.name } }));
+        }}
+      >
         <p>The model's name is removed; its files are freed when no other model uses them.</p>
       </Confirm>
-      <Confirm open={copying !== null} title={`Copy ${copying?.source ?? ''}`} confirmLabel="Copy"
+      <Confirm
+        open={copying !== null}
+        title={`Copy ${copying?.source ?? ''}`}
+        confirmLabel="Copy"
         onCancel={() => setCopying(null)}
-        onConfirm={() => { const c = copying; setCopying(null); if (c) void act(() => request('/api/copy', { body: c })); }}>
+        onConfirm={() => {
+          const c = copying;
+          setCopying(null);
+          if (c) void act(() => request('/api/copy', { body: c }));
+        }}
+      >
         <label for="copy-dest">New name</label>
         <input id="copy-dest" value={copying?.destination ?? ''} onInput={(e) => setCopying((c) => (c ? { ...c, destination: e.currentTarget.value } : c))} />
       </Confirm>

@@ -23,23 +23,41 @@ export function CaPanel() {
     <section class="card" aria-labelledby="ca-title">
       <h2 id="ca-title">Trust this appliance</h2>
       <p>
-        The appliance signs its HTTPS certificate with its own certificate authority (CA). Install the CA once and the
-        browser, the CLI and your scripts connect without warnings.
+        The appliance signs its HTTPS certificate with its own certificate authority (CA). Install the CA once and the browser, the CLI and your scripts connect
+        without warnings.
       </p>
-      <p><a class="button" href="/system/ca-cert" download="lia-root-ca.crt">Download the CA certificate</a></p>
+      <p>
+        <a class="button" href="/system/ca-cert" download="lia-root-ca.crt">
+          Download the CA certificate
+        </a>
+      </p>
       <p>
         SHA-256 fingerprint:{' '}
-        <code class="fingerprint" data-testid="ca-fingerprint">{fp ?? 'not available'}</code>
+        <code class="fingerprint" data-testid="ca-fingerprint">
+          {fp ?? 'not available'}
+        </code>
       </p>
       <p class="muted">Compare it with the fingerprint the appliance prints on its own console before you trust the file.</p>
       <details>
         <summary>How to install it</summary>
         <ul>
-          <li><strong>Firefox</strong>: Settings → Privacy &amp; Security → Certificates → View Certificates → Authorities → Import; tick "Trust this CA to identify websites".</li>
-          <li><strong>Chrome, Edge</strong> use the system store below (on Linux: Settings → Privacy and security → Security → Manage certificates → Authorities → Import).</li>
-          <li><strong>Linux</strong>: <code>sudo cp lia-root-ca.crt /usr/local/share/ca-certificates/ &amp;&amp; sudo update-ca-certificates</code></li>
-          <li><strong>macOS</strong>: <code>sudo security add-trusted-cert -d -r trustRoot -k /Library/Keychains/System.keychain lia-root-ca.crt</code></li>
-          <li><strong>Windows</strong> (administrator): <code>certutil -addstore Root lia-root-ca.crt</code></li>
+          <li>
+            <strong>Firefox</strong>: Settings → Privacy &amp; Security → Certificates → View Certificates → Authorities → Import; tick "Trust this CA to
+            identify websites".
+          </li>
+          <li>
+            <strong>Chrome, Edge</strong> use the system store below (on Linux: Settings → Privacy and security → Security → Manage certificates → Authorities →
+            Import).
+          </li>
+          <li>
+            <strong>Linux</strong>: <code>sudo cp lia-root-ca.crt /usr/local/share/ca-certificates/ &amp;&amp; sudo update-ca-certificates</code>
+          </li>
+          <li>
+            <strong>macOS</strong>: <code>sudo security add-trusted-cert -d -r trustRoot -k /Library/Keychains/System.keychain lia-root-ca.crt</code>
+          </li>
+          <li>
+            <strong>Windows</strong> (administrator): <code>certutil -addstore Root lia-root-ca.crt</code>
+          </li>
         </ul>
       </details>
     </section>
@@ -79,23 +97,45 @@ export function SignIn({ notice, onSignedIn }: { notice: string | null; onSigned
   return (
     <main class="signin" id="main">
       <h1>LIA web console</h1>
-      {notice && <div class="error" role="alert">{notice}</div>}
+      {notice && (
+        <div class="error" role="alert">
+          {notice}
+        </div>
+      )}
       <form class="card" onSubmit={submit} aria-labelledby="signin-title">
         <h2 id="signin-title">Sign in</h2>
         <p>
-          The console uses the appliance's public APIs with an API key, as any script would. The master key is printed by{' '}
-          <code>lia key show</code> on the appliance (its device console, <code>lia console</code>, names the key file); a named key with fewer scopes works
-          for the pages those scopes allow.
+          The console uses the appliance's public APIs with an API key, as any script would. The master key is printed by <code>lia key show</code> on the
+          appliance (its device console, <code>lia console</code>, names the key file); a named key with fewer scopes works for the pages those scopes allow.
         </p>
         <label for="key">API key</label>
-        <input id="key" name="key" type="password" autocomplete="current-password" spellcheck={false} value={key} onInput={(e) => setKey(e.currentTarget.value)} placeholder="lia_…" />
+        <input
+          id="key"
+          name="key"
+          type="password"
+          autocomplete="current-password"
+          spellcheck={false}
+          value={key}
+          onInput={(e) => setKey(e.currentTarget.value)}
+          placeholder="lia_…"
+        />
         <fieldset>
           <legend>Keep the key</legend>
-          <label class="inline"><input type="radio" name="place" checked={place === 'session'} onChange={() => setPlace('session')} /> in this tab only (forgotten when it closes)</label>
-          <label class="inline"><input type="radio" name="place" checked={place === 'local'} onChange={() => setPlace('local')} /> in this browser (until you sign out)</label>
+          <label class="inline">
+            <input type="radio" name="place" checked={place === 'session'} onChange={() => setPlace('session')} /> in this tab only (forgotten when it closes)
+          </label>
+          <label class="inline">
+            <input type="radio" name="place" checked={place === 'local'} onChange={() => setPlace('local')} /> in this browser (until you sign out)
+          </label>
         </fieldset>
-        {error && <div class="error" role="alert">{error}</div>}
-        <button type="submit" class="primary" disabled={busy}>{busy ? 'Checking…' : 'Sign in'}</button>
+        {error && (
+          <div class="error" role="alert">
+            {error}
+          </div>
+        )}
+        <button type="submit" class="primary" disabled={busy}>
+          {busy ? 'Checking…' : 'Sign in'}
+        </button>
       </form>
       <CaPanel />
     </main>
