@@ -86,7 +86,7 @@ export function createApiClient(options: ApiClientOptions): ApiClient {
       let res: Dispatcher.ResponseData;
       try {
         res = await dispatcher.request({
-          method: method as Dispatcher.HttpMethod,
+          method: method,
           path: basePath + path,
           headers: body === undefined ? auth : { ...auth, 'content-type': 'application/json' },
           ...(body === undefined ? {} : { body: typeof body === 'string' ? body : JSON.stringify(body) }),

@@ -103,7 +103,7 @@ export async function main(argv: string[], io: Partial<CliIO> = {}): Promise<num
       stdin: io.stdin ?? process.stdin,
       env,
       dataDir: config.dataDir,
-      client: io.client ?? ((url) => clientFromEnv(env, config.dataDir, url ?? (values['url'] as string | undefined))),
+      client: io.client ?? ((url) => clientFromEnv(env, config.dataDir, url ?? values['url'])),
     };
     return await command.run({ values, positionals }, fullIO);
   } catch (e) {

@@ -10,7 +10,7 @@
  *
  * @module
  */
-import type { IncomingMessage, Server, ServerResponse } from 'node:http';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { FastifyInstance } from 'fastify';
 import { Errors } from '../errors.js';
 
@@ -57,7 +57,7 @@ export interface Drain {
 
 /** Tracks the server's requests and refuses new ones once the drain has begun. */
 export function installDrain(app: FastifyInstance): Drain {
-  const server = app.server as Server;
+  const server = app.server;
   const state: DrainState = { controller: new AbortController(), inFlight: new Set(), draining: false };
   states.set(server, state);
   server.on('request', (_req: IncomingMessage, res: ServerResponse) => {

@@ -17,14 +17,14 @@ import type { Registry } from '../plugin/hooks.js';
 import { clientLeft } from './client-left.js';
 import { EARLY_SECURITY_HEADERS } from './security-headers.js';
 import { normalizePath } from './surface.js';
-import { validationError, type SchemaError } from './validation-error.js';
+import { validationError } from './validation-error.js';
 
 /** Maps any thrown value to an AppError. */
 export function toAppError(err: unknown): AppError {
   if (isAppError(err)) return err;
   const fe = err as Partial<FastifyError> & { validation?: unknown[]; validationContext?: string };
   if (fe && typeof fe === 'object') {
-    if (fe.validation) return validationError(fe.validation as SchemaError[], fe.validationContext, err);
+    if (fe.validation) return validationError(fe.validation, fe.validationContext, err);
     switch (fe.code) {
       case 'FST_ERR_CTP_INVALID_JSON_BODY':
       case 'FST_ERR_CTP_EMPTY_JSON_BODY':
@@ -103,9 +103,9 @@ export function createErrorHandler(formats: Registry<ErrorFormat>) {
 /** Fastify's `frameworkErrors` handler: the error handler, plus the headers no hook has set yet. */
 export function createFrameworkErrorHandler(formats: Registry<ErrorFormat>) {
   const handle = createErrorHandler(formats);
-  return function frameworkErrorHandler(err: unknown, request: FastifyRequest, reply: FastifyReply): FastifyReply {
+  return function frameworkErrorHandler(err: unknown, request: FastifyRequest, reply: FastifyReply): void {
     reply.headers(EARLY_SECURITY_HEADERS);
-    return handle(err, request, reply);
+    void handle(err, request, reply);
   };
 }
 

@@ -41,9 +41,9 @@ export function lazyCompilers(): CompilersFactory {
       const compiler = validators(...args);
       return (route: unknown) => lazyValidator(() => compiler(route));
     }) as unknown as CompilersFactory['buildValidator'],
-    buildSerializer: ((...args: unknown[]) => {
+    buildSerializer: (...args: unknown[]) => {
       const compiler = serializers(...args);
       return (route: unknown) => lazySerializer(() => compiler(route));
-    }) as unknown as CompilersFactory['buildSerializer'],
+    },
   };
 }

@@ -52,7 +52,7 @@ export class RouteTable {
 export function installRouting(app: FastifyInstance, table: RouteTable): void {
   app.addHook('onRoute', (route) => {
     const methods = Array.isArray(route.method) ? route.method : [route.method];
-    const config = route.config as { public?: boolean; scope?: string } | undefined;
+    const config = route.config;
     const isPublic = config?.public === true;
     const scope = config?.scope ?? null;
     for (const method of methods) table.add({ method: String(method), url: route.url, public: isPublic, scope });

@@ -134,8 +134,8 @@ export function definePlugin<S extends TObject>(spec: PluginSpec<S>): LiaPlugin<
   const register: FastifyPluginAsync<{ [RUNTIME]?: PluginRuntime }> = async (app, opts) => {
     const runtime = opts[RUNTIME];
     if (!runtime) throw new Error(`plugin "${spec.name}" was registered without LIA's runtime; enable it in the config instead`);
-    const ctx = runtime.contextFor(spec as unknown as PluginSpec, app);
-    await spec.setup(app, ctx as PluginContext<Static<S>>);
+    const ctx = runtime.contextFor(spec, app);
+    await spec.setup(app, ctx);
     runtime.setUp(spec.name);
   };
   const plugin = fp(register, {
@@ -144,7 +144,7 @@ export function definePlugin<S extends TObject>(spec: PluginSpec<S>): LiaPlugin<
     fastify: '5.x',
     encapsulate: true,
   });
-  return Object.assign(plugin, { [SPEC]: spec }) as LiaPlugin<S>;
+  return Object.assign(plugin, { [SPEC]: spec });
 }
 
 /** The declaration of a loaded plugin module, or null when it is not a LIA plugin. */

@@ -114,7 +114,6 @@ export interface ErrorFormat {
  * ctx.hooks.extensions.provide('echo-voices', new Registry('voice'), ctx.name)
  * ```
  */
-// eslint-disable-next-line @typescript-eslint/no-empty-interface
 export interface CustomHooks {}
 
 /** The named hooks plugins offer each other; each name is provided once. */

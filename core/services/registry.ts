@@ -221,7 +221,7 @@ export class ServiceRegistry {
     s.state = state;
     s.subState = subState;
     s.since = new Date();
-    if (error !== undefined) s.lastError = error instanceof Error ? error.message : String(error);
+    if (error !== undefined) s.lastError = error instanceof Error ? error.message : typeof error === 'string' ? error : JSON.stringify(error);
     else if (state === 'active') s.lastError = null;
     for (const l of this.#listeners) l({ ...s });
   }

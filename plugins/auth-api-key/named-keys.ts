@@ -116,7 +116,7 @@ export class NamedKeyStore {
     if (text !== null) {
       let data: { keys?: KeyRecord[] };
       try {
-        data = JSON.parse(text);
+        data = JSON.parse(text) as typeof data;
       } catch {
         throw new Error(`${store.file} is not valid JSON; fix or remove it (removing it revokes every named key)`);
       }

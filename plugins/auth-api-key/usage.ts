@@ -54,11 +54,11 @@ export class UsageStore {
    */
   static async open(dataDir: string, options: { debounceMs?: number; onError?: (err: Error) => void } = {}): Promise<UsageStore> {
     const store = new UsageStore(path.join(dataDir, 'usage.json'), options.debounceMs ?? 2000, options.onError ?? (() => {}));
-    const text = await readTextOrNull(store.file);
+    const text = readTextOrNull(store.file);
     if (text === null) return store;
     let data: { keys?: Record<string, { last_used_at?: unknown; models?: Record<string, unknown> } & Record<string, unknown>> };
     try {
-      data = JSON.parse(text);
+      data = JSON.parse(text) as typeof data;
     } catch {
       store.#onError(new Error(`${store.file} is not JSON; usage starts from zero`));
       return store;

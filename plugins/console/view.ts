@@ -25,14 +25,14 @@ export interface ConsoleActions {
 }
 
 export interface ConsoleProps {
-  load(): Promise<Snapshot>;
+  load: () => Promise<Snapshot>;
   actions: ConsoleActions;
   /** The root CA's SHA-256 fingerprint, read from the data directory; null when unreadable. */
   fingerprint: string | null;
   /** Where the master key file is. */
   keyFile: string;
   /** Renders a QR code of a URL as text (block characters). */
-  qr(url: string): Promise<string>;
+  qr: (url: string) => Promise<string>;
   /** Milliseconds between refreshes. */
   intervalMs: number;
 }
@@ -230,7 +230,7 @@ export function ConsoleApp(props: ConsoleProps): ReactElement {
 
   const act = (label: string, run: () => Promise<Notice>): void => {
     setBusy(label);
-    run()
+    void run()
       .catch((err: Error) => ({ text: `${label} failed: ${err.message}`, tone: 'error' as const }))
       .then((n) => {
         if (!alive.current) return;

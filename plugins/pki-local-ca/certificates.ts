@@ -98,12 +98,12 @@ async function rootCertificate(
     serialNumber: serial(),
     name,
     ...validity,
-    keys: keys as unknown as CryptoKeyPair,
+    keys: keys,
     signingAlgorithm: ALG,
     extensions: [
       new x509.BasicConstraintsExtension(true, 0, true),
       new x509.KeyUsagesExtension(x509.KeyUsageFlags.keyCertSign | x509.KeyUsageFlags.cRLSign, true),
-      await x509.SubjectKeyIdentifierExtension.create(keys.publicKey as unknown as CryptoKey),
+      await x509.SubjectKeyIdentifierExtension.create(keys.publicKey),
       nameConstraints(dns, profile),
     ],
   });
@@ -124,7 +124,7 @@ export async function generateRoot(
 ): Promise<KeyPairPem> {
   const unsafe = extraDns.filter((d) => !isSafeSubtree(d));
   if (unsafe.length > 0) throw new Error(`a root cannot permit single-label names (${unsafe.join(', ')}): they may be public top-level domains`);
-  const keys = (await webcrypto.subtle.generateKey(ALG, true, ['sign', 'verify'])) as webcrypto.CryptoKeyPair;
+  const keys = await webcrypto.subtle.generateKey(ALG, true, ['sign', 'verify']);
   const notBefore = new Date(now.getTime() - BACKDATE_MS);
   const notAfter = new Date(now.getTime());
   notAfter.setUTCFullYear(notAfter.getUTCFullYear() + years);
@@ -146,7 +146,7 @@ export async function reissueRoot(root: KeyPairPem, profile: NameConstraintProfi
   const keys = {
     privateKey: await webcrypto.subtle.importKey('pkcs8', pkcs8, { name: 'ECDSA', namedCurve: 'P-256' }, false, ['sign']),
     publicKey: await webcrypto.subtle.importKey('spki', spki, { name: 'ECDSA', namedCurve: 'P-256' }, true, ['verify']),
-  } as webcrypto.CryptoKeyPair;
+  };
   const certPem = await rootCertificate(old.subject, keys, { notBefore: old.notBefore, notAfter: old.notAfter }, permittedDnsOf(root.certPem), profile);
   return { certPem, keyPem: root.keyPem };
 }
@@ -162,7 +162,7 @@ export interface LeafRequest {
 export async function issueLeaf(root: KeyPairPem, request: LeafRequest, now: Date): Promise<KeyPairPem> {
   const rootCert = new x509.X509Certificate(root.certPem);
   const signingKey = await importKeyPem(root.keyPem);
-  const keys = (await webcrypto.subtle.generateKey(ALG, true, ['sign', 'verify'])) as webcrypto.CryptoKeyPair;
+  const keys = await webcrypto.subtle.generateKey(ALG, true, ['sign', 'verify']);
   const days = Math.min(request.days ?? 397, 397);
   const cn = request.dnsNames[0] ?? request.ipAddresses[0] ?? 'localhost';
   const cert = await x509.X509CertificateGenerator.create({
@@ -171,8 +171,8 @@ export async function issueLeaf(root: KeyPairPem, request: LeafRequest, now: Dat
     issuer: rootCert.subject,
     notBefore: new Date(now.getTime() - BACKDATE_MS),
     notAfter: new Date(now.getTime() + days * DAY_MS),
-    publicKey: keys.publicKey as unknown as CryptoKey,
-    signingKey: signingKey as unknown as CryptoKey,
+    publicKey: keys.publicKey,
+    signingKey: signingKey,
     signingAlgorithm: ALG,
     extensions: [
       new x509.BasicConstraintsExtension(false, undefined, true),
@@ -182,7 +182,7 @@ export async function issueLeaf(root: KeyPairPem, request: LeafRequest, now: Dat
         ...request.dnsNames.map((value) => ({ type: 'dns' as const, value })),
         ...request.ipAddresses.map((value) => ({ type: 'ip' as const, value })),
       ]),
-      await x509.SubjectKeyIdentifierExtension.create(keys.publicKey as unknown as CryptoKey),
+      await x509.SubjectKeyIdentifierExtension.create(keys.publicKey),
       await x509.AuthorityKeyIdentifierExtension.create(rootCert),
     ],
   });

@@ -64,7 +64,7 @@ export default definePlugin({
         .header('ETag', asset.etag)
         .header('Vary', 'Accept-Encoding');
       if (request.headers['if-none-match'] === asset.etag) return reply.code(304).send();
-      const { encoding, body } = pickEncoding(asset, request.headers['accept-encoding'] as string | undefined);
+      const { encoding, body } = pickEncoding(asset, request.headers['accept-encoding']);
       if (encoding) reply.header('Content-Encoding', encoding);
       return reply.type(asset.type).send(body);
     };

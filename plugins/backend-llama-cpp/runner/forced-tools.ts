@@ -133,7 +133,9 @@ export function toGrammarSchema(schema: unknown, path: string): Schema {
   if (Array.isArray(type)) {
     if (type.length === 0) throw new ToolSchemaError(`${path}.type must not be empty`);
     if (type.length > 1) {
-      return withDefs({ oneOf: type.map((t, i) => toGrammarSchema({ ...schema, type: t, $defs: undefined, definitions: undefined }, `${path}.type[${i}]`)) });
+      return withDefs({
+        oneOf: type.map((t, i) => toGrammarSchema({ ...schema, type: t as unknown, $defs: undefined, definitions: undefined }, `${path}.type[${i}]`)),
+      });
     }
     type = type[0];
   }

@@ -78,11 +78,14 @@ function nativeOf(context: LlamaContext): NativeObject | null {
 export function wrapNativeBatch(context: LlamaContext, wrap: (current: NativeBatch) => Partial<Pick<NativeBatch, 'initBatch' | 'decodeBatch'>>): boolean {
   const native = nativeOf(context);
   if (!native) return false;
-  const { initBatch, decodeBatch, setThreads } = native;
+  // The native methods as they are now, before `wrap`'s replacements are installed below.
+  const initBatch = native.initBatch.bind(native);
+  const decodeBatch = native.decodeBatch.bind(native);
+  const setThreads = native.setThreads.bind(native);
   const current: NativeBatch = {
-    initBatch: (size) => initBatch.call(native, size),
-    decodeBatch: () => decodeBatch.call(native),
-    setThreads: (threads) => setThreads.call(native, threads),
+    initBatch: (size) => initBatch(size),
+    decodeBatch: () => decodeBatch(),
+    setThreads: (threads) => setThreads(threads),
   };
   for (const [name, value] of Object.entries(wrap(current))) {
     if (typeof value === 'function') Object.defineProperty(native, name, { value, writable: true, configurable: true });

@@ -172,7 +172,7 @@ export class Prompts {
       const text = LlamaText(trigger);
       const tokens = text.tokenize(this.model.tokenizer, 'trimLeadingSpace');
       if (tokens.length === 0) continue;
-      if (tokens.length === 1 && this.model.isEogToken(tokens[0]!)) continue;
+      if (tokens.length === 1 && this.model.isEogToken(tokens[0])) continue;
       if (tokens.some((t) => this.model.isSpecialToken(t))) split.tokens.push(text);
       else split.texts.push(this.model.detokenize(tokens));
     }

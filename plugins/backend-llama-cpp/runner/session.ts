@@ -58,7 +58,6 @@ export class ModelSession {
   readonly #llama: Llama;
   readonly #model: LlamaModel;
   readonly #context: LlamaContext;
-  readonly #format: PromptFormat;
   readonly #slots: SlotPool;
   readonly #prompts: Prompts;
   readonly #grammars: Grammars;
@@ -71,7 +70,6 @@ export class ModelSession {
     this.#model = model;
     this.#context = context;
     this.info = info;
-    this.#format = format;
     this.#slots = new SlotPool(context, spec.parallel, format.wrapper);
     this.#prompts = new Prompts(model, format, info.contextLength);
     this.#grammars = new Grammars(llama);
@@ -229,21 +227,15 @@ export class ModelSession {
       const chat = wrapper === slot.chat.chatWrapper ? slot.chat : new LlamaChat({ contextSequence: slot.seq, chatWrapper: wrapper });
       type ChatResult = { metadata: { stopReason: string }; functionCalls?: readonly { functionName: string; params: unknown }[] };
       try {
-        const { result, done } = await generation<ChatResult>(
-          signal,
-          { request: sampling.customStopTriggers },
-          emit,
-          started,
-          promptTokens,
-          (o) =>
-            chat.generateResponse(prompt.history, {
-              ...sampling,
-              ...o,
-              ...thoughtsAsText(o.onTextChunk),
-              customStopTriggers: [],
-              maxTokens,
-              functions,
-            }) as Promise<ChatResult>,
+        const { result, done } = await generation<ChatResult>(signal, { request: sampling.customStopTriggers }, emit, started, promptTokens, (o) =>
+          chat.generateResponse(prompt.history, {
+            ...sampling,
+            ...o,
+            ...thoughtsAsText((chunk) => o.onTextChunk?.(chunk)),
+            customStopTriggers: [],
+            maxTokens,
+            functions,
+          }),
         );
         const calls = result?.functionCalls;
         if (calls && calls.length > 0) emit({ type: 'tool_calls', calls: toToolCalls(calls) });

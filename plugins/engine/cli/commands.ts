@@ -105,7 +105,7 @@ async function answer(client: ApiClient, io: CliIO, s: RunSettings, messages: Me
   const body = {
     model: s.model,
     messages,
-    ...(s.format ? { format: s.format === 'json' ? 'json' : JSON.parse(s.format) } : {}),
+    ...(s.format ? { format: s.format === 'json' ? 'json' : (JSON.parse(s.format) as unknown) } : {}),
     ...(s.keepAlive ? { keep_alive: s.keepAlive } : {}),
   };
   let text = '';
@@ -131,7 +131,7 @@ async function answer(client: ApiClient, io: CliIO, s: RunSettings, messages: Me
 
 async function readAll(stream: NodeJS.ReadableStream): Promise<string> {
   let text = '';
-  for await (const chunk of stream) text += typeof chunk === 'string' ? chunk : (chunk as Buffer).toString('utf8');
+  for await (const chunk of stream) text += typeof chunk === 'string' ? chunk : chunk.toString('utf8');
   return text;
 }
 

@@ -59,7 +59,7 @@ function mib(field: unknown): number | null {
   if (!isObject(field)) return num(field);
   const value = num(field['value']);
   if (value === null) return null;
-  const unit = String(field['unit'] ?? 'MB').toUpperCase();
+  const unit = (typeof field['unit'] === 'string' ? field['unit'] : 'MB').toUpperCase();
   if (unit === 'B') return value / MIB;
   if (unit === 'KB') return value / 1024;
   if (unit === 'GB') return value * 1024;

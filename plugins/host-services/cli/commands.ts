@@ -8,7 +8,6 @@
  */
 import { CliError, type ApiClient, type CliCommand, type CliIO } from 'lia/plugin';
 import type { SystemStatus } from 'lia/plugin/contracts';
-import { responseError } from 'lia/utils';
 
 const JSON_OPTION = { json: { type: 'boolean' } } as const;
 

@@ -77,10 +77,10 @@ function messageOf(raw: unknown): string {
   if (typeof raw === 'string') return raw;
   if (raw === null || raw === undefined) return '[message too large to show]';
   if (Array.isArray(raw)) {
-    if (raw.every((b) => typeof b === 'number')) return Buffer.from(raw as number[]).toString('utf8');
+    if (raw.every((b) => typeof b === 'number')) return Buffer.from(raw).toString('utf8');
     return raw.map((v) => messageOf(v)).join('\n');
   }
-  return String(raw);
+  return typeof raw === 'string' ? raw : JSON.stringify(raw);
 }
 
 /** Parses `journalctl -o json` (one object per line); lines that are not journal objects are skipped. */

@@ -41,7 +41,7 @@ export function readAction(request: FastifyRequest<ActionRequest>): { action: Se
   const b = (body ?? {}) as { action?: unknown; force?: unknown };
   if (b.action !== undefined && typeof b.action !== 'string') throw Errors.badRequest('"action" must be a string: start, stop or restart');
   if (b.force !== undefined && typeof b.force !== 'boolean') throw Errors.badRequest('"force" must be true or false');
-  const given = [request.params.action, request.query.action, b.action as string | undefined].filter((a): a is string => a !== undefined && a !== '');
+  const given = [request.params.action, request.query.action, b.action].filter((a): a is string => a !== undefined && a !== '');
   const distinct = [...new Set(given)];
   if (distinct.length === 0) {
     throw Errors.badRequest('missing action: send {"action": "start" | "stop" | "restart"}, ?action=..., or POST /system/services/{name}/{action}');
