@@ -41,15 +41,18 @@ export async function freePort(): Promise<number> {
   });
 }
 
-/** Starts `lia serve` with `config` (merged over the defaults) and waits for its banner. */
-export async function startApplianceProcess(config: Record<string, unknown> = {}, env: Record<string, string> = {}): Promise<ApplianceProcess> {
+/**
+ * Starts `lia serve` with `config` (merged over the defaults) and waits for its banner. `root` is
+ * the checkout to run (this one by default; another, built, to compare against an earlier commit).
+ */
+export async function startApplianceProcess(config: Record<string, unknown> = {}, env: Record<string, string> = {}, root = ROOT): Promise<ApplianceProcess> {
   const dir = await mkdtemp(path.join(os.tmpdir(), 'lia-bench-'));
   const dataDir = path.join(dir, 'data');
   const port = await freePort();
   await writeFile(path.join(dir, 'lia.config.json'), JSON.stringify({ logLevel: 'warn', ...config }));
   const child: ChildProcess = spawn(
     process.execPath,
-    [path.join(ROOT, 'bin', 'lia.js'), 'serve', '--host', '127.0.0.1', '--port', String(port), '--data-dir', dataDir],
+    [path.join(root, 'bin', 'lia.js'), 'serve', '--host', '127.0.0.1', '--port', String(port), '--data-dir', dataDir],
     {
       cwd: dir,
       env: { ...process.env, ...env },

@@ -1,0 +1,81 @@
+/**
+ * Decode speed and time to first token of this checkout against another one (the anchor: an
+ * earlier commit, built, with `node_modules`), in one run: two `lia serve` processes side by side
+ * serving the same text GGUF with the same threads, slots and context, rounds alternating which
+ * goes first. Ratios are this ÷ anchor for decode and anchor ÷ this for the first token (≥ 1.0:
+ * no slower), the medians over the rounds with the smallest and largest round.
+ *
+ *   git worktree add /tmp/lia-anchor <commit> && (cd /tmp/lia-anchor && npm install && npm run build)
+ *   node --conditions=lia-source --import tsx bench/engine/anchor.ts /tmp/lia-anchor [--rounds 6] [--model 135m]
+ *
+ * @module
+ */
+import { parseArgs } from 'node:util';
+import { ENGINE_ONLY } from '../../test/helpers/plugin-sets.js';
+import { startApplianceProcess, type ApplianceProcess } from '../lib/appliance-process.js';
+import { machineInfo, machineLine } from '../lib/machine.js';
+import { median } from '../lib/stats.js';
+import { benchModelPath, createBenchModel, modelLabel } from '../models/models.js';
+import { PROMPT } from './figures.js';
+import { benchThreads } from './llama-server.js';
+import { applianceGenerate } from './targets.js';
+
+const { values, positionals } = parseArgs({
+  allowPositionals: true,
+  options: {
+    model: { type: 'string', default: '135m' },
+    rounds: { type: 'string', default: '6' },
+    requests: { type: 'string', default: '5' },
+    tokens: { type: 'string', default: '128' },
+  },
+});
+const anchorRoot = positionals[0];
+if (!anchorRoot) {
+  console.error('usage: node --conditions=lia-source --import tsx bench/engine/anchor.ts ANCHOR_CHECKOUT [--rounds 6]');
+  process.exit(2);
+}
+const { threads, batchThreads } = benchThreads();
+const engine = { options: { numParallel: 4, contextLength: 512, threads, batchThreads, keepAlive: -1 } };
+
+async function measure(app: ApplianceProcess): Promise<{ decode: number; ttft: number }> {
+  const runs = [];
+  for (let i = 0; i < Number(values.requests); i++) runs.push(await applianceGenerate(app, app.dispatcher(), 'bench', PROMPT, Number(values.tokens)));
+  return { decode: ((median(runs.map((r) => r.tokens)) - 1) / median(runs.map((r) => r.decodeMs))) * 1000, ttft: median(runs.map((r) => r.ttftMs)) };
+}
+
+const machine = machineInfo();
+console.log(machineLine(machine));
+const model = await benchModelPath(values.model);
+// The anchor's configuration schema may not know newer plugins: the same engine-only set on both.
+const plugins = Object.fromEntries(Object.entries(ENGINE_ONLY).filter(([name]) => !name.startsWith('backend-llama-server')));
+const sides = {
+  this: await startApplianceProcess({ plugins: { ...plugins, engine } }),
+  anchor: await startApplianceProcess({ plugins: { ...plugins, engine } }, {}, anchorRoot),
+};
+try {
+  for (const app of Object.values(sides)) {
+    await createBenchModel(app, 'bench', model);
+    for (let i = 0; i < 3; i++) await applianceGenerate(app, app.dispatcher(), 'bench', PROMPT, 16);
+  }
+  await new Promise((resolve) => setTimeout(resolve, 4000));
+  const decode: number[] = [];
+  const ttft: number[] = [];
+  for (let r = 0; r < Number(values.rounds); r++) {
+    const order = r % 2 === 0 ? (['this', 'anchor'] as const) : (['anchor', 'this'] as const);
+    const got = { this: { decode: 0, ttft: 0 }, anchor: { decode: 0, ttft: 0 } };
+    for (const name of order) got[name] = await measure(sides[name]);
+    decode.push(got.this.decode / got.anchor.decode);
+    ttft.push(got.anchor.ttft / got.this.ttft);
+    console.error(
+      `round ${r + 1}: decode ${got.this.decode.toFixed(1)} / ${got.anchor.decode.toFixed(1)} tok/s, TTFT ${got.this.ttft.toFixed(1)} / ${got.anchor.ttft.toFixed(1)} ms`,
+    );
+  }
+  const line = (label: string, xs: number[]) =>
+    `${label.padEnd(28)}${median(xs).toFixed(3)}   rounds ${Math.min(...xs).toFixed(3)}-${Math.max(...xs).toFixed(3)}`;
+  console.log(`\n${modelLabel(model)}, threads ${threads} (batches ${batchThreads}), 4 slots × 512, this checkout against ${anchorRoot}`);
+  console.log(line('decode, this ÷ anchor', decode));
+  console.log(line('first token, anchor ÷ this', ttft));
+} finally {
+  await Promise.all(Object.values(sides).map((s) => s.close()));
+}
+process.exit(0);
