@@ -74,7 +74,8 @@ export class ModelSession {
     this.#prompts = new Prompts(model, format, info.contextLength);
     this.#grammars = new Grammars(llama);
     this.#embedder = new Embedder(model, info.contextLength, spec.threads);
-    this.#ranker = new Ranker(model, info.contextLength, spec.threads);
+    // Scoring evaluates whole documents: batch work, so the batch threads (llama-server's -tb).
+    this.#ranker = new Ranker(model, info.contextLength, spec.batchThreads ?? spec.threads);
     this.#batchThreads = useBatchThreads(context, spec.threads, spec.batchThreads ?? spec.threads, minBatchTokens(model.size));
     if (!this.#batchThreads) {
       this.warnings.push(
