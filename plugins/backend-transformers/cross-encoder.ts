@@ -10,13 +10,14 @@
  * @module
  */
 import { Errors, type LoadedModel } from 'lia/plugin';
-import type { GenerationEvent, ModelCapability, RankParams, RankResult, ResolvedModel, TokenizeParams, TokenizeResult } from 'lia/plugin/contracts';
+import type { ModelCapability, RankParams, RankResult, ResolvedModel } from 'lia/plugin/contracts';
 import { padPass, planPasses, type Encoding } from './batching.js';
 import { relevance } from './head.js';
 import type { OnnxLayout } from './layout.js';
 import type { EncoderSettings } from './model.js';
 import { transformers, type Transformers } from './runtime.js';
-import { detokenizeIds, tokenizeText, type Tokenizer } from './tokens.js';
+import { describeError, OnnxModel } from './onnx-model.js';
+import type { Tokenizer } from './tokens.js';
 
 type Network = Awaited<ReturnType<Transformers['AutoModelForSequenceClassification']['from_pretrained']>>;
 type Tensor = InstanceType<Transformers['Tensor']>;
@@ -45,76 +46,40 @@ export async function loadCrossEncoder(model: ResolvedModel, layout: OnnxLayout,
     });
     return new CrossEncoderModel(t, model.name, layout, labels, tokenizer, network, settings);
   } catch (err) {
-    const message = (err instanceof Error ? err.message : String(err)).split(layout.dir).join('<model>').split('\n')[0]!.slice(0, 300);
-    throw Errors.engineFailed(`model "${model.name}" cannot be loaded: ${message}`, { cause: err });
+    throw Errors.engineFailed(`model "${model.name}" cannot be loaded: ${describeError(err, layout.dir)}`, { cause: err });
   }
 }
 
-class CrossEncoderModel implements LoadedModel {
+class CrossEncoderModel extends OnnxModel {
   readonly capabilities: readonly ModelCapability[] = ['rerank'];
-  readonly contextLength: number;
-  readonly sizeBytes: number;
-  readonly vramBytes = 0;
-  #queue: Promise<unknown> = Promise.resolve();
-  #unloaded: Promise<void> | undefined;
-  #disposed = false;
 
   constructor(
     private readonly t: Transformers,
-    private readonly name: string,
-    private readonly layout: OnnxLayout,
+    name: string,
+    layout: OnnxLayout,
     private readonly labels: number,
-    private readonly tokenizer: Tokenizer,
+    tokenizer: Tokenizer,
     private readonly network: Network,
-    private readonly settings: EncoderSettings,
+    settings: EncoderSettings,
   ) {
-    this.contextLength = layout.shape.maxTokens;
-    this.sizeBytes = settings.sizeBytes;
-  }
-
-  generate(): AsyncIterable<GenerationEvent> {
-    throw Errors.badRequest(`"${this.name}" does not support generate`);
-  }
-
-  chat(): AsyncIterable<GenerationEvent> {
-    throw Errors.badRequest(`"${this.name}" does not support chat`);
-  }
-
-  embed(): Promise<never> {
-    return Promise.reject(Errors.badRequest(`"${this.name}" does not support embedding (the "embedding" capability in /api/show)`));
+    super(name, layout, tokenizer, network, settings);
   }
 
   async rank(params: RankParams, signal: AbortSignal): Promise<RankResult> {
-    if (this.#unloaded) throw Errors.unavailable(`model "${this.name}" is being unloaded`);
+    this.checkLoaded();
     signal.throwIfAborted();
     const encodings = this.#pairs(params.query, params.documents, params.truncate);
     const lengths = encodings.map((e) => e['input_ids']!.length);
     const scores = new Array<number>(encodings.length);
     for (const indices of planPasses(lengths, this.settings.maxBatchTokens)) {
       signal.throwIfAborted();
-      const pass = padPass(encodings, indices, this.tokenizer.pad_token_id ?? 0, this.tokenizer.padding_side === 'left' ? 'left' : 'right');
+      const pass = padPass(encodings, indices, this.tokenizer.pad_token_id ?? 0, this.paddingSide());
       const feeds: Record<string, Tensor> = {};
       for (const [key, { data, dims }] of Object.entries(pass.tensors)) feeds[key] = new this.t.Tensor('int64', data, dims);
-      const logits = await this.#exclusive(() => this.#forward(feeds));
+      const logits = await this.exclusive(() => this.#forward(feeds));
       indices.forEach((i, k) => (scores[i] = relevance(logits.subarray(k * this.labels, (k + 1) * this.labels))));
     }
     return { scores, promptTokens: lengths.reduce((a, b) => a + b, 0) };
-  }
-
-  tokenize(params: TokenizeParams): Promise<TokenizeResult> {
-    return Promise.resolve().then(() => tokenizeText(this.tokenizer, params));
-  }
-
-  detokenize(tokens: number[]): Promise<string> {
-    return Promise.resolve().then(() => detokenizeIds(this.tokenizer, tokens));
-  }
-
-  unload(): Promise<void> {
-    this.#unloaded ??= this.#exclusive(async () => {
-      this.#disposed = true;
-      await this.network.dispose();
-    });
-    return this.#unloaded;
   }
 
   /**
@@ -149,16 +114,5 @@ class CrossEncoderModel implements LoadedModel {
       throw Errors.engineFailed(`model "${this.name}" does not output logits of ${this.labels} label(s) per pair`);
     }
     return (logits.type === 'float32' ? logits : logits.to('float32')).data as Float32Array;
-  }
-
-  #exclusive<T>(task: () => Promise<T>): Promise<T> {
-    const run = this.#queue
-      .catch(() => undefined)
-      .then(() => {
-        if (this.#disposed) throw Errors.unavailable(`model "${this.name}" was unloaded while the request ran`);
-        return task();
-      });
-    this.#queue = run;
-    return run;
   }
 }

@@ -13,12 +13,13 @@
  * @module
  */
 import { Errors, type LoadedModel } from 'lia/plugin';
-import type { EmbedParams, EmbedResult, GenerationEvent, ModelCapability, ResolvedModel, TokenizeParams, TokenizeResult } from 'lia/plugin/contracts';
+import type { EmbedParams, EmbedResult, ModelCapability, ResolvedModel } from 'lia/plugin/contracts';
 import { padPass, planPasses, type Encoding } from './batching.js';
 import type { OnnxLayout } from './layout.js';
 import { finish, pool } from './pooling.js';
 import { transformers, type Transformers } from './runtime.js';
-import { detokenizeIds, tokenizeText } from './tokens.js';
+import { describeError, OnnxModel } from './onnx-model.js';
+import type { Tokenizer } from './tokens.js';
 
 /** How a model is run. */
 export interface EncoderSettings {
@@ -32,15 +33,8 @@ export interface EncoderSettings {
   sizeBytes: number;
 }
 
-type Tokenizer = Awaited<ReturnType<Transformers['AutoTokenizer']['from_pretrained']>>;
 type Network = Awaited<ReturnType<Transformers['AutoModel']['from_pretrained']>>;
 type Tensor = InstanceType<Transformers['Tensor']>;
-
-/** Keeps the folder's path out of messages that reach clients. */
-function describe(err: unknown, dir: string): string {
-  const message = err instanceof Error ? err.message : String(err);
-  return message.split(dir).join('<model>').split('\n')[0]!.slice(0, 300);
-}
 
 /** Loads the tokenizer and the network of `model` from its folder. */
 export async function loadEncoder(model: ResolvedModel, layout: OnnxLayout, settings: EncoderSettings): Promise<LoadedModel> {
@@ -67,41 +61,26 @@ export async function loadEncoder(model: ResolvedModel, layout: OnnxLayout, sett
     });
     return new EncoderModel(t, model.name, layout, tokenizer, network, settings);
   } catch (err) {
-    throw Errors.engineFailed(`model "${model.name}" cannot be loaded: ${describe(err, layout.dir)}`, { cause: err });
+    throw Errors.engineFailed(`model "${model.name}" cannot be loaded: ${describeError(err, layout.dir)}`, { cause: err });
   }
 }
 
-class EncoderModel implements LoadedModel {
+class EncoderModel extends OnnxModel {
   readonly capabilities: readonly ModelCapability[] = ['embedding'];
-  readonly contextLength: number;
-  readonly sizeBytes: number;
-  readonly vramBytes = 0;
-  #queue: Promise<unknown> = Promise.resolve();
-  #unloaded: Promise<void> | undefined;
-  #disposed = false;
 
   constructor(
     private readonly t: Transformers,
-    private readonly name: string,
-    private readonly layout: OnnxLayout,
-    private readonly tokenizer: Tokenizer,
+    name: string,
+    layout: OnnxLayout,
+    tokenizer: Tokenizer,
     private readonly network: Network,
-    private readonly settings: EncoderSettings,
+    settings: EncoderSettings,
   ) {
-    this.contextLength = layout.shape.maxTokens;
-    this.sizeBytes = settings.sizeBytes;
+    super(name, layout, tokenizer, network, settings);
   }
 
-  generate(): AsyncIterable<GenerationEvent> {
-    throw Errors.badRequest(`"${this.name}" does not support generate`);
-  }
-
-  chat(): AsyncIterable<GenerationEvent> {
-    throw Errors.badRequest(`"${this.name}" does not support chat`);
-  }
-
-  async embed(params: EmbedParams, signal: AbortSignal): Promise<EmbedResult> {
-    if (this.#unloaded) throw Errors.unavailable(`model "${this.name}" is being unloaded`);
+  override async embed(params: EmbedParams, signal: AbortSignal): Promise<EmbedResult> {
+    this.checkLoaded();
     signal.throwIfAborted();
     if (params.inputs.length === 0) return { embeddings: [], promptTokens: 0 };
     const encodings = this.#tokenize(params.inputs, params.truncate);
@@ -109,30 +88,14 @@ class EncoderModel implements LoadedModel {
     const embeddings: number[][] = new Array<number[]>(encodings.length);
     for (const indices of planPasses(lengths, this.settings.maxBatchTokens)) {
       signal.throwIfAborted();
-      const pass = padPass(encodings, indices, this.tokenizer.pad_token_id ?? 0, this.#paddingSide());
+      const pass = padPass(encodings, indices, this.tokenizer.pad_token_id ?? 0, this.paddingSide());
       const feeds: Record<string, Tensor> = {};
       for (const [key, { data, dims }] of Object.entries(pass.tensors)) feeds[key] = new this.t.Tensor('int64', data, dims);
-      const hidden = await this.#exclusive(() => this.#forward(feeds));
+      const hidden = await this.exclusive(() => this.#forward(feeds));
       const vectors = pool(hidden.data, hidden.dims, pass.mask, this.layout.pooling);
       indices.forEach((i, k) => (embeddings[i] = finish(vectors[k]!, params.dimensions, params.normalize ?? true)));
     }
     return { embeddings, promptTokens: lengths.reduce((a, b) => a + b, 0) };
-  }
-
-  tokenize(params: TokenizeParams): Promise<TokenizeResult> {
-    return Promise.resolve().then(() => tokenizeText(this.tokenizer, params));
-  }
-
-  detokenize(tokens: number[]): Promise<string> {
-    return Promise.resolve().then(() => detokenizeIds(this.tokenizer, tokens));
-  }
-
-  unload(): Promise<void> {
-    this.#unloaded ??= this.#exclusive(async () => {
-      this.#disposed = true;
-      await this.network.dispose();
-    });
-    return this.#unloaded;
   }
 
   /** Token ids per input, cut to the model's limit or rejected when `truncate` is false. */
@@ -152,17 +115,13 @@ class EncoderModel implements LoadedModel {
     return rows;
   }
 
-  #paddingSide(): 'left' | 'right' {
-    return this.tokenizer.padding_side === 'left' ? 'left' : 'right';
-  }
-
   /** One forward pass; the token vectors as float32 `[inputs, tokens, width]`. */
   async #forward(feeds: Record<string, Tensor>): Promise<{ data: Float32Array; dims: number[] }> {
     let outputs: Record<string, Tensor | undefined>;
     try {
       outputs = (await this.network(feeds)) as Record<string, Tensor | undefined>;
     } catch (err) {
-      throw Errors.engineFailed(`model "${this.name}" failed: ${describe(err, this.layout.dir)}`, { cause: err });
+      throw Errors.engineFailed(`model "${this.name}" failed: ${describeError(err, this.layout.dir)}`, { cause: err });
     }
     // The same output the feature-extraction pipeline takes, in the same order.
     let hidden = outputs['last_hidden_state'] ?? outputs['logits'] ?? outputs['token_embeddings'];
@@ -171,17 +130,5 @@ class EncoderModel implements LoadedModel {
     }
     if (hidden.type !== 'float32') hidden = hidden.to('float32');
     return { data: hidden.data as Float32Array, dims: hidden.dims };
-  }
-
-  /** Runs `task` after every pass queued before it. */
-  #exclusive<T>(task: () => Promise<T>): Promise<T> {
-    const run = this.#queue
-      .catch(() => undefined)
-      .then(() => {
-        if (this.#disposed) throw Errors.unavailable(`model "${this.name}" was unloaded while the request ran`);
-        return task();
-      });
-    this.#queue = run;
-    return run;
   }
 }
