@@ -17,12 +17,10 @@
  *
  * @module
  */
-import { mkdir, writeFile } from 'node:fs/promises';
 import os from 'node:os';
-import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { ENGINE_ONLY } from '../../test/helpers/plugin-sets.js';
-import { ROOT } from '../../test/helpers/fixtures.js';
+import { saveResult } from '../lib/results.js';
 import { startApplianceProcess, type ApplianceProcess } from '../lib/appliance-process.js';
 import { countConnections, resent } from '../lib/connections.js';
 import { assertSameConfiguration, machineInfo, machineLine } from '../lib/machine.js';
@@ -136,28 +134,17 @@ async function main(): Promise<void> {
     }
     console.log('ratios: decode enabled ÷ disabled, TTFT disabled ÷ enabled (1.0: unchanged)');
     console.log(`connections opened while timing: ${JSON.stringify(connections.opened)}; requests sent again (timedPost): ${JSON.stringify(resent)}`);
-    const out = path.join(ROOT, 'bench/results');
-    await mkdir(out, { recursive: true });
-    await writeFile(
-      path.join(out, `unused-backend-${new Date().toISOString().replace(/[:.]/g, '-')}.json`),
-      JSON.stringify(
-        {
-          date: new Date().toISOString(),
-          model: modelLabel(model),
-          machine,
-          loadAfter: os.loadavg(),
-          threads: THREADS,
-          batchThreads: BATCH_THREADS,
-          slots: SLOTS,
-          context: CONTEXT,
-          tokens: TOKENS,
-          result,
-          rounds,
-        },
-        null,
-        2,
-      ),
-    );
+    await saveResult('unused-backend', {
+      model: modelLabel(model),
+      machine,
+      threads: THREADS,
+      batchThreads: BATCH_THREADS,
+      slots: SLOTS,
+      context: CONTEXT,
+      tokens: TOKENS,
+      result,
+      rounds,
+    });
   } finally {
     await Promise.all(Object.values(apps).map((app) => app.close()));
   }

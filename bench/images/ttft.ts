@@ -23,16 +23,14 @@
  *
  * @module
  */
-import { mkdir, writeFile } from 'node:fs/promises';
 import os from 'node:os';
-import path from 'node:path';
 import { parseArgs } from 'node:util';
 import type { Dispatcher } from 'undici';
 import { builtFixture } from '../../scripts/fixtures/build.js';
 import { solidPng } from '../../test/backend-llama-server/images.js';
-import { ROOT } from '../../test/helpers/fixtures.js';
 import { uploadBlob } from '../../test/helpers/models.js';
 import { ENGINE_ONLY } from '../../test/helpers/plugin-sets.js';
+import { saveResult } from '../lib/results.js';
 import { startApplianceProcess, freePort } from '../lib/appliance-process.js';
 import { countConnections, keepAlivePool, resent, timedPost } from '../lib/connections.js';
 import { assertSameConfiguration, machineInfo, machineLine } from '../lib/machine.js';
@@ -219,28 +217,17 @@ async function main(): Promise<void> {
     console.log(`time to first token, median (ms): appliance ${result.appliance.toFixed(2)}, llama-server ${result.llamaServer.toFixed(2)}`);
     console.log(`ratio llama-server ÷ appliance: ${result.ratio.toFixed(3)} (rounds ${result.min.toFixed(3)}-${result.max.toFixed(3)}; goal ≥ 0.95)`);
     console.log(`connections opened while timing: ${JSON.stringify(connections.opened)}; requests sent again (timedPost): ${JSON.stringify(resent)}`);
-    const out = path.join(ROOT, 'bench/results');
-    await mkdir(out, { recursive: true });
-    await writeFile(
-      path.join(out, `images-ttft-${new Date().toISOString().replace(/[:.]/g, '-')}.json`),
-      JSON.stringify(
-        {
-          date: new Date().toISOString(),
-          machine,
-          loadAfter: os.loadavg(),
-          threads: THREADS,
-          batchThreads: BATCH_THREADS,
-          slots: SLOTS,
-          context: CONTEXT,
-          size: SIZE,
-          perRound: PER_ROUND,
-          result,
-          rounds,
-        },
-        null,
-        2,
-      ),
-    );
+    await saveResult('images-ttft', {
+      machine,
+      threads: THREADS,
+      batchThreads: BATCH_THREADS,
+      slots: SLOTS,
+      context: CONTEXT,
+      size: SIZE,
+      perRound: PER_ROUND,
+      result,
+      rounds,
+    });
   } finally {
     await plain.close();
     await app.close();

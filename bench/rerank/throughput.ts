@@ -21,18 +21,16 @@
  *
  * @module
  */
-import { mkdir, writeFile } from 'node:fs/promises';
 import os from 'node:os';
-import path from 'node:path';
 import { parseArgs } from 'node:util';
 import type { Dispatcher } from 'undici';
 import { builtFixture } from '../../scripts/fixtures/build.js';
-import { ROOT } from '../../test/helpers/fixtures.js';
 import { createModel } from '../../test/helpers/models.js';
 import { ENGINE_ONLY } from '../../test/helpers/plugin-sets.js';
 import { freePort, startApplianceProcess } from '../lib/appliance-process.js';
 import { countConnections, keepAlivePool, resent, timedPost } from '../lib/connections.js';
 import { assertSameConfiguration, machineInfo, machineLine } from '../lib/machine.js';
+import { saveResult } from '../lib/results.js';
 import { median } from '../lib/stats.js';
 import { amxNote, benchThreads, buildLlamaServer, startLlamaServer } from '../engine/llama-server.js';
 
@@ -209,29 +207,18 @@ async function main(): Promise<void> {
     }
     console.log('ratio: appliance ÷ llama-server (goal ≥ 1.0)');
     console.log(`connections opened while timing: ${JSON.stringify(connections.opened)}; requests sent again (timedPost): ${JSON.stringify(resent)}`);
-    const out = path.join(ROOT, 'bench/results');
-    await mkdir(out, { recursive: true });
-    await writeFile(
-      path.join(out, `rerank-${new Date().toISOString().replace(/[:.]/g, '-')}.json`),
-      JSON.stringify(
-        {
-          date: new Date().toISOString(),
-          machine,
-          loadAfter: os.loadavg(),
-          threads: THREADS,
-          batchThreads: BATCH_THREADS,
-          slots: SLOTS,
-          context: CONTEXT,
-          docs: DOCS,
-          words: WORDS,
-          perClient: PER_CLIENT,
-          result,
-          rounds,
-        },
-        null,
-        2,
-      ),
-    );
+    await saveResult('rerank', {
+      machine,
+      threads: THREADS,
+      batchThreads: BATCH_THREADS,
+      slots: SLOTS,
+      context: CONTEXT,
+      docs: DOCS,
+      words: WORDS,
+      perClient: PER_CLIENT,
+      result,
+      rounds,
+    });
   } finally {
     await plain.close();
     await app.close();

@@ -16,7 +16,7 @@ import { relevance } from './head.js';
 import type { OnnxLayout } from './layout.js';
 import type { EncoderSettings } from './model.js';
 import { transformers, type Transformers } from './runtime.js';
-import { describeError, OnnxModel } from './onnx-model.js';
+import { describeError, OnnxModel, sessionOptions } from './onnx-model.js';
 import type { Tokenizer } from './tokens.js';
 
 type Network = Awaited<ReturnType<Transformers['AutoModelForSequenceClassification']['from_pretrained']>>;
@@ -35,14 +35,7 @@ export async function loadCrossEncoder(model: ResolvedModel, layout: OnnxLayout,
       ...options,
       device: 'cpu',
       dtype: layout.dtype,
-      session_options: {
-        intraOpNumThreads: settings.threads,
-        interOpNumThreads: 1,
-        executionMode: 'sequential',
-        graphOptimizationLevel: 'all',
-        enableCpuMemArena: settings.memoryArena,
-        extra: { session: { intra_op: { allow_spinning: '0' } } },
-      },
+      session_options: sessionOptions(settings),
     });
     return new CrossEncoderModel(t, model.name, layout, labels, tokenizer, network, settings);
   } catch (err) {

@@ -18,7 +18,7 @@ import { padPass, planPasses, type Encoding } from './batching.js';
 import type { OnnxLayout } from './layout.js';
 import { finish, pool } from './pooling.js';
 import { transformers, type Transformers } from './runtime.js';
-import { describeError, OnnxModel } from './onnx-model.js';
+import { describeError, OnnxModel, sessionOptions } from './onnx-model.js';
 import type { Tokenizer } from './tokens.js';
 
 /** How a model is run. */
@@ -48,16 +48,7 @@ export async function loadEncoder(model: ResolvedModel, layout: OnnxLayout, sett
       config,
       device: 'cpu',
       dtype: layout.dtype,
-      session_options: {
-        intraOpNumThreads: settings.threads,
-        interOpNumThreads: 1,
-        executionMode: 'sequential',
-        graphOptimizationLevel: 'all',
-        enableCpuMemArena: settings.memoryArena,
-        // Spinning intra-op threads steal the cores the event loop and llama.cpp need, and were
-        // slower even alone (bench/results/2026-11-27-code-notes.md).
-        extra: { session: { intra_op: { allow_spinning: '0' } } },
-      },
+      session_options: sessionOptions(settings),
     });
     return new EncoderModel(t, model.name, layout, tokenizer, network, settings);
   } catch (err) {

@@ -18,6 +18,24 @@ export function describeError(err: unknown, dir: string): string {
   return message.split(dir).join('<model>').split('\n')[0]!.slice(0, 300);
 }
 
+/**
+ * The onnxruntime session options every model gets: `settings.threads` intra-op threads that do
+ * not spin, one inter-op thread, sequential execution, full graph optimisation, and the CPU memory
+ * arena as `settings.memoryArena` says.
+ */
+export function sessionOptions(settings: EncoderSettings) {
+  return {
+    intraOpNumThreads: settings.threads,
+    interOpNumThreads: 1,
+    executionMode: 'sequential',
+    graphOptimizationLevel: 'all',
+    enableCpuMemArena: settings.memoryArena,
+    // Spinning intra-op threads steal the cores the event loop and llama.cpp need, and were
+    // slower even alone (bench/results/2026-11-27-code-notes.md).
+    extra: { session: { intra_op: { allow_spinning: '0' } } },
+  } as const;
+}
+
 export abstract class OnnxModel implements LoadedModel {
   abstract readonly capabilities: readonly ModelCapability[];
   readonly contextLength: number;
