@@ -90,9 +90,19 @@ export interface ClientRun {
   workspace: string;
 }
 
+/**
+ * Clients whose npm wrapper only becomes the real program through its postinstall, which npm 11
+ * does not run for dependencies unless allowed (package.json `allowScripts`): the native binary of
+ * the pinned platform package, the file that postinstall would have linked.
+ */
+const NATIVE_BINS: Readonly<Record<string, string>> = {
+  claude: path.join('@anthropic-ai', 'claude-code-linux-x64', 'claude'),
+};
+
 /** An installed client's executable; a clear failure when the devDependency is missing. */
 export async function clientBin(bin: string): Promise<string> {
-  const file = path.join(ROOT, 'node_modules', '.bin', bin);
+  const native = NATIVE_BINS[bin];
+  const file = native ? path.join(ROOT, 'node_modules', native) : path.join(ROOT, 'node_modules', '.bin', bin);
   await access(file).catch(() => {
     throw new Error(`${file} is missing: install the pinned agent devDependencies (npm install)`);
   });

@@ -352,7 +352,17 @@ t.test('collected message: content and stop reasons', async (t) => {
       [call('get_weather', { city: 'Paris' }), done()],
       { content: [{ type: 'tool_use', id: 'toolu_1', name: 'get_weather', input: { city: 'Paris' } }], stop_reason: 'tool_use' },
     ],
-    ['nothing', [done()], { content: [], stop_reason: 'end_turn' }],
+    ['nothing', [done()], { content: [{ type: 'text', text: '' }], stop_reason: 'end_turn' }],
+    [
+      'only thinking',
+      [{ type: 'thinking', text: 'hm' }, done()],
+      {
+        content: [
+          { type: 'thinking', thinking: 'hm', signature: '' },
+          { type: 'text', text: '' },
+        ],
+      },
+    ],
   ];
   for (const [name, events, want] of cases) {
     const c = new MessageCollector(meta, ids());
@@ -407,6 +417,18 @@ t.test('stream events: order, indexes, deltas', async (t) => {
     ['content_block_start', 'content_block_delta', 'content_block_stop', 'message_delta', 'message_stop'],
   );
   t.match(tail[3], { delta: { stop_reason: 'max_tokens' } });
+
+  const empty = new StreamTranslator(meta);
+  const none = [...empty.next({ type: 'token', text: '' }), ...empty.next(done({ stopSequence: 'e' })), ...empty.finish()];
+  t.same(
+    none.slice(0, 2),
+    [
+      { type: 'content_block_start', index: 0, content_block: { type: 'text', text: '' } },
+      { type: 'content_block_stop', index: 0 },
+    ],
+    'a turn that wrote nothing still ends with an (empty) text block',
+  );
+  t.match(none[2], { type: 'message_delta', delta: { stop_reason: 'stop_sequence' } });
 });
 
 t.test('error types follow the status', async (t) => {

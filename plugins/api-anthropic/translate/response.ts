@@ -6,7 +6,9 @@
  * - a thinking model's reasoning (asked for with `thinking`) as a `thinking` block first:
  *   `thinking_delta`s, then an empty `signature_delta` before its stop;
  * - text as a `text` block: `content_block_start` at the first token, `text_delta`s, and
- *   `content_block_stop` when a tool call follows or the turn ends;
+ *   `content_block_stop` when a tool call follows or the turn ends; a turn that wrote no text and
+ *   made no call still ends with an empty `text` block, since agents (Claude Code) read the answer
+ *   from the last block and fail a message that has none;
  * - each tool call as a `tool_use` block (`toolu_…` id): start with `input: {}`, one
  *   `input_json_delta` carrying the whole input as JSON, stop;
  * - `message_delta` with `stop_reason`, `stop_sequence` and the usage (the prompt's length is
@@ -122,7 +124,7 @@ export class MessageCollector {
 
   result(): Message {
     const content: ContentBlock[] = this.#thinking.length > 0 ? [{ type: 'thinking', thinking: this.#thinking, signature: '' }] : [];
-    if (this.#text.length > 0) content.push({ type: 'text', text: this.#text });
+    if (this.#text.length > 0 || this.#calls.length === 0) content.push({ type: 'text', text: this.#text });
     content.push(...this.#calls);
     return {
       id: this.#meta.id,
@@ -145,6 +147,7 @@ export class StreamTranslator {
   /** The kind of block open at `#index`, if any. */
   #open: 'text' | 'thinking' | null = null;
   #sawToolUse = false;
+  #sawText = false;
   #done: Done | undefined;
 
   constructor(meta: ResponseMeta, makeId: () => string = () => newId('toolu_')) {
@@ -192,6 +195,7 @@ export class StreamTranslator {
     if (event.type === 'token') {
       if (event.text.length === 0) return [];
       const out = this.#openBlock('text');
+      this.#sawText = true;
       out.push({ type: 'content_block_delta', index: this.#index, delta: { type: 'text_delta', text: event.text } });
       return out;
     }
@@ -219,8 +223,14 @@ export class StreamTranslator {
     return [];
   }
 
-  /** Closes an open text block, then `message_delta` and `message_stop`. */
+  /** Closes an open block (after an empty text block when the turn wrote and called nothing), then `message_delta` and `message_stop`. */
   finish(): StreamEvent[] {
-    return [...this.#closeText(), { type: 'message_delta', delta: stopOf(this.#done, this.#sawToolUse), usage: usageOf(this.#done) }, { type: 'message_stop' }];
+    const last = this.#sawText || this.#sawToolUse ? [] : [...this.#openBlock('text')];
+    return [
+      ...last,
+      ...this.#closeText(),
+      { type: 'message_delta', delta: stopOf(this.#done, this.#sawToolUse), usage: usageOf(this.#done) },
+      { type: 'message_stop' },
+    ];
   }
 }
