@@ -28,8 +28,10 @@
  *
  * Run: `node --conditions=lia-source --import tsx bench/engine/agent-turns.ts [--model 1b-q4_0]
  * [--sessions 1,4] [--system 6300] [--turn 230] [--predict 32] [--turns 6] [--context 8192]
- * [--reps 1] [--barrier] [--only appliance|llama-server] [--server PATH] [--json FILE]`; `--server`
- * runs another llama-server binary than the one bench/engine/llama-server.ts builds.
+ * [--reps 1] [--barrier] [--engine llama-cpp|llama-server] [--only appliance|llama-server]
+ * [--server PATH] [--json FILE]`; `--server` runs another llama-server binary than the one
+ * bench/engine/llama-server.ts builds (on both sides); `--engine llama-server` gives the
+ * appliance's GGUF models to its backend-llama-server (`backends: { gguf: llama-server }`).
  *
  * @module
  */
@@ -58,6 +60,7 @@ const { values } = parseArgs({
     context: { type: 'string', default: '8192' },
     reps: { type: 'string', default: '1' },
     barrier: { type: 'boolean', default: false },
+    engine: { type: 'string', default: 'llama-cpp' },
     only: { type: 'string' },
     server: { type: 'string' },
     json: { type: 'string' },
@@ -252,9 +255,12 @@ async function main(): Promise<void> {
     }
     if (names.includes('appliance')) {
       app = await startApplianceProcess({
+        // The appliance's engine for GGUF: node-llama-cpp (its default) or its managed llama-server.
+        ...(values.engine === 'llama-server' ? { backends: { gguf: 'llama-server' } } : {}),
         plugins: {
           ...ENGINE_ONLY,
           'api-openai': {},
+          ...(values.engine === 'llama-server' && values.server ? { 'backend-llama-server': { options: { binary: values.server } } } : {}),
           engine: { options: { numParallel: SLOTS, contextLength: CONTEXT, threads: THREADS, batchThreads: BATCH_THREADS, keepAlive: -1 } },
         },
       });
@@ -299,6 +305,7 @@ async function main(): Promise<void> {
       JSON.stringify(
         {
           model: modelLabel(model),
+          engine: values.engine,
           cpu: os.cpus()[0]?.model,
           cores: os.availableParallelism(),
           loadavg,

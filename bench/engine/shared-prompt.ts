@@ -12,7 +12,7 @@
  * conversation asks 16 tokens. The two servers take turns per phase, the order alternating
  * between repetitions.
  *
- * Run: `node --conditions=lia-source --import tsx bench/engine/shared-prompt.ts [--model 1b-q4_0] [--reps 2] [--slots 16] [--context 2048]`.
+ * Run: `node --conditions=lia-source --import tsx bench/engine/shared-prompt.ts [--model 1b-q4_0] [--reps 2] [--slots 16] [--context 2048] [--engine llama-cpp|llama-server]`.
  *
  * @module
  */
@@ -37,6 +37,7 @@ const { values } = parseArgs({
     slots: { type: 'string', default: '16' },
     context: { type: 'string', default: '2048' },
     port: { type: 'string', default: '18961' },
+    engine: { type: 'string', default: 'llama-cpp' },
   },
 });
 const REPS = Number(values.reps);
@@ -83,6 +84,8 @@ async function main(): Promise<void> {
     contextPerSlot: CONTEXT,
   });
   const app = await startApplianceProcess({
+    // The appliance's engine for GGUF: node-llama-cpp (`--engine llama-cpp`) or its managed llama-server.
+    ...(values.engine === 'llama-server' ? { backends: { gguf: 'llama-server' } } : {}),
     plugins: {
       ...ENGINE_ONLY,
       engine: { options: { numParallel: SLOTS, contextLength: CONTEXT, threads: THREADS, batchThreads: BATCH_THREADS, keepAlive: -1 } },
@@ -133,7 +136,16 @@ async function main(): Promise<void> {
     await writeFile(
       path.join(out, `shared-prompt-${new Date().toISOString().replace(/[:.]/g, '-')}.json`),
       JSON.stringify(
-        { model: modelLabel(model), loadavg: os.loadavg(), threads: THREADS, batchThreads: BATCH_THREADS, slots: SLOTS, context: CONTEXT, results },
+        {
+          model: modelLabel(model),
+          engine: values.engine,
+          loadavg: os.loadavg(),
+          threads: THREADS,
+          batchThreads: BATCH_THREADS,
+          slots: SLOTS,
+          context: CONTEXT,
+          results,
+        },
         null,
         2,
       ),

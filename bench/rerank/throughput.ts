@@ -1,8 +1,11 @@
 /**
  * Rerank throughput: the appliance (its own `lia serve` process, HTTPS, a key) serving the tiny
- * GGUF reranker fixture on `/v1/rerank` (node-llama-cpp's ranking context in a runner, see
- * docs/rerank.md) against llama.cpp's `llama-server --rerank` on the same file (its `/v1/rerank`),
- * with the same threads (`-t`, `-tb`), slots (`-np`) and context per slot.
+ * GGUF reranker fixture on `/v1/rerank` against llama.cpp's `llama-server --rerank` on the same file
+ * (its `/v1/rerank`), with the same threads (`-t`, `-tb`), slots (`-np`), context per slot and batch
+ * (512). The appliance ranks with the engine it picks by default (`--engine auto`): its own
+ * `llama-server --rerank` (backend-llama-server), since the binary this benchmark builds is the one
+ * it finds (docs/backends.md, "Rerankers"); `--engine llama-cpp` keeps the reranker on
+ * node-llama-cpp's ranking context (a `backends` entry) to measure that path.
  *
  * Each request is one query and `--docs` documents of about `--words` words (text drawn from a
  * fixed word list, new for every request, so that nothing a server kept from an earlier request
@@ -14,7 +17,7 @@
  * and the smallest and largest round ratio. Only throughput is compared: the scores differ in
  * scale (LIA returns probabilities, llama-server the raw logit).
  *
- * Run: `node --conditions=lia-source --import tsx bench/rerank/throughput.ts [--rounds 10] [--clients 8] [--per-client 4] [--docs 16] [--words 50] [--slots 8] [--context 512]`
+ * Run: `node --conditions=lia-source --import tsx bench/rerank/throughput.ts [--rounds 10] [--clients 8] [--per-client 4] [--docs 16] [--words 50] [--slots 8] [--context 512] [--engine auto|llama-cpp]`
  * (needs `npm run fixtures` and `lia engine build`; both are built here on first use otherwise).
  * `LIA_THREADS` / `LIA_BATCH_THREADS` set both servers' thread counts. Prints the machine first and
  * the table last, and writes `bench/results/rerank-<time>.json`.
@@ -43,8 +46,12 @@ const { values } = parseArgs({
     words: { type: 'string', default: '50' },
     slots: { type: 'string', default: '8' },
     context: { type: 'string', default: '512' },
+    engine: { type: 'string', default: 'auto' },
   },
 });
+if (values.engine !== 'auto' && values.engine !== 'llama-cpp') throw new Error('--engine is auto or llama-cpp');
+/** The appliance's `backends` setting: none (its default choice), or the reranker kept on node-llama-cpp. */
+const BACKENDS = values.engine === 'llama-cpp' ? { 'reranker:latest': 'llama-cpp' } : {};
 const ROUNDS = Number(values.rounds);
 const CLIENTS = [1, Number(values.clients)];
 const PER_CLIENT = Number(values['per-client']);
@@ -128,6 +135,7 @@ async function main(): Promise<void> {
       'api-openai': true,
       engine: { options: { numParallel: SLOTS, contextLength: CONTEXT, threads: THREADS, batchThreads: BATCH_THREADS, keepAlive: -1 } },
     },
+    backends: BACKENDS,
   });
   const plain = keepAlivePool(`http://127.0.0.1:${port}`);
   try {
@@ -194,7 +202,7 @@ async function main(): Promise<void> {
         .join(' / ')} after the run`,
     );
     console.log(
-      `tiny-reranker.gguf, ${DOCS} documents of ${WORDS} words per request, ${PER_CLIENT} requests per client per wave, threads ${THREADS} (batches ${BATCH_THREADS}), ${SLOTS} slots × ${CONTEXT} context, ${ROUNDS} rounds`,
+      `tiny-reranker.gguf (appliance engine: ${values.engine}), ${DOCS} documents of ${WORDS} words per request, ${PER_CLIENT} requests per client per wave, threads ${THREADS} (batches ${BATCH_THREADS}), ${SLOTS} slots × ${CONTEXT} context, ${ROUNDS} rounds`,
     );
     const amx = amxNote();
     if (amx) console.log(`WARNING: ${amx}`);
@@ -213,6 +221,7 @@ async function main(): Promise<void> {
       batchThreads: BATCH_THREADS,
       slots: SLOTS,
       context: CONTEXT,
+      engine: values.engine,
       docs: DOCS,
       words: WORDS,
       perClient: PER_CLIENT,

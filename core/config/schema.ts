@@ -200,6 +200,6 @@ export const SETTINGS: readonly SettingDoc[] = [
     env: 'LIA_BACKENDS',
     default: {},
     description:
-      'Which inference backend serves a model format that two enabled backends claim, or that a backend such as `llama-server` runs beside the format\'s own: format → backend or plugin name, e.g. `{ gguf: backend-llama-cpp }`; a key with a `:` chooses for one model, e.g. `{ "qwen2.5vl:3b": llama-server }`. The variable takes `gguf=backend-llama-cpp,onnx=transformers`. Without a choice, two claimants stop the start with exit code 2 naming both, and a model with a vision projector goes to a backend that takes images (docs/backends.md).',
+      'Which inference backend serves a model format that two enabled backends claim, or that a backend such as `llama-server` runs beside the format\'s own: format → backend or plugin name, e.g. `{ gguf: backend-llama-cpp }`; a key with a `:` chooses for one model, e.g. `{ "qwen2.5vl:3b": llama-server }`. The variable takes `gguf=backend-llama-cpp,onnx=transformers`. Without a choice, two claimants stop the start with exit code 2 naming both, a model with a vision projector goes to a backend that takes images, and a reranker to llama-server when its binary is built (docs/backends.md).',
   },
 ];

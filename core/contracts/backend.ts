@@ -408,6 +408,22 @@ export interface InferenceBackend {
    * none.
    */
   readonly capabilities?: readonly ModelCapability[];
+  /**
+   * Capabilities of the weights that this backend serves better than its formats' own backend
+   * (backend-llama-server: `rerank`, scoring a request's documents in one batch where
+   * node-llama-cpp scores one pair at a time). A model with one of them runs here instead of on
+   * its format's backend while {@link available} says so, unless the configuration's `backends`
+   * names a backend for the model or its format. Defaults to none.
+   */
+  readonly prefers?: readonly ModelCapability[];
+  /**
+   * Whether this backend can load models on this machine now (what it starts is installed: a
+   * binary that is built). Asked only before a model goes here by preference ({@link prefers}), at
+   * each load; a model that must run here (a `backends` choice, a capability only this backend
+   * declares) is loaded regardless, and the load's error says what is missing. A rejection counts
+   * as false. Defaults to always available.
+   */
+  available?(): Promise<boolean>;
   estimateMemory(model: ResolvedModel, options: LoadOptions): Promise<MemoryEstimate>;
   load(model: ResolvedModel, options: LoadOptions): Promise<LoadedModel>;
   /** Releases process-wide resources at shutdown. */

@@ -9,8 +9,10 @@
  * A backend may also run a format with another backend's handler (`InferenceBackend.runs`, as
  * `backend-llama-server` runs GGUF): it is never a format's default, so it conflicts with nobody,
  * but the `backends` key may choose it for a format or for one model (a key with a `:`, such as
- * `llava:7b`), and a model that needs a capability the format's backend lacks (`vision`) goes to
- * one that declares it ({@link BackendRegistry.forModel}).
+ * `llava:7b`), a model that needs a capability the format's backend lacks (`vision`) goes to one
+ * that declares it, and a model with a capability another backend serves better
+ * (`InferenceBackend.prefers`: backend-llama-server's `rerank`) goes there while that backend is
+ * available on this machine ({@link BackendRegistry.forModel}).
  *
  * @module
  */
@@ -96,14 +98,19 @@ export class BackendRegistry {
   }
 
   /**
-   * The backend that runs `model`: the one the `backends` configuration names for the model
-   * itself, else its format's backend; when the model has a capability that needs a backend's
-   * support ({@link BACKEND_CAPABILITIES}) and that backend does not declare it, the first
-   * registered backend of the format that does. Without one, the format's backend (which serves
-   * the model without the capability: the engine refuses images then). A 400 when no enabled
-   * backend runs the format, or when the model's chosen backend does not run it.
+   * The backend that runs `model`, decided at each load:
+   * 1. the one the `backends` configuration names for the model itself;
+   * 2. else, when the model has a capability that needs a backend's support
+   *    ({@link BACKEND_CAPABILITIES}) that its format's backend does not declare, the first
+   *    registered backend of the format that does (without one, the format's backend, which serves
+   *    the model without the capability: the engine refuses images then);
+   * 3. else, unless `backends` names a backend for the format, the first registered backend of the
+   *    format that prefers one of the model's capabilities (`InferenceBackend.prefers`), declares
+   *    what the model needs, and is available (`InferenceBackend.available`);
+   * 4. else the format's backend.
+   * A 400 when no enabled backend runs the format, or when the model's chosen backend does not run it.
    */
-  forModel(model: ModelToRun): InferenceBackend {
+  async forModel(model: ModelToRun): Promise<InferenceBackend> {
     const named = this.#modelChoices.get(model.name.toLowerCase()) ?? this.#modelChoices.get(`${model.name.toLowerCase()}:latest`);
     if (named) {
       const backend = this.#byName(named);
@@ -114,8 +121,15 @@ export class BackendRegistry {
     }
     const backend = this.forFormat(model.format);
     const needs = model.capabilities.filter((c) => BACKEND_CAPABILITIES.includes(c));
-    if (needs.every((c) => backend.capabilities?.includes(c))) return backend;
-    return this.#items.find((b) => runsFormat(b, model.format) && needs.every((c) => b.capabilities?.includes(c))) ?? backend;
+    const serves = (b: InferenceBackend) => runsFormat(b, model.format) && needs.every((c) => b.capabilities?.includes(c));
+    if (!serves(backend)) return this.#items.find(serves) ?? backend;
+    if (this.#choices[model.format] === undefined) {
+      for (const b of this.#items) {
+        if (b === backend || !serves(b) || !model.capabilities.some((c) => b.prefers?.includes(c))) continue;
+        if (await isAvailable(b)) return b;
+      }
+    }
+    return backend;
   }
 
   #byName(wanted: string): InferenceBackend | undefined {
@@ -213,4 +227,14 @@ export class BackendRegistry {
 /** Whether `backend` runs models of `format` (its own handler's, or another's it `runs`). */
 function runsFormat(backend: InferenceBackend, format: ModelFormat): boolean {
   return backend.formats.some((h) => h.name === format) || (backend.runs?.includes(format) ?? false);
+}
+
+/** {@link InferenceBackend.available}, a rejection as false; true for a backend without it. */
+async function isAvailable(backend: InferenceBackend): Promise<boolean> {
+  if (!backend.available) return true;
+  try {
+    return await backend.available();
+  } catch {
+    return false;
+  }
 }

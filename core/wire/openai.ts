@@ -17,6 +17,7 @@ import type {
   EmbedParams,
   EmbedResult,
   GenerateParams,
+  GeneratedLogprob,
   GenerationEvent,
   OutputFormat,
   SamplingOptions,
@@ -45,6 +46,28 @@ function sampling(o: SamplingOptions): Record<string, unknown> {
   if (o.repeat_penalty !== undefined) out['repetition_penalty'] = o.repeat_penalty;
   if (o.num_predict !== undefined && o.num_predict >= 0) out['max_tokens'] = o.num_predict;
   return out;
+}
+
+/**
+ * Asks for log probabilities: `logprobs` and `top_logprobs` on a chat completion, `logprobs` (the
+ * number of alternatives) on a completion. At least one alternative is asked for, since a server
+ * that is asked for none returns no probabilities at all (llama-server); {@link openaiWire.events}
+ * trims them back to `n`.
+ */
+function logprobFields(n: number | undefined, chat: boolean): Record<string, unknown> {
+  if (n === undefined) return {};
+  return chat ? { logprobs: true, top_logprobs: Math.max(1, n) } : { logprobs: Math.max(1, n) };
+}
+
+type WireLogprob = { token?: string; logprob?: number | null; bytes?: number[] | null; top_logprobs?: WireLogprob[] };
+
+/** A chunk's `logprobs.content` entries as the engine's, with at most `n` alternatives each. */
+function logprobsOf(entries: WireLogprob[], n: number): GeneratedLogprob[] {
+  const one = (e: WireLogprob) => {
+    const token = e.token ?? '';
+    return { token, logprob: Math.min(0, e.logprob ?? -9999), bytes: e.bytes ?? [...Buffer.from(token)] };
+  };
+  return entries.map((e) => ({ ...one(e), top_logprobs: (e.top_logprobs ?? []).slice(0, n).map(one) }));
 }
 
 function responseFormat(format: OutputFormat | undefined): Record<string, unknown> {
@@ -90,6 +113,8 @@ type Chunk = {
       tool_calls?: Array<{ index?: number; id?: string; function?: { name?: string; arguments?: string } }>;
     };
     finish_reason?: string | null;
+    /** The generated tokens' log probabilities, when asked for (chat format; llama-server uses it on both endpoints). */
+    logprobs?: { content?: WireLogprob[] | null } | null;
   }>;
   usage?: { prompt_tokens?: number; completion_tokens?: number; prompt_tokens_details?: { cached_tokens?: number } } | null;
   /** llama-server's own figures (milliseconds), in its last chunk. */
@@ -148,6 +173,7 @@ export const openaiWire = {
         stream_options: { include_usage: true },
         ...sampling(p.options),
         ...(p.tools ? { tools: p.tools } : {}),
+        ...logprobFields(p.logprobs, true),
         ...choice,
         ...responseFormat(p.format),
       },
@@ -165,10 +191,10 @@ export const openaiWire = {
     const common = { model, stream: true, stream_options: { include_usage: true }, ...sampling(p.options), ...responseFormat(p.format) };
     if (p.raw || p.suffix) {
       if (p.images?.length) throw Errors.badRequest('images need the chat template: send them without raw or suffix', { param: 'images' });
-      return { path: '/v1/completions', body: { ...common, prompt: p.prompt, ...(p.suffix ? { suffix: p.suffix } : {}) } };
+      return { path: '/v1/completions', body: { ...common, ...logprobFields(p.logprobs, false), prompt: p.prompt, ...(p.suffix ? { suffix: p.suffix } : {}) } };
     }
     const msgs = [...(p.system ? [{ role: 'system', content: p.system }] : []), { role: 'user', content: content(p.prompt, p.images) }];
-    return { path: '/v1/chat/completions', body: { ...common, messages: msgs } };
+    return { path: '/v1/chat/completions', body: { ...common, ...logprobFields(p.logprobs, true), messages: msgs } };
   },
 
   embed(model: string, p: EmbedParams): WireCall {
@@ -177,9 +203,12 @@ export const openaiWire = {
 
   /**
    * The events of a streamed answer to {@link chat} or {@link generate} (`started`: when the
-   * request went out). Throws a 502 when the stream breaks off or carries an error.
+   * request went out; `logprobs`: the request's, whose alternatives each token event then carries,
+   * those of a chunk without text going with the next text). Throws a 502 when the stream breaks
+   * off or carries an error.
    */
-  async *events(source: AsyncIterable<string>, started: bigint): AsyncIterable<GenerationEvent> {
+  async *events(source: AsyncIterable<string>, started: bigint, logprobs?: number): AsyncIterable<GenerationEvent> {
+    let pending: GeneratedLogprob[] = [];
     const calls = new Map<number, { id?: string; name: string; args: string }>();
     let finish: string | null | undefined;
     let usage: Chunk['usage'];
@@ -209,9 +238,13 @@ export const openaiWire = {
       const reasoning = c.delta?.reasoning_content;
       if (reasoning) yield { type: 'thinking', text: reasoning };
       const text = c.delta?.content ?? c.text;
+      if (logprobs !== undefined && c.logprobs?.content?.length) pending.push(...logprobsOf(c.logprobs.content, logprobs));
       if (text) {
         tokens++;
-        yield { type: 'token', text };
+        if (logprobs !== undefined) {
+          yield { type: 'token', text, logprobs: pending };
+          pending = [];
+        } else yield { type: 'token', text };
       }
       for (const t of c.delta?.tool_calls ?? []) {
         const index = t.index ?? 0;

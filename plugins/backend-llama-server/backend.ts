@@ -4,19 +4,28 @@
  * `/v1/embeddings`), the same translation backend-upstream speaks to remote engines. It runs GGUF
  * models with the handler backend-llama-cpp declares (`runs: ['gguf']`), so it is never the
  * format's default: the registry sends it a model that needs `vision` (which node-llama-cpp does
- * not serve), and any model the `backends` configuration gives it.
+ * not serve), a reranker while its binary is built (`prefers: ['rerank']`; ranking.ts), and any
+ * model the `backends` configuration gives it.
  *
  * @module
  */
+import { mkdtemp, rm, unlink } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
 import { Errors } from 'lia/plugin';
 import type { InferenceBackend, LoadedModel } from 'lia/plugin';
 import type { ChatParams, EmbedParams, EmbedResult, GenerateParams, GenerationEvent, LoadOptions, MemoryEstimate, ResolvedModel } from 'lia/plugin/contracts';
+import type { RankParams, RankResult, TokenizeParams, TokenizeResult } from 'lia/plugin/contracts';
 import { openaiWire, streamLines, type WireCall } from 'lia/utils';
+import { detokenize, ServerRanker, tokenize } from './ranking.js';
 import { LlamaServer } from './server.js';
+import { commonPrefix, MIN_SHARED_CHARS, SlotTable, type Slot } from './slots.js';
 
 export interface LlamaServerBackendOptions {
   /** Resolves the binary, or throws the error that says how to get it. */
   binary: () => Promise<string>;
+  /** Whether the binary is there to run (asked before a reranker comes here by preference). Defaults to always. */
+  available?: () => Promise<boolean>;
   batchSize: number;
   startTimeoutMs: number;
 }
@@ -41,6 +50,10 @@ export function llamaServerBackend(o: LlamaServerBackendOptions): LlamaServerBac
     formats: [],
     runs: ['gguf'],
     capabilities: ['vision'],
+    // One `/v1/rerank` request scores all of a request's documents, batched across the slots;
+    // node-llama-cpp's ranking context scores one pair at a time (docs/backends.md).
+    prefers: ['rerank'],
+    available: async () => (o.available ? o.available() : true),
     async estimateMemory(model: ResolvedModel): Promise<MemoryEstimate> {
       // The store counts the projector in `sizeBytes`.
       return { totalBytes: model.sizeBytes + RUNTIME_BYTES, vramBytes: 0 };
@@ -48,6 +61,11 @@ export function llamaServerBackend(o: LlamaServerBackendOptions): LlamaServerBac
     async load(model: ResolvedModel, options: LoadOptions): Promise<LoadedModel> {
       const binary = await o.binary();
       const embedding = model.capabilities.includes('embedding');
+      const rerank = model.capabilities.includes('rerank');
+      const batchSize = options.batchSize ?? o.batchSize;
+      // Snapshots for copying one slot's prompt into another (generation servers only).
+      const slotDir = embedding || rerank ? undefined : await mkdtemp(path.join(os.tmpdir(), 'lia-slots-'));
+      const dropSlotDir = () => (slotDir ? rm(slotDir, { recursive: true, force: true }).catch(() => undefined) : Promise.resolve());
       const server = await LlamaServer.start(
         {
           binary,
@@ -57,19 +75,40 @@ export function llamaServerBackend(o: LlamaServerBackendOptions): LlamaServerBac
           batchThreads: options.batchThreads ?? options.threads,
           parallel: options.parallel,
           contextPerSlot: options.contextLength ?? 0,
-          batchSize: options.batchSize ?? o.batchSize,
+          batchSize,
           embedding,
+          rerank,
           startTimeoutMs: o.startTimeoutMs,
+          ...(slotDir ? { slotDir } : {}),
         },
         (err) => {
           running.delete(server);
+          void dropSlotDir();
           options.onExit?.(err);
         },
-      );
+      ).catch(async (err: unknown) => {
+        await dropSlotDir();
+        throw err;
+      });
       running.set(server, model.name);
-      return new ServedModel(model, server, embedding, () => running.delete(server));
+      const served = new ServedModel(model, server, embedding, slotDir, async () => {
+        running.delete(server);
+        await dropSlotDir();
+      });
+      // A pair is evaluated in one batch: at most the context per slot and the batch size.
+      if (rerank) served.ranker = new ServerRanker(server, model.details.family, Math.min(server.contextPerSlot || batchSize, batchSize));
+      return served;
     },
   };
+}
+
+/** A slot snapshot shared by the requests that copy the same donor at once. */
+interface Snapshot {
+  file: string;
+  /** The donor's prompt when it was saved. */
+  key: string;
+  saved: Promise<void>;
+  users: number;
 }
 
 /** A model as one llama-server serves it. */
@@ -78,47 +117,66 @@ class ServedModel implements LoadedModel {
   readonly contextLength: number;
   readonly sizeBytes: number;
   readonly vramBytes = 0;
+  /** Set for a reranker (a server started with `--rerank`). */
+  ranker: ServerRanker | null = null;
+  readonly #slots: SlotTable;
+  readonly #snapshots = new Map<Slot, Snapshot>();
+  #files = 0;
 
   constructor(
     readonly model: ResolvedModel,
     readonly server: LlamaServer,
     readonly embedding: boolean,
-    readonly forget: () => void,
+    readonly slotDir: string | undefined,
+    readonly forget: () => Promise<void>,
   ) {
     // The model's own capabilities; vision only where the projector loaded.
     this.capabilities = model.capabilities.filter((c) => c !== 'vision' || server.vision);
     this.contextLength = server.contextPerSlot;
     this.sizeBytes = model.sizeBytes + RUNTIME_BYTES;
+    this.#slots = new SlotTable(server.slots);
   }
 
   generate(p: GenerateParams, signal: AbortSignal): AsyncIterable<GenerationEvent> {
-    return this.#stream(() => {
-      noLogprobs(p.logprobs);
-      return openaiWire.generate(this.model.name, p);
-    }, signal);
+    return this.#stream(() => openaiWire.generate(this.model.name, p), p.logprobs, signal);
   }
 
   chat(p: ChatParams, signal: AbortSignal): AsyncIterable<GenerationEvent> {
-    return this.#stream(() => {
-      noLogprobs(p.logprobs);
-      const call = openaiWire.chat(this.model.name, p);
-      // Thinking switched off in the prompt where the template can (Qwen3's `enable_thinking`).
-      if (p.think === false) call.body['chat_template_kwargs'] = { enable_thinking: false };
-      return call;
-    }, signal);
+    return this.#stream(
+      () => {
+        const call = openaiWire.chat(this.model.name, p);
+        // Thinking switched off in the prompt where the template can (Qwen3's `enable_thinking`).
+        if (p.think === false) call.body['chat_template_kwargs'] = { enable_thinking: false };
+        return call;
+      },
+      p.logprobs,
+      signal,
+    );
   }
 
   /** The events of one request; `build` runs at the first step, so its 400s reach the consumer as the stream's error. */
-  async *#stream(build: () => WireCall, signal: AbortSignal): AsyncIterable<GenerationEvent> {
+  async *#stream(build: () => WireCall, logprobs: number | undefined, signal: AbortSignal): AsyncIterable<GenerationEvent> {
     const call = build();
     const started = process.hrtime.bigint();
     // Ends the request when the consumer stops early (the client went away, a stop sequence).
     const own = new AbortController();
     const sig = AbortSignal.any([signal, own.signal]);
+    const key = promptKey(call);
+    const placed = this.#slots.acquire(key, !key.includes('"image_url"') && this.slotDir !== undefined);
+    let evaluated = false;
     try {
+      if (placed) {
+        if (placed.donor) await this.#copy(placed.donor, placed.slot, placed.held, key, sig);
+        call.body['id_slot'] = placed.slot.id;
+        call.body['cache_prompt'] = true;
+      }
       const res = await this.server.send('POST', call.path, call.body, sig);
       try {
-        yield* openaiWire.events(streamLines(res.body), started);
+        for await (const event of openaiWire.events(streamLines(res.body), started, logprobs)) {
+          if (!evaluated && placed) this.#slots.evaluated(placed.slot);
+          evaluated = true;
+          yield event;
+        }
       } catch (err) {
         if (sig.aborted) throw signal.reason ?? err;
         if ((err as { code?: string }).code === 'LIA_ERR_BAD_GATEWAY' || !(err as { statusCode?: number }).statusCode) {
@@ -128,6 +186,45 @@ class ServedModel implements LoadedModel {
       }
     } finally {
       own.abort();
+      if (placed) this.#slots.release(placed.slot, evaluated);
+    }
+  }
+
+  /**
+   * Copies `donor`'s state into `slot` once the donor's prompt is evaluated, when it still holds
+   * enough more of `key` than the `held` characters the slot had. Requests copying the same donor at once share one snapshot file,
+   * removed when the last of them has restored it. A failed copy only costs the evaluation.
+   */
+  async #copy(donor: Slot, slot: Slot, held: number, key: string, signal: AbortSignal): Promise<void> {
+    await Promise.race([donor.evaluated, new Promise((_, reject) => signal.addEventListener('abort', () => reject(signal.reason), { once: true }))]);
+    if (commonPrefix(donor.key, key) < held + MIN_SHARED_CHARS) return;
+    let snap = this.#snapshots.get(donor);
+    const fresh = !snap || snap.key !== donor.key;
+    if (!snap || fresh) {
+      const file = `slot${donor.id}-${++this.#files}.bin`;
+      const made: Snapshot = { file, key: donor.key, saved: Promise.resolve(), users: 0 };
+      snap = made;
+      this.#snapshots.set(donor, made);
+    }
+    const current = snap;
+    current.users++;
+    try {
+      if (fresh) {
+        current.saved = this.server.copySlot(donor.id, slot.id, current.file, true, signal);
+        await current.saved;
+      } else {
+        await current.saved;
+        await this.server.copySlot(donor.id, slot.id, current.file, false, signal);
+      }
+    } catch (err) {
+      if (signal.aborted) throw err;
+      // The request goes on and evaluates its prompt; the next copy saves afresh.
+      if (this.#snapshots.get(donor) === current) this.#snapshots.delete(donor);
+    } finally {
+      if (--current.users === 0) {
+        if (this.#snapshots.get(donor) === current) this.#snapshots.delete(donor);
+        if (this.slotDir) await unlink(path.join(this.slotDir, current.file)).catch(() => undefined);
+      }
     }
   }
 
@@ -138,13 +235,30 @@ class ServedModel implements LoadedModel {
     return openaiWire.embedResult(json);
   }
 
+  async rank(p: RankParams, signal: AbortSignal): Promise<RankResult> {
+    if (!this.ranker) throw Errors.badRequest(`"${this.model.name}" does not support rerank`);
+    return this.ranker.rank(p, signal);
+  }
+
+  tokenize(p: TokenizeParams, signal: AbortSignal): Promise<TokenizeResult> {
+    return tokenize(this.server, p, signal);
+  }
+
+  detokenize(tokens: number[], signal: AbortSignal): Promise<string> {
+    return detokenize(this.server, tokens, signal);
+  }
+
   async unload(): Promise<void> {
-    this.forget();
     await this.server.stop();
+    await this.forget();
   }
 }
 
-/** Log probabilities are not read back from llama-server's answers: a 400 rather than an answer without them. */
-function noLogprobs(logprobs: number | undefined): void {
-  if (logprobs !== undefined) throw Errors.badRequest('log probabilities are not available from the llama-server backend', { param: 'logprobs' });
+/**
+ * What of a request the server renders into its prompt, as canonical JSON with the messages (or
+ * the raw prompt) last: the text slot placement compares (slots.ts).
+ */
+function promptKey(call: WireCall): string {
+  const b = call.body;
+  return JSON.stringify([call.path, b['chat_template_kwargs'] ?? null, b['tools'] ?? null, b['response_format'] ?? null, b['messages'] ?? b['prompt'] ?? null]);
 }

@@ -6,8 +6,9 @@
  * apply unchanged, and a server that dies is started again by the next request.
  *
  * node-llama-cpp (backend-llama-cpp) stays the default for GGUF; this backend gets the models that
- * need what only it serves (`vision`) and those the `backends` configuration gives it (per format
- * or per model). The binary comes from `lia engine build` (cached outside the project) or from
+ * need what only it serves (`vision`), rerankers while its binary is built (it ranks a request's
+ * documents in one batch), and those the `backends` configuration gives it (per format or per
+ * model). The binary comes from `lia engine build` (cached outside the project) or from
  * the `binary` option. See docs/backends.md.
  *
  * @module
@@ -22,7 +23,7 @@ import { engineCommands } from './cli.js';
 export default definePlugin({
   name: 'backend-llama-server',
   apiVersion: 1,
-  description: "GGUF models (vision included) on llama.cpp's own llama-server, one process per model",
+  description: "GGUF models (vision and rerankers included) on llama.cpp's own llama-server, one process per model",
   options: Type.Object(
     {
       binary: Type.Optional(
@@ -66,7 +67,14 @@ export default definePlugin({
       if (!found) throw Errors.unavailable('llama-server is not built: run `lia engine build` (or set plugins.backend-llama-server.options.binary)');
       return found;
     };
-    const backend = llamaServerBackend({ binary, batchSize: ctx.options.batchSize, startTimeoutMs: ctx.options.startTimeoutMs });
+    // Asked before a reranker is given to this backend by preference: one that is not built leaves
+    // it on node-llama-cpp (a fresh install), so only the check, never the error, is wanted here.
+    const available = () =>
+      binary().then(
+        () => true,
+        () => false,
+      );
+    const backend = llamaServerBackend({ binary, available, batchSize: ctx.options.batchSize, startTimeoutMs: ctx.options.startTimeoutMs });
     ctx.hooks.backends.register(backend);
     // Servers are the scheduler's models: it unloads them (stopping each process) at shutdown.
     void app;

@@ -30,6 +30,13 @@ export interface ServerSpec {
   batchSize: number;
   /** Start as an embedding server (`--embeddings`): a model with a pooling type. */
   embedding: boolean;
+  /** Start as a ranking server (`--rerank`: embeddings pooled by the RANK head, `/v1/rerank`): a reranker. Defaults to false. */
+  rerank?: boolean;
+  /**
+   * A private folder for slot snapshots (`--slot-save-path`): the server copies one slot's state
+   * into another through it (slots.ts). Unset: no snapshots.
+   */
+  slotDir?: string;
   /** Longest wait for the model to load, in ms. */
   startTimeoutMs: number;
 }
@@ -83,7 +90,8 @@ export function serverArgs(spec: ServerSpec, port: number): string[] {
     '--no-webui',
     // The GGUF's Jinja template; a thinking model's `<think>` section left in the text, which the
     // engine splits as it does node-llama-cpp's.
-    ...(spec.embedding ? ['--embeddings'] : ['--jinja', '--reasoning-format', 'none']),
+    ...(spec.rerank ? ['--rerank'] : spec.embedding ? ['--embeddings'] : ['--jinja', '--reasoning-format', 'none']),
+    ...(spec.slotDir ? ['--slot-save-path', spec.slotDir] : []),
   ];
 }
 
@@ -98,6 +106,8 @@ export class LlamaServer {
   contextPerSlot = 0;
   /** Whether the server takes images (its projector loaded). */
   vision = false;
+  /** Slots, as the server reports them. */
+  slots = 1;
 
   private constructor(child: ChildProcess, port: number, key: string) {
     this.#child = child;
@@ -172,6 +182,7 @@ export class LlamaServer {
     const props = (await Promise.race([exited, this.fetchJson('GET', '/props', undefined, AbortSignal.timeout(10_000))])) as Props;
     this.contextPerSlot = props.default_generation_settings?.n_ctx ?? 0;
     this.vision = props.modalities?.vision === true;
+    this.slots = props.total_slots ?? 1;
   }
 
   /**
@@ -214,6 +225,15 @@ export class LlamaServer {
     }
     if (res.statusCode === 503) throw Errors.unavailable('llama-server is busy or still loading', { headers: { 'Retry-After': '1' } });
     throw Errors.engineFailed(`llama-server answered HTTP ${res.statusCode}${message ? `: ${message}` : ''}`);
+  }
+
+  /**
+   * Copies slot `from`'s state (its tokens and their cache) into slot `to` through the snapshot
+   * file `file` (a bare name in the server's `slotDir`); `save` false restores an existing file.
+   */
+  async copySlot(from: number, to: number, file: string, save: boolean, signal: AbortSignal): Promise<void> {
+    if (save) await this.fetchJson('POST', `/slots/${from}?action=save`, { filename: file }, signal);
+    await this.fetchJson('POST', `/slots/${to}?action=restore`, { filename: file }, signal);
   }
 
   /** {@link send}, and the answer's JSON. */

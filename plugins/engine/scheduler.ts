@@ -11,7 +11,7 @@
  */
 import type { FastifyBaseLogger } from 'fastify';
 import { Errors, type BackendRegistry } from 'lia/plugin';
-import type { InferenceBackend, LoadedModel } from 'lia/plugin';
+import type { LoadedModel } from 'lia/plugin';
 import type { LoadedModelInfo } from 'lia/plugin/contracts';
 import type { ResolvedModel } from 'lia/plugin/contracts';
 import type { InferenceEvent, ModelActivity } from 'lia/plugin/contracts';
@@ -79,7 +79,6 @@ class Instance {
   readonly goneWaiters: (() => void)[] = [];
   constructor(
     readonly resolved: ResolvedModel,
-    readonly backend: InferenceBackend,
     public keepAliveMs: number,
   ) {}
 
@@ -238,7 +237,7 @@ export class Scheduler {
   }
 
   #create(model: ResolvedModel, options: AcquireOptions): Instance {
-    const inst = new Instance(model, this.#o.backends.forModel(model), options.keepAliveMs ?? this.#o.keepAliveMs);
+    const inst = new Instance(model, options.keepAliveMs ?? this.#o.keepAliveMs);
     this.#instances.set(model.name, inst);
     const contextLength = options.contextLength ?? this.#o.contextLength;
     inst.contextAsked = contextLength;
@@ -257,12 +256,14 @@ export class Scheduler {
     };
     try {
       if (inst.gone) return;
-      inst.estimateBytes = (await inst.backend.estimateMemory(inst.resolved, loadOptions)).totalBytes;
+      // Decided at each load: a backend that became available (a binary built meanwhile) counts.
+      const backend = await this.#o.backends.forModel(inst.resolved);
+      inst.estimateBytes = (await backend.estimateMemory(inst.resolved, loadOptions)).totalBytes;
       this.#checkLargerContext(inst, contextLength);
       await this.#makeRoom(inst);
       if (inst.gone) return;
       const loadStarted = process.hrtime.bigint();
-      const model = await inst.backend.load(inst.resolved, loadOptions);
+      const model = await backend.load(inst.resolved, loadOptions);
       this.#o.observe?.({ type: 'loaded', model: inst.resolved.name, seconds: Number(process.hrtime.bigint() - loadStarted) / 1e9 });
       if (inst.gone) {
         await model.unload();

@@ -97,6 +97,7 @@ export interface ClientRun {
  */
 const NATIVE_BINS: Readonly<Record<string, string>> = {
   claude: path.join('@anthropic-ai', 'claude-code-linux-x64', 'claude'),
+  opencode: path.join('opencode-linux-x64', 'bin', 'opencode'),
 };
 
 /** An installed client's executable; a clear failure when the devDependency is missing. */

@@ -28,9 +28,17 @@ export interface OpenAIFixture {
 /** Plugins the `/v1/` tests do not need. */
 const UNUSED = { 'host-network': false, 'host-gpu': false, 'host-services': false, webui: false } as const;
 
-/** Starts an appliance (plugin entries merged) holding `models` (name → fixture); closes it when `t` ends. */
-export async function openaiFixture(t: Test, models: Record<string, string>, plugins: Record<string, PluginEntry> = {}): Promise<OpenAIFixture> {
-  const app = await startTestAppliance({ plugins: { ...UNUSED, ...plugins } });
+/**
+ * Starts an appliance (plugin entries merged, `env` for `LIA_*` settings) holding `models` (name →
+ * fixture); closes it when `t` ends.
+ */
+export async function openaiFixture(
+  t: Test,
+  models: Record<string, string>,
+  plugins: Record<string, PluginEntry> = {},
+  env: Record<string, string> = {},
+): Promise<OpenAIFixture> {
+  const app = await startTestAppliance({ plugins: { ...UNUSED, ...plugins }, env });
   t.teardown(() => app.close());
   for (const [name, file] of Object.entries(models)) await createModel(app, name, file);
   const checked: CheckedFetch = schemaCheckedFetch(app.dispatcher());

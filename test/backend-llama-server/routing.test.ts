@@ -1,7 +1,8 @@
 /**
  * The backends registry's routing with a backend that runs a format with another's handler (as
  * backend-llama-server runs GGUF): it conflicts with nobody, a model that needs `vision` goes to
- * it, and the `backends` configuration chooses it per format or per model.
+ * it, a reranker goes to it while it is available (it prefers `rerank`), and the `backends`
+ * configuration chooses it per format or per model.
  */
 import t from 'tap';
 import { ConfigError } from '../../core/config/load.js';
@@ -19,12 +20,12 @@ const gguf = {
 const backend = (name: string, extra: Partial<InferenceBackend> = {}): InferenceBackend =>
   ({ name, formats: [], estimateMemory: async () => ({ totalBytes: 0, vramBytes: 0 }), load: async () => ({}), ...extra }) as unknown as InferenceBackend;
 
-function registry(withServer = true): BackendRegistry {
+function registry(withServer = true, available: () => Promise<boolean> = async () => true): BackendRegistry {
   const r = new BackendRegistry();
   r.register(backend('llama-cpp', { formats: [gguf] }));
   r.claim('backend-llama-cpp');
   if (withServer) {
-    r.register(backend('llama-server', { runs: ['gguf'], capabilities: ['vision'] }));
+    r.register(backend('llama-server', { runs: ['gguf'], capabilities: ['vision'], prefers: ['rerank'], available }));
     r.claim('backend-llama-server');
   }
   return r;
@@ -32,39 +33,80 @@ function registry(withServer = true): BackendRegistry {
 
 const text = { name: 'stories:latest', format: 'gguf', capabilities: ['completion'] as const };
 const vision = { name: 'llava:latest', format: 'gguf', capabilities: ['completion', 'vision'] as const };
+const reranker = { name: 'bge-reranker:latest', format: 'gguf', capabilities: ['rerank' as const] };
 
 t.test('no conflict: the format keeps its backend, a vision model goes to the one that declares vision', async (t) => {
   const r = registry();
   r.configure({}, 'test');
-  t.equal(r.forModel({ ...text, capabilities: [...text.capabilities] }).name, 'llama-cpp');
-  t.equal(r.forModel({ ...vision, capabilities: [...vision.capabilities] }).name, 'llama-server');
+  t.equal((await r.forModel({ ...text, capabilities: [...text.capabilities] })).name, 'llama-cpp');
+  t.equal((await r.forModel({ ...vision, capabilities: [...vision.capabilities] })).name, 'llama-server');
   t.equal(r.handler('gguf'), gguf, 'the handler is the one that reads the files');
 });
 
 t.test('without a backend that takes images, a vision model stays on its format backend', async (t) => {
   const r = registry(false);
   r.configure({}, 'test');
-  t.equal(r.forModel({ ...vision, capabilities: [...vision.capabilities] }).name, 'llama-cpp');
+  t.equal((await r.forModel({ ...vision, capabilities: [...vision.capabilities] })).name, 'llama-cpp');
 });
 
 t.test('backends chooses per format (backend or plugin name) and per model', async (t) => {
   const byFormat = registry();
   byFormat.configure({ gguf: 'backend-llama-server' }, 'test');
-  t.equal(byFormat.forModel({ ...text, capabilities: [...text.capabilities] }).name, 'llama-server');
+  t.equal((await byFormat.forModel({ ...text, capabilities: [...text.capabilities] })).name, 'llama-server');
   t.equal(byFormat.forFormat('gguf').name, 'llama-server');
   t.equal(byFormat.handler('gguf'), gguf, 'with the handler of the backend that declares the format');
 
   const byModel = registry();
   byModel.configure({ 'stories:latest': 'llama-server' }, 'test');
-  t.equal(byModel.forModel({ ...text, capabilities: [...text.capabilities] }).name, 'llama-server');
-  t.equal(byModel.forModel({ ...text, name: 'other:latest', capabilities: [...text.capabilities] }).name, 'llama-cpp', 'other models keep the default');
+  t.equal((await byModel.forModel({ ...text, capabilities: [...text.capabilities] })).name, 'llama-server');
+  t.equal((await byModel.forModel({ ...text, name: 'other:latest', capabilities: [...text.capabilities] })).name, 'llama-cpp', 'other models keep the default');
 
   const back = registry();
   back.configure({ 'llava:latest': 'llama-cpp' }, 'test');
-  t.equal(back.forModel({ ...vision, capabilities: [...vision.capabilities] }).name, 'llama-cpp', 'a model choice wins over the capability');
+  t.equal((await back.forModel({ ...vision, capabilities: [...vision.capabilities] })).name, 'llama-cpp', 'a model choice wins over the capability');
 });
 
 t.test('a choice naming no enabled backend stops the start', async (t) => {
   t.throws(() => registry().configure({ 'stories:latest': 'vllm' }, 'test'), ConfigError);
   t.throws(() => registry(false).configure({ gguf: 'llama-server' }, 'test'), ConfigError);
+});
+
+t.test('a reranker goes to the backend that prefers rerank while it is available, asked at each lookup', async (t) => {
+  let built = false;
+  let asked = 0;
+  const r = registry(true, async () => {
+    asked++;
+    return built;
+  });
+  r.configure({}, 'test');
+  t.equal((await r.forModel(reranker)).name, 'llama-cpp', 'not available: the format backend ranks');
+  built = true;
+  t.equal((await r.forModel(reranker)).name, 'llama-server', 'available: the backend that prefers it');
+  t.equal(asked, 2, 'availability is asked each time');
+  t.equal((await r.forModel({ ...text, capabilities: [...text.capabilities] })).name, 'llama-cpp', 'a text model stays');
+  t.equal(asked, 2, 'and is not asked for a model without the capability');
+
+  const failing = registry(true, async () => {
+    throw new Error('no binary');
+  });
+  failing.configure({}, 'test');
+  t.equal((await failing.forModel(reranker)).name, 'llama-cpp', 'an availability check that fails counts as not available');
+
+  const plain = new BackendRegistry();
+  plain.register(backend('llama-cpp', { formats: [gguf] }));
+  plain.register(backend('other', { runs: ['gguf'], prefers: ['rerank'] }));
+  plain.configure({}, 'test');
+  t.equal((await plain.forModel(reranker)).name, 'other', 'a backend without available() counts as available');
+});
+
+t.test('a backends entry for the model or its format overrides the preference', async (t) => {
+  const byModel = registry();
+  byModel.configure({ 'bge-reranker:latest': 'llama-cpp' }, 'test');
+  t.equal((await byModel.forModel(reranker)).name, 'llama-cpp', 'a model entry');
+  const byFormat = registry();
+  byFormat.configure({ gguf: 'backend-llama-cpp' }, 'test');
+  t.equal((await byFormat.forModel(reranker)).name, 'llama-cpp', 'a format entry naming the default');
+  const toServer = registry(true, async () => false);
+  toServer.configure({ 'bge-reranker:latest': 'llama-server' }, 'test');
+  t.equal((await toServer.forModel(reranker)).name, 'llama-server', 'a model entry is kept even when the backend is not available (its load says why)');
 });

@@ -1,7 +1,8 @@
 /**
- * Reranking end to end over real HTTPS: a GGUF reranker (node-llama-cpp's ranking context in a
- * runner) and an ONNX cross-encoder (transformers.js), both built by `npm run fixtures`, through
- * `/v1/rerank`, `/rerank` and `/v2/rerank`. The scores are checked against each library run
+ * Reranking end to end over real HTTPS: a GGUF reranker (`llama-server --rerank` when its binary
+ * is built, else node-llama-cpp's ranking context in a runner; docs/backends.md) and an ONNX
+ * cross-encoder (transformers.js), both built by `npm run fixtures`, through `/v1/rerank`,
+ * `/rerank` and `/v2/rerank`. The scores are checked against each library run
  * directly on the same files, so the whole path (route, engine, scheduler, backend, IPC) must
  * carry them unchanged and in the right order. Models that cannot rank, bad bodies, missing
  * keys, scopes and the key's model allow-list get their 4xx in OpenAI's error shape.
@@ -74,8 +75,10 @@ for (const [name, reference] of [
       [...scores].sort((a, b) => b - a),
       'sorted by relevance, highest first',
     );
-    const byIndex = new Map(body.results.map((r: { index: number; relevance_score: number }) => [r.index, r.relevance_score]));
-    t.equal(byIndex.get(0), byIndex.get(4), 'the same document scores the same wherever it stands');
+    const byIndex = new Map<number, number>(body.results.map((r: { index: number; relevance_score: number }) => [r.index, r.relevance_score]));
+    // Within float rounding: llama-server evaluates the pairs together, and where a pair sits in
+    // the batch moves the last bits.
+    t.ok(Math.abs(byIndex.get(0)! - byIndex.get(4)!) < 1e-6, `the same document scores the same wherever it stands (${byIndex.get(0)}, ${byIndex.get(4)})`);
     t.ok(new Set(scores).size >= 3, 'different documents score differently');
     t.ok(body.usage.prompt_tokens > DOCS.length * 3, 'usage counts the pairs');
     t.equal(body.usage.total_tokens, body.usage.prompt_tokens);
