@@ -1,6 +1,6 @@
 /**
  * Time to first token with one image: the appliance (its own `lia serve` process, HTTPS, a key)
- * serving the tiny vision fixture (a GGUF and its projector, created through `/api/create` with
+ * serving a vision model (the tiny vision fixture's language model and a projector, `--projector` below; created through `/api/create` with
  * the projector as a second file; the backend-llama-server plugin runs it on llama-server with
  * `--mmproj`) against llama-server started directly on the same two files with the same threads,
  * slots, context per slot and batch size, and the flags the appliance gives its own server
@@ -17,7 +17,7 @@
  * round is llama-server's median ÷ the appliance's (≥ 1.0: the appliance is as fast or faster).
  * The result is the median over the rounds, with the smallest and largest round ratio.
  *
- * Run: `node --conditions=lia-source --import tsx bench/images/ttft.ts [--rounds 20] [--per-round 3] [--size 64] [--slots 1] [--context 1024]`
+ * Run: `node --conditions=lia-source --import tsx bench/images/ttft.ts [--rounds 20] [--per-round 3] [--size 64] [--slots 1] [--context 1024] [--projector bench|tiny]`
  * (needs `npm run fixtures` and `lia engine build`; both are built here on first use otherwise).
  * Prints the machine first and the table last, and writes `bench/results/images-ttft-<time>.json`.
  *
@@ -44,8 +44,15 @@ const { values } = parseArgs({
     size: { type: 'string', default: '64' },
     slots: { type: 'string', default: '1' },
     context: { type: 'string', default: '1024' },
+    projector: { type: 'string', default: 'bench' },
   },
 });
+/**
+ * The projector: `bench` (the default), bench-vision-mmproj.gguf at CLIP ViT-B/16's size (196
+ * embeddings per image, encoding as long as a real base-size projector's); `tiny`, the test
+ * fixture's 16-embedding toy, where a request's fixed costs outweigh the image's work.
+ */
+const PROJECTOR = values.projector === 'tiny' ? 'tiny-vision-mmproj.gguf' : 'bench-vision-mmproj.gguf';
 const ROUNDS = Number(values.rounds);
 const PER_ROUND = Number(values['per-round']);
 const SIZE = Number(values.size);
@@ -116,7 +123,7 @@ async function main(): Promise<void> {
   const machine = machineInfo();
   console.log(machineLine(machine));
   const model = await builtFixture('tiny-vision.gguf', console.error);
-  const projector = await builtFixture('tiny-vision-mmproj.gguf', console.error);
+  const projector = await builtFixture(PROJECTOR, console.error);
   const binary = await buildLlamaServer();
   const port = await freePort();
   const server = await startLlamaServer(binary, {
@@ -139,7 +146,7 @@ async function main(): Promise<void> {
   });
   const plain = keepAlivePool(`http://127.0.0.1:${port}`);
   try {
-    const files = { 'tiny-vision.gguf': await uploadBlob(app, model), 'tiny-vision-mmproj.gguf': await uploadBlob(app, projector) };
+    const files = { 'tiny-vision.gguf': await uploadBlob(app, model), [PROJECTOR]: await uploadBlob(app, projector) };
     const created = await app.fetch('/api/create', {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
@@ -214,7 +221,7 @@ async function main(): Promise<void> {
     );
     const amx = amxNote();
     if (amx) console.log(`WARNING: ${amx}`);
-    console.log(`time to first token, median (ms): appliance ${result.appliance.toFixed(2)}, llama-server ${result.llamaServer.toFixed(2)}`);
+    console.log(`${PROJECTOR}: time to first token, median (ms): appliance ${result.appliance.toFixed(2)}, llama-server ${result.llamaServer.toFixed(2)}`);
     console.log(`ratio llama-server ÷ appliance: ${result.ratio.toFixed(3)} (rounds ${result.min.toFixed(3)}-${result.max.toFixed(3)}; goal ≥ 0.95)`);
     console.log(`connections opened while timing: ${JSON.stringify(connections.opened)}; requests sent again (timedPost): ${JSON.stringify(resent)}`);
     await saveResult('images-ttft', {
@@ -224,6 +231,7 @@ async function main(): Promise<void> {
       slots: SLOTS,
       context: CONTEXT,
       size: SIZE,
+      projector: PROJECTOR,
       perRound: PER_ROUND,
       result,
       rounds,

@@ -1,6 +1,6 @@
 /**
- * Rerank throughput: the appliance (its own `lia serve` process, HTTPS, a key) serving the tiny
- * GGUF reranker fixture on `/v1/rerank` against llama.cpp's `llama-server --rerank` on the same file
+ * Rerank throughput: the appliance (its own `lia serve` process, HTTPS, a key) serving a GGUF
+ * reranker (`--model`, below) on `/v1/rerank` against llama.cpp's `llama-server --rerank` on the same file
  * (its `/v1/rerank`), with the same threads (`-t`, `-tb`), slots (`-np`), context per slot and batch
  * (512). The appliance ranks with the engine it picks by default (`--engine auto`): its own
  * `llama-server --rerank` (backend-llama-server), since the binary this benchmark builds is the one
@@ -17,14 +17,17 @@
  * and the smallest and largest round ratio. Only throughput is compared: the scores differ in
  * scale (LIA returns probabilities, llama-server the raw logit).
  *
- * Run: `node --conditions=lia-source --import tsx bench/rerank/throughput.ts [--rounds 10] [--clients 8] [--per-client 4] [--docs 16] [--words 50] [--slots 8] [--context 512] [--engine auto|llama-cpp]`
- * (needs `npm run fixtures` and `lia engine build`; both are built here on first use otherwise).
+ * Run: `node --conditions=lia-source --import tsx bench/rerank/throughput.ts [--rounds 10] [--clients 8] [--per-client 4] [--docs 16] [--words 50] [--slots 8] [--context 512] [--engine auto|llama-cpp] [--server-args='--no-kv-unified --cache-ram 0'] [--model bench|tiny]`;
+ * `--model bench` (the default) is bench-reranker.gguf, a MiniLM-L12-sized cross-encoder (384 wide,
+ * 12 layers, random weights), `tiny` the 2-layer test fixture, where a request's fixed costs
+ * outweigh the model's work (needs `npm run fixtures` and `lia engine build`; both are built here on first use otherwise).
  * `LIA_THREADS` / `LIA_BATCH_THREADS` set both servers' thread counts. Prints the machine first and
  * the table last, and writes `bench/results/rerank-<time>.json`.
  *
  * @module
  */
 import os from 'node:os';
+import path from 'node:path';
 import { parseArgs } from 'node:util';
 import type { Dispatcher } from 'undici';
 import { builtFixture } from '../../scripts/fixtures/build.js';
@@ -47,8 +50,15 @@ const { values } = parseArgs({
     slots: { type: 'string', default: '8' },
     context: { type: 'string', default: '512' },
     engine: { type: 'string', default: 'auto' },
+    'server-args': { type: 'string', default: '' },
+    model: { type: 'string', default: 'bench' },
   },
 });
+/**
+ * Extra arguments of the llama-server run directly, e.g. `--no-kv-unified --cache-ram 0` (the
+ * flags the appliance gives its own servers). Defaults to none: llama-server's own defaults.
+ */
+const SERVER_ARGS = values['server-args'].split(' ').filter(Boolean);
 if (values.engine !== 'auto' && values.engine !== 'llama-cpp') throw new Error('--engine is auto or llama-cpp');
 /** The appliance's `backends` setting: none (its default choice), or the reranker kept on node-llama-cpp. */
 const BACKENDS = values.engine === 'llama-cpp' ? { 'reranker:latest': 'llama-cpp' } : {};
@@ -117,7 +127,7 @@ async function wave(side: Side, clients: number): Promise<number> {
 async function main(): Promise<void> {
   const machine = machineInfo();
   console.log(machineLine(machine));
-  const model = await builtFixture('tiny-reranker.gguf', console.error);
+  const model = await builtFixture(values.model === 'tiny' ? 'tiny-reranker.gguf' : 'bench-reranker.gguf', console.error);
   const binary = await buildLlamaServer();
   const port = await freePort();
   const server = await startLlamaServer(binary, {
@@ -127,7 +137,7 @@ async function main(): Promise<void> {
     batchThreads: BATCH_THREADS,
     parallel: SLOTS,
     contextPerSlot: CONTEXT,
-    args: ['--rerank'],
+    args: ['--rerank', ...SERVER_ARGS],
   });
   const app = await startApplianceProcess({
     plugins: {
@@ -202,7 +212,7 @@ async function main(): Promise<void> {
         .join(' / ')} after the run`,
     );
     console.log(
-      `tiny-reranker.gguf (appliance engine: ${values.engine}), ${DOCS} documents of ${WORDS} words per request, ${PER_CLIENT} requests per client per wave, threads ${THREADS} (batches ${BATCH_THREADS}), ${SLOTS} slots × ${CONTEXT} context, ${ROUNDS} rounds`,
+      `${path.basename(model)} (appliance engine: ${values.engine}; llama-server args: --rerank ${SERVER_ARGS.join(' ')}), ${DOCS} documents of ${WORDS} words per request, ${PER_CLIENT} requests per client per wave, threads ${THREADS} (batches ${BATCH_THREADS}), ${SLOTS} slots × ${CONTEXT} context, ${ROUNDS} rounds`,
     );
     const amx = amxNote();
     if (amx) console.log(`WARNING: ${amx}`);
@@ -222,6 +232,8 @@ async function main(): Promise<void> {
       slots: SLOTS,
       context: CONTEXT,
       engine: values.engine,
+      serverArgs: SERVER_ARGS,
+      model: path.basename(model),
       docs: DOCS,
       words: WORDS,
       perClient: PER_CLIENT,

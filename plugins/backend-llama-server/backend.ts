@@ -19,7 +19,7 @@ import type { RankParams, RankResult, TokenizeParams, TokenizeResult } from 'lia
 import { openaiWire, streamLines, type WireCall } from 'lia/utils';
 import { detokenize, ServerRanker, tokenize } from './ranking.js';
 import { LlamaServer } from './server.js';
-import { commonPrefix, MIN_SHARED_CHARS, SlotTable, type Slot } from './slots.js';
+import { commonPrefix, MIN_SHARED_CHARS, SERIAL_PROMPT_CHARS, SlotTable, type Slot } from './slots.js';
 
 export interface LlamaServerBackendOptions {
   /** Resolves the binary, or throws the error that says how to get it. */
@@ -76,6 +76,7 @@ export function llamaServerBackend(o: LlamaServerBackendOptions): LlamaServerBac
           parallel: options.parallel,
           contextPerSlot: options.contextLength ?? 0,
           batchSize,
+          unifiedCache: true,
           embedding,
           rerank,
           startTimeoutMs: o.startTimeoutMs,
@@ -111,6 +112,12 @@ interface Snapshot {
   users: number;
 }
 
+/** What a priming request ({@link ServedModel}'s `#prime`) found cached and how long it evaluated. */
+interface Primed {
+  cached: number;
+  promptEvalNs: number;
+}
+
 /** A model as one llama-server serves it. */
 class ServedModel implements LoadedModel {
   readonly capabilities;
@@ -121,6 +128,8 @@ class ServedModel implements LoadedModel {
   ranker: ServerRanker | null = null;
   readonly #slots: SlotTable;
   readonly #snapshots = new Map<Slot, Snapshot>();
+  /** Settles when the last long prompt queued ({@link #queuePrompt}) has been evaluated. */
+  #promptLine: Promise<void> = Promise.resolve();
   #files = 0;
 
   constructor(
@@ -162,11 +171,23 @@ class ServedModel implements LoadedModel {
     const own = new AbortController();
     const sig = AbortSignal.any([signal, own.signal]);
     const key = promptKey(call);
-    const placed = this.#slots.acquire(key, !key.includes('"image_url"') && this.slotDir !== undefined);
+    const shareable = !key.includes('"image_url"') && this.slotDir !== undefined;
+    const placed = this.#slots.acquire(key, shareable);
     let evaluated = false;
+    let primed: Primed | undefined;
+    let gate: { turn: Promise<void>; done: () => void } | undefined;
     try {
       if (placed) {
-        if (placed.donor) await this.#copy(placed.donor, placed.slot, placed.held, key, sig);
+        let holds = placed.held;
+        if (placed.donor) holds = await this.#copy(placed.donor, placed.slot, placed.held, key, sig);
+        else if (this.#slots.size > 1 && key.length - placed.held >= MIN_SHARED_CHARS && shareable) {
+          primed = await this.#prime(call, placed.slot, sig);
+          holds = key.length;
+        }
+        if (this.#slots.size > 1 && key.length - holds >= SERIAL_PROMPT_CHARS) {
+          gate = this.#queuePrompt();
+          await Promise.race([gate.turn, aborted(sig)]);
+        }
         call.body['id_slot'] = placed.slot.id;
         call.body['cache_prompt'] = true;
       }
@@ -174,7 +195,13 @@ class ServedModel implements LoadedModel {
       try {
         for await (const event of openaiWire.events(streamLines(res.body), started, logprobs)) {
           if (!evaluated && placed) this.#slots.evaluated(placed.slot);
+          gate?.done();
           evaluated = true;
+          // What the client is told is the prompt's evaluation, priming included.
+          if (event.type === 'done' && primed) {
+            yield { ...event, cachedTokens: primed.cached, promptEvalNs: event.promptEvalNs + primed.promptEvalNs };
+            continue;
+          }
           yield event;
         }
       } catch (err) {
@@ -186,8 +213,46 @@ class ServedModel implements LoadedModel {
       }
     } finally {
       own.abort();
+      gate?.done();
       if (placed) this.#slots.release(placed.slot, evaluated);
     }
+  }
+
+  /**
+   * A place in the line of long prompts: `turn` settles once every long prompt queued before has
+   * been evaluated (its first event) or ended; call `done` when this one has. Several prompts sent
+   * together share each decode and all wait for the last of them; one after another, the first
+   * answers after its own evaluation, the next after two, and conversations that arrived together
+   * fall out of step instead of meeting again at every turn.
+   */
+  #queuePrompt(): { turn: Promise<void>; done: () => void } {
+    const turn = this.#promptLine;
+    let done!: () => void;
+    this.#promptLine = new Promise<void>((resolve) => (done = resolve));
+    return { turn, done };
+  }
+
+  /**
+   * Evaluates a long prompt that no slot holds on its own first (`n_predict: 0`), so that the slot
+   * is idle once the prompt is in its cache: requests that share the prompt's beginning and arrive
+   * meanwhile copy it then ({@link #copy} saves a slot only while it is idle), before this request
+   * takes the slot again to generate, evaluating one token anew. Costs one round trip per such
+   * prompt, and saves each conversation arriving together the evaluation of what they share.
+   */
+  async #prime(call: WireCall, slot: Slot, signal: AbortSignal): Promise<Primed> {
+    const { stream: _stream, stream_options: _options, ...body } = call.body;
+    const answer = (await this.server.fetchJson('POST', call.path, { ...body, stream: false, n_predict: 0, id_slot: slot.id, cache_prompt: true }, signal)) as {
+      usage?: { prompt_tokens_details?: { cached_tokens?: number } };
+      timings?: { cache_n?: number; prompt_ms?: number };
+    };
+    this.#slots.evaluated(slot);
+    // Requests waiting for this prompt start their snapshot now; the slot stays idle until it is saved.
+    await new Promise((resolve) => setImmediate(resolve));
+    await this.#snapshots.get(slot)?.saved.catch(() => undefined);
+    return {
+      cached: answer.usage?.prompt_tokens_details?.cached_tokens ?? answer.timings?.cache_n ?? 0,
+      promptEvalNs: Math.round((answer.timings?.prompt_ms ?? 0) * 1e6),
+    };
   }
 
   /**
@@ -195,9 +260,10 @@ class ServedModel implements LoadedModel {
    * enough more of `key` than the `held` characters the slot had. Requests copying the same donor at once share one snapshot file,
    * removed when the last of them has restored it. A failed copy only costs the evaluation.
    */
-  async #copy(donor: Slot, slot: Slot, held: number, key: string, signal: AbortSignal): Promise<void> {
-    await Promise.race([donor.evaluated, new Promise((_, reject) => signal.addEventListener('abort', () => reject(signal.reason), { once: true }))]);
-    if (commonPrefix(donor.key, key) < held + MIN_SHARED_CHARS) return;
+  async #copy(donor: Slot, slot: Slot, held: number, key: string, signal: AbortSignal): Promise<number> {
+    await Promise.race([donor.evaluated, aborted(signal)]);
+    const shared = commonPrefix(donor.key, key);
+    if (shared < held + MIN_SHARED_CHARS) return held;
     let snap = this.#snapshots.get(donor);
     const fresh = !snap || snap.key !== donor.key;
     if (!snap || fresh) {
@@ -209,17 +275,15 @@ class ServedModel implements LoadedModel {
     const current = snap;
     current.users++;
     try {
-      if (fresh) {
-        current.saved = this.server.copySlot(donor.id, slot.id, current.file, true, signal);
-        await current.saved;
-      } else {
-        await current.saved;
-        await this.server.copySlot(donor.id, slot.id, current.file, false, signal);
-      }
+      if (fresh) current.saved = this.server.saveSlot(donor.id, current.file, signal);
+      await current.saved;
+      await this.server.restoreSlot(slot.id, current.file, signal);
+      return shared;
     } catch (err) {
       if (signal.aborted) throw err;
       // The request goes on and evaluates its prompt; the next copy saves afresh.
       if (this.#snapshots.get(donor) === current) this.#snapshots.delete(donor);
+      return held;
     } finally {
       if (--current.users === 0) {
         if (this.#snapshots.get(donor) === current) this.#snapshots.delete(donor);
@@ -252,6 +316,16 @@ class ServedModel implements LoadedModel {
     await this.server.stop();
     await this.forget();
   }
+}
+
+/** Rejects with the signal's reason once it aborts (marked handled: a race may have settled long before). */
+function aborted(signal: AbortSignal): Promise<never> {
+  const p = new Promise<never>((_, reject) => {
+    if (signal.aborted) reject(signal.reason);
+    else signal.addEventListener('abort', () => reject(signal.reason), { once: true });
+  });
+  p.catch(() => undefined);
+  return p;
 }
 
 /**

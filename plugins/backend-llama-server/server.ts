@@ -28,6 +28,12 @@ export interface ServerSpec {
   /** Tokens of context per slot; 0 asks for the model's own. */
   contextPerSlot: number;
   batchSize: number;
+  /**
+   * One KV cache for all slots (llama-server's default for several slots), where a decode that
+   * mixes slots runs as one batch, rather than one cache per slot (`--no-kv-unified`), where it
+   * is split per slot. Its size is the same (slots × context per slot) either way.
+   */
+  unifiedCache?: boolean;
   /** Start as an embedding server (`--embeddings`): a model with a pooling type. */
   embedding: boolean;
   /** Start as a ranking server (`--rerank`: embeddings pooled by the RANK head, `/v1/rerank`): a reranker. Defaults to false. */
@@ -76,8 +82,7 @@ export function serverArgs(spec: ServerSpec, port: number): string[] {
     String(spec.batchThreads),
     '--parallel',
     String(spec.parallel),
-    // Split evenly among the slots (no unified cache), so every slot has the context asked for.
-    '--no-kv-unified',
+    ...(spec.unifiedCache ? [] : ['--no-kv-unified']),
     '--ctx-size',
     String(spec.contextPerSlot * spec.parallel),
     '--batch-size',
@@ -227,13 +232,14 @@ export class LlamaServer {
     throw Errors.engineFailed(`llama-server answered HTTP ${res.statusCode}${message ? `: ${message}` : ''}`);
   }
 
-  /**
-   * Copies slot `from`'s state (its tokens and their cache) into slot `to` through the snapshot
-   * file `file` (a bare name in the server's `slotDir`); `save` false restores an existing file.
-   */
-  async copySlot(from: number, to: number, file: string, save: boolean, signal: AbortSignal): Promise<void> {
-    if (save) await this.fetchJson('POST', `/slots/${from}?action=save`, { filename: file }, signal);
-    await this.fetchJson('POST', `/slots/${to}?action=restore`, { filename: file }, signal);
+  /** Saves slot `slot`'s state (its tokens and their cache) as `file`, a bare name in the server's `slotDir`; the server waits for the slot to be idle. */
+  async saveSlot(slot: number, file: string, signal: AbortSignal): Promise<void> {
+    await this.fetchJson('POST', `/slots/${slot}?action=save`, { filename: file }, signal);
+  }
+
+  /** Loads a state that {@link saveSlot} saved into slot `slot`. */
+  async restoreSlot(slot: number, file: string, signal: AbortSignal): Promise<void> {
+    await this.fetchJson('POST', `/slots/${slot}?action=restore`, { filename: file }, signal);
   }
 
   /** {@link send}, and the answer's JSON. */

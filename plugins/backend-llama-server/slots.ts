@@ -31,6 +31,13 @@
 export const MIN_SHARED_CHARS = 1024;
 
 /**
+ * New characters of the canonical prompt (beyond what its slot holds after any copy; about 128
+ * tokens of English) above which a prompt waits for the long prompts sent before it to be
+ * evaluated (backend.ts): shorter ones go at once and share the decodes.
+ */
+export const SERIAL_PROMPT_CHARS = 512;
+
+/**
  * Characters that close a canonical prompt (`]]` after the messages, `"]` after a raw prompt): a prompt continues a
  * slot's when it shares all of the slot's but these.
  */
@@ -94,11 +101,14 @@ export class SlotTable {
     const held = shared.get(slot)!;
     let donor: Slot | null = null;
     if (shareable) {
+      // The slot holding the most of the prompt; among equals the one filled first, which is the
+      // furthest along (a later one may itself be waiting to copy it).
       let best = held + MIN_SHARED_CHARS;
       for (const s of this.#slots) {
-        if (s !== slot && shared.get(s)! >= best) {
+        const n = shared.get(s)!;
+        if (s !== slot && (n > best || (n === best && donor !== null && s.lastUsed < donor.lastUsed) || (n === best && donor === null))) {
           donor = s;
-          best = shared.get(s)!;
+          best = n;
         }
       }
     }

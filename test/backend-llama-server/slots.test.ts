@@ -60,3 +60,14 @@ t.test('a donor still evaluating is waited for; a failed one is forgotten', asyn
   t.equal(third.donor?.id, first.slot.id, 'and only the slot that evaluated the prefix is a donor');
   t.not(table.acquire(prompt('unrelated'))!.donor, first.slot, 'a prompt sharing nothing has no donor');
 });
+
+t.test('conversations arriving together all copy the first one, not each other', async (t) => {
+  const table = new SlotTable(4);
+  const first = table.acquire(prompt(SYSTEM, 'session 0'))!;
+  const others = [1, 2, 3].map((n) => table.acquire(prompt(SYSTEM, `session ${n}`))!);
+  t.same(
+    others.map((o) => o.donor?.id),
+    [first.slot.id, first.slot.id, first.slot.id],
+    'every later arrival waits for the slot that evaluates the prefix, never for another waiter',
+  );
+});
