@@ -76,7 +76,7 @@ export function llamaServerBackend(o: LlamaServerBackendOptions): LlamaServerBac
           parallel: options.parallel,
           contextPerSlot: options.contextLength ?? 0,
           batchSize,
-          unifiedCache: true,
+          unifiedCache: !embedding && !rerank,
           embedding,
           rerank,
           startTimeoutMs: o.startTimeoutMs,

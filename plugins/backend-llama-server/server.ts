@@ -30,8 +30,9 @@ export interface ServerSpec {
   batchSize: number;
   /**
    * One KV cache for all slots (llama-server's default for several slots), where a decode that
-   * mixes slots runs as one batch, rather than one cache per slot (`--no-kv-unified`), where it
-   * is split per slot. Its size is the same (slots × context per slot) either way.
+   * mixes slots runs as one batch, each slot capped at its context (`--kv-unified-per-slot`),
+   * rather than one cache per slot (`--no-kv-unified`), where such a decode is split per slot. Its
+   * size is the same (slots × context per slot) either way.
    */
   unifiedCache?: boolean;
   /** Start as an embedding server (`--embeddings`): a model with a pooling type. */
@@ -82,7 +83,8 @@ export function serverArgs(spec: ServerSpec, port: number): string[] {
     String(spec.batchThreads),
     '--parallel',
     String(spec.parallel),
-    ...(spec.unifiedCache ? [] : ['--no-kv-unified']),
+    // One cache for the slots with each capped at its context, or one cache per slot.
+    ...(spec.unifiedCache ? (spec.contextPerSlot > 0 ? ['--kv-unified-per-slot', String(spec.contextPerSlot)] : []) : ['--no-kv-unified']),
     '--ctx-size',
     String(spec.contextPerSlot * spec.parallel),
     '--batch-size',
