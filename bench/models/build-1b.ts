@@ -14,7 +14,7 @@
 import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { existsSync } from 'node:fs';
-import { mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
+import { copyFile, mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { fixture, ROOT } from '../../test/helpers/fixtures.js';
@@ -48,6 +48,28 @@ export async function build1b(quant: Quant, log: (line: string) => void = consol
     await writeFile(stamp, digest);
   }
   return file(quant);
+}
+
+/**
+ * The Q4_0 1B model with a trained context of 32,768 tokens (the coding agents' setting: a
+ * 6,300-token system prompt): a copy of it whose `llama.context_length` is set with gguf-py's
+ * gguf_set_metadata; the weights are random either way, so nothing else changes.
+ */
+export async function build1b32k(log: (line: string) => void = console.error): Promise<string> {
+  const base = await build1b('q4_0', log);
+  const out = path.join(CACHE, 'bench-random-1b-32k-q4_0.gguf');
+  const stamp = `${out}.stamp`;
+  const digest = (await readFile(path.join(CACHE, 'bench-random-1b.stamp'), 'utf8')).trim();
+  if (existsSync(out) && (await readFile(stamp, 'utf8').catch(() => '')) === digest) return out;
+  const src = await llamaCppSource(log);
+  await copyFile(base, `${out}.tmp`);
+  execFileSync('python3', [path.join(src, 'gguf-py/gguf/scripts/gguf_set_metadata.py'), '--force', `${out}.tmp`, 'llama.context_length', '32768'], {
+    env: { ...process.env, PYTHONPATH: path.join(src, 'gguf-py') },
+    stdio: ['ignore', 'ignore', 'inherit'],
+  });
+  await rename(`${out}.tmp`, out);
+  await writeFile(stamp, digest);
+  return out;
 }
 
 if (process.argv[1] && fileURLToPath(import.meta.url) === path.resolve(process.argv[1])) {
