@@ -76,7 +76,6 @@ export function llamaServerBackend(o: LlamaServerBackendOptions): LlamaServerBac
           parallel: options.parallel,
           contextPerSlot: options.contextLength ?? 0,
           batchSize,
-          unifiedCache: !embedding && !rerank,
           embedding,
           rerank,
           startTimeoutMs: o.startTimeoutMs,
@@ -180,7 +179,8 @@ class ServedModel implements LoadedModel {
       if (placed) {
         let holds = placed.held;
         if (placed.donor) holds = await this.#copy(placed.donor, placed.slot, placed.held, key, sig);
-        else if (this.#slots.size > 1 && key.length - placed.held >= MIN_SHARED_CHARS && shareable) {
+        else if (this.#slots.size > 1 && shareable && key.length - placed.held >= MIN_SHARED_CHARS && placed.held * 2 < key.length) {
+          // A new conversation's long prompt (its slot held less than half of it), which others may share.
           primed = await this.#prime(call, placed.slot, sig);
           holds = key.length;
         }
@@ -233,7 +233,8 @@ class ServedModel implements LoadedModel {
   }
 
   /**
-   * Evaluates a long prompt that no slot holds on its own first (`n_predict: 0`), so that the slot
+   * Evaluates a long prompt that no slot holds (a new conversation's: not a turn that continues
+   * its slot, which nobody else shares) on its own first (`n_predict: 0`), so that the slot
    * is idle once the prompt is in its cache: requests that share the prompt's beginning and arrive
    * meanwhile copy it then ({@link #copy} saves a slot only while it is idle), before this request
    * takes the slot again to generate, evaluating one token anew. Costs one round trip per such

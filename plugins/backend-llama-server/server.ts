@@ -28,13 +28,6 @@ export interface ServerSpec {
   /** Tokens of context per slot; 0 asks for the model's own. */
   contextPerSlot: number;
   batchSize: number;
-  /**
-   * One KV cache for all slots (llama-server's default for several slots), where a decode that
-   * mixes slots runs as one batch, each slot capped at its context (`--kv-unified-per-slot`),
-   * rather than one cache per slot (`--no-kv-unified`), where such a decode is split per slot. Its
-   * size is the same (slots × context per slot) either way.
-   */
-  unifiedCache?: boolean;
   /** Start as an embedding server (`--embeddings`): a model with a pooling type. */
   embedding: boolean;
   /** Start as a ranking server (`--rerank`: embeddings pooled by the RANK head, `/v1/rerank`): a reranker. Defaults to false. */
@@ -83,8 +76,8 @@ export function serverArgs(spec: ServerSpec, port: number): string[] {
     String(spec.batchThreads),
     '--parallel',
     String(spec.parallel),
-    // One cache for the slots with each capped at its context, or one cache per slot.
-    ...(spec.unifiedCache ? (spec.contextPerSlot > 0 ? ['--kv-unified-per-slot', String(spec.contextPerSlot)] : []) : ['--no-kv-unified']),
+    // Split evenly among the slots (no unified cache), so every slot has the context asked for.
+    '--no-kv-unified',
     '--ctx-size',
     String(spec.contextPerSlot * spec.parallel),
     '--batch-size',
