@@ -383,6 +383,14 @@ export interface FormatHandler {
    * this format; `/api/create` calls it on the new files before it writes anything.
    */
   describe(input: DescribeInput): Promise<FormatDescription>;
+  /**
+   * Bytes a model of this format holds once loaded with `options`, whichever engine of the
+   * format loads it: its weights (and projector), the cache of `options.parallel` sequences of
+   * `options.contextLength` tokens, the buffers one batch needs. Not the engine's own process,
+   * which each backend adds in its {@link InferenceBackend.estimateMemory}. A backend that runs
+   * another's format (`runs`) budgets with this instead of a guess. Optional.
+   */
+  footprint?(model: ResolvedModel, options: LoadOptions): Promise<number>;
 }
 
 export interface InferenceBackend {

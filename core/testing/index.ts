@@ -64,7 +64,9 @@ export interface TestApplianceOptions {
   plugins?: Record<string, PluginEntry>;
   /**
    * Environment for config settings and plugin options (`LIA_*`). `LIA_LOG_LEVEL` defaults to
-   * `silent` (or to the `LIA_TEST_LOG_LEVEL` of the test's environment, to debug a test).
+   * `silent` (or to the `LIA_TEST_LOG_LEVEL` of the test's environment, to debug a test), and
+   * `LIA_BACKENDS` to the `LIA_TEST_BACKENDS` of the test's environment, so that one test file
+   * runs against another backend choice (`LIA_TEST_BACKENDS=gguf=llama-server`) unchanged.
    */
   env?: Record<string, string>;
   /** A data directory to use (kept on close); a fresh temporary one (removed on close) otherwise. */
@@ -101,7 +103,8 @@ export interface TestAppliance {
 /** Starts an appliance for a test (see the module comment). Close it in the test's teardown. */
 export async function startTestAppliance(options: TestApplianceOptions = {}): Promise<TestAppliance> {
   const dataDir = options.dataDir ?? (await mkdtemp(path.join(os.tmpdir(), 'lia-test-')));
-  const env = { LIA_LOG_LEVEL: process.env['LIA_TEST_LOG_LEVEL'] ?? 'silent', ...options.env };
+  const backends = process.env['LIA_TEST_BACKENDS'];
+  const env = { LIA_LOG_LEVEL: process.env['LIA_TEST_LOG_LEVEL'] ?? 'silent', ...(backends ? { LIA_BACKENDS: backends } : {}), ...options.env };
   const base = await loadConfig({ env, cwd: dataDir, flags: { host: options.host ?? '127.0.0.1', port: '0', dataDir } });
   const config = Object.freeze({
     ...base,

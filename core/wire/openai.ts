@@ -119,6 +119,8 @@ type Chunk = {
   usage?: { prompt_tokens?: number; completion_tokens?: number; prompt_tokens_details?: { cached_tokens?: number } } | null;
   /** llama-server's own figures (milliseconds), in its last chunk. */
   timings?: { prompt_ms?: number; predicted_ms?: number; cache_n?: number };
+  /** llama-server's debug fields (asked for with `verbose`): the stop sequence that ended the text. */
+  __verbose?: { stopping_word?: string };
 };
 
 function toolCalls(parts: Map<number, { id?: string; name: string; args: string }>): ToolCall[] {
@@ -205,7 +207,8 @@ export const openaiWire = {
    * The events of a streamed answer to {@link chat} or {@link generate} (`started`: when the
    * request went out; `logprobs`: the request's, whose alternatives each token event then carries,
    * those of a chunk without text going with the next text). Throws a 502 when the stream breaks
-   * off or carries an error.
+   * off or carries an error. The `done` event names the stop sequence that ended the text where
+   * the server says (llama-server's `__verbose.stopping_word`, when the request asked for it).
    */
   async *events(source: AsyncIterable<string>, started: bigint, logprobs?: number): AsyncIterable<GenerationEvent> {
     let pending: GeneratedLogprob[] = [];
@@ -214,6 +217,7 @@ export const openaiWire = {
     let usage: Chunk['usage'];
     let timings: Chunk['timings'];
     let tokens = 0;
+    let stopSequence: string | undefined;
     let first: bigint | null = null;
     let finished = false;
     for await (const line of source) {
@@ -232,6 +236,7 @@ export const openaiWire = {
       if (chunk.error !== undefined) throw Errors.badGateway('the engine failed while answering');
       if (chunk.usage) usage = chunk.usage;
       if (chunk.timings) timings = chunk.timings;
+      if (chunk.__verbose?.stopping_word) stopSequence = chunk.__verbose.stopping_word;
       const c = chunk.choices?.[0];
       if (!c) continue;
       first ??= process.hrtime.bigint();
@@ -265,6 +270,7 @@ export const openaiWire = {
       reason: finish === 'length' ? 'length' : 'stop',
       promptTokens: usage?.prompt_tokens ?? 0,
       ...(cached !== undefined ? { cachedTokens: cached } : {}),
+      ...(stopSequence !== undefined && finish !== 'length' ? { stopSequence } : {}),
       completionTokens: usage?.completion_tokens ?? tokens,
       promptEvalNs: timings?.prompt_ms !== undefined ? Math.round(timings.prompt_ms * 1e6) : first ? Number(first - started) : nsSince(started),
       evalNs: timings?.predicted_ms !== undefined ? Math.round(timings.predicted_ms * 1e6) : first ? Number(now - first) : 0,

@@ -10,7 +10,7 @@ import type { FastifyBaseLogger } from 'fastify';
 import type { FormatHandler, InferenceBackend } from 'lia/plugin';
 import type { LoadOptions, MemoryEstimate } from 'lia/plugin/contracts';
 import type { ResolvedModel } from 'lia/plugin/contracts';
-import { estimateBytes, fileBytes, readShape } from './estimate.js';
+import { estimateBytes, fileBytes, readShape, RUNNER_OVERHEAD_BYTES } from './estimate.js';
 import { ggufFormat } from './format.js';
 import type { HugePagesMode } from './huge-pages.js';
 import { CpuPlacement, type CpuAffinityMode } from './placement.js';
@@ -68,7 +68,8 @@ export class LlamaCppBackend implements InferenceBackend {
       parallel: options.parallel,
       batchSize: options.batchSize ?? this.#options.batchSize,
     });
-    return { totalBytes, vramBytes: 0 };
+    // The runner loads no projector: the weights alone, plus the runner process.
+    return { totalBytes: totalBytes + RUNNER_OVERHEAD_BYTES, vramBytes: 0 };
   }
 
   async load(model: ResolvedModel, options: LoadOptions): Promise<RunnerModel> {

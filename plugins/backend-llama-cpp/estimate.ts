@@ -1,8 +1,9 @@
 /**
  * Memory estimate of a GGUF model before loading it, from its header alone (no native code runs
  * in the appliance process): weights (the file size; mmap pages them in), the KV cache of
- * `parallel` sequences of `contextLength` tokens in F16, a compute buffer for one batch, and the
- * runner process itself. The scheduler budgets with it; `/api/ps` shows the runner's real figure.
+ * `parallel` sequences of `contextLength` tokens in F16 and a compute buffer for one batch (the
+ * format's `footprint`, which any llama.cpp engine shares), plus the runner process itself (the
+ * backend's `estimateMemory`). The scheduler budgets with it; `/api/ps` shows the real figure.
  *
  * @module
  */
@@ -43,14 +44,14 @@ export async function readShape(modelPath: string): Promise<GgufShape> {
   };
 }
 
-/** Bytes for weights + KV cache + one batch's compute buffer + the runner process. */
+/** Bytes for weights + KV cache + one batch's compute buffer (not the engine's process). */
 export function estimateBytes(shape: GgufShape, fileBytes: number, opts: { contextLength: number; parallel: number; batchSize: number }): number {
   const ctx = opts.contextLength > 0 ? Math.min(opts.contextLength, shape.trainedContext) : shape.trainedContext;
   const kvWidth = (shape.embedding / shape.heads) * shape.kvHeads;
   const kv = 2 * shape.layers * ctx * opts.parallel * kvWidth * 2;
   const batch = Math.min(opts.batchSize, ctx * opts.parallel);
   const compute = batch * (shape.vocab + 8 * shape.embedding) * 4;
-  return Math.ceil(fileBytes + kv + compute + RUNNER_OVERHEAD_BYTES);
+  return Math.ceil(fileBytes + kv + compute);
 }
 
 /** The file size of a model (its weights). */

@@ -12,11 +12,15 @@
  */
 import type { FormatHandler } from 'lia/plugin';
 import type { ModelCapability, ModelFile } from 'lia/plugin/contracts';
+import { estimateBytes, fileBytes, readShape } from './estimate.js';
 import { readGguf, type GgufSummary } from './gguf.js';
 
 /** Ollama's layer types: the weights, and the vision projector that may come with them. */
 export const GGUF_MEDIA_TYPE = 'application/vnd.ollama.image.model';
 const PROJECTOR_MEDIA_TYPE = 'application/vnd.ollama.image.projector';
+
+/** llama.cpp's prompt batch when a load gives none. */
+const DEFAULT_BATCH = 512;
 
 /** Creates the handler; header summaries are cached by blob digest (blobs never change). */
 export function ggufFormat(): FormatHandler {
@@ -58,6 +62,16 @@ export function ggufFormat(): FormatHandler {
       if (goTemplate.includes('.Thinking') || jinjaThinks(gguf.chatTemplate)) capabilities.push('thinking');
       if (layers.some((l) => l.mediaType === PROJECTOR_MEDIA_TYPE)) capabilities.push('vision');
       return { details: gguf.details, capabilities, modelInfo: gguf.modelInfo };
+    },
+    async footprint(model, options) {
+      const files = [model.modelPath, ...(model.projectorPath ? [model.projectorPath] : [])];
+      const [shape, ...sizes] = await Promise.all([readShape(model.modelPath), ...files.map(fileBytes)]);
+      const bytes = sizes.reduce((a, b) => a + b, 0);
+      return estimateBytes(shape, bytes, {
+        contextLength: options.contextLength ?? 0,
+        parallel: options.parallel,
+        batchSize: options.batchSize ?? DEFAULT_BATCH,
+      });
     },
   };
 }

@@ -14,9 +14,22 @@ import os from 'node:os';
 import path from 'node:path';
 import { Errors } from 'lia/plugin';
 import type { InferenceBackend, LoadedModel } from 'lia/plugin';
-import type { ChatParams, EmbedParams, EmbedResult, GenerateParams, GenerationEvent, LoadOptions, MemoryEstimate, ResolvedModel } from 'lia/plugin/contracts';
+import type {
+  ChatParams,
+  EmbedParams,
+  EmbedResult,
+  GenerateParams,
+  GenerationEvent,
+  LoadOptions,
+  MemoryEstimate,
+  ResolvedModel,
+  SamplingOptions,
+} from 'lia/plugin/contracts';
 import type { RankParams, RankResult, TokenizeParams, TokenizeResult } from 'lia/plugin/contracts';
 import { openaiWire, streamLines, type WireCall } from 'lia/utils';
+import { forcedCall, forcedChoice, formatted } from './constrained.js';
+import { fitted } from './fit.js';
+import { generateOn, type RunCall } from './generate.js';
 import { detokenize, ServerRanker, tokenize } from './ranking.js';
 import { LlamaServer } from './server.js';
 import { commonPrefix, MIN_SHARED_CHARS, SERIAL_PROMPT_CHARS, SlotTable, type Slot } from './slots.js';
@@ -28,13 +41,18 @@ export interface LlamaServerBackendOptions {
   available?: () => Promise<boolean>;
   batchSize: number;
   startTimeoutMs: number;
+  /**
+   * What a model holds once loaded (weights, projector, KV cache, batch buffers): the format
+   * handler's `footprint`, which the plugin looks up for the model's format. Without one (a
+   * handler that does not estimate), the weights plus {@link FLAT_CACHE_BYTES}.
+   */
+  footprint?: (model: ResolvedModel, options: LoadOptions) => Promise<number> | undefined;
 }
 
-/**
- * What a server holds beyond the weights (its KV cache, compute buffers, the process): a flat
- * allowance, as the KV cache's size per token is not known without reading the model's header.
- */
-const RUNTIME_BYTES = 256 * 1024 * 1024;
+/** A server process's own memory beyond its model's footprint (the binary, its HTTP threads, slot bookkeeping), with a margin. */
+export const SERVER_OVERHEAD_BYTES = 32 * 1024 * 1024;
+/** The cache allowance when the format cannot say (see {@link LlamaServerBackendOptions.footprint}). */
+const FLAT_CACHE_BYTES = 256 * 1024 * 1024;
 
 /** The backend, and the servers it runs (for logs and tests). */
 export interface LlamaServerBackend extends InferenceBackend {
@@ -44,6 +62,11 @@ export interface LlamaServerBackend extends InferenceBackend {
 
 export function llamaServerBackend(o: LlamaServerBackendOptions): LlamaServerBackend {
   const running = new Map<LlamaServer, string>();
+  const estimate = async (model: ResolvedModel, options: LoadOptions): Promise<MemoryEstimate> => {
+    // The store counts the projector in `sizeBytes`.
+    const bytes = (await o.footprint?.(model, { ...options, batchSize: options.batchSize ?? o.batchSize })) ?? model.sizeBytes + FLAT_CACHE_BYTES;
+    return { totalBytes: bytes + SERVER_OVERHEAD_BYTES, vramBytes: 0 };
+  };
   return {
     processes: () => [...running].map(([server, model]) => ({ model, pid: server.pid })),
     name: 'llama-server',
@@ -54,10 +77,7 @@ export function llamaServerBackend(o: LlamaServerBackendOptions): LlamaServerBac
     // node-llama-cpp's ranking context scores one pair at a time (docs/backends.md).
     prefers: ['rerank'],
     available: async () => (o.available ? o.available() : true),
-    async estimateMemory(model: ResolvedModel): Promise<MemoryEstimate> {
-      // The store counts the projector in `sizeBytes`.
-      return { totalBytes: model.sizeBytes + RUNTIME_BYTES, vramBytes: 0 };
-    },
+    estimateMemory: (model, options) => estimate(model, options),
     async load(model: ResolvedModel, options: LoadOptions): Promise<LoadedModel> {
       const binary = await o.binary();
       const embedding = model.capabilities.includes('embedding');
@@ -66,32 +86,44 @@ export function llamaServerBackend(o: LlamaServerBackendOptions): LlamaServerBac
       // Snapshots for copying one slot's prompt into another (generation servers only).
       const slotDir = embedding || rerank ? undefined : await mkdtemp(path.join(os.tmpdir(), 'lia-slots-'));
       const dropSlotDir = () => (slotDir ? rm(slotDir, { recursive: true, force: true }).catch(() => undefined) : Promise.resolve());
-      const server = await LlamaServer.start(
-        {
-          binary,
-          model: model.modelPath,
-          ...(model.projectorPath ? { projector: model.projectorPath } : {}),
-          threads: options.threads,
-          batchThreads: options.batchThreads ?? options.threads,
-          parallel: options.parallel,
-          contextPerSlot: options.contextLength ?? 0,
-          batchSize,
-          embedding,
-          rerank,
-          startTimeoutMs: o.startTimeoutMs,
-          ...(slotDir ? { slotDir } : {}),
-        },
-        (err) => {
-          running.delete(server);
-          void dropSlotDir();
-          options.onExit?.(err);
-        },
-      ).catch(async (err: unknown) => {
+      const start = (contextPerSlot: number) =>
+        LlamaServer.start(
+          {
+            binary,
+            model: model.modelPath,
+            ...(model.projectorPath ? { projector: model.projectorPath } : {}),
+            threads: options.threads,
+            batchThreads: options.batchThreads ?? options.threads,
+            parallel: options.parallel,
+            contextPerSlot,
+            batchSize,
+            embedding,
+            rerank,
+            startTimeoutMs: o.startTimeoutMs,
+            ...(slotDir ? { slotDir } : {}),
+          },
+          (err) => {
+            running.delete(server);
+            void dropSlotDir();
+            options.onExit?.(err);
+          },
+        );
+      let server: LlamaServer;
+      try {
+        server = await start(options.contextLength ?? 0);
+        // Clamped to the model's trained context, as node-llama-cpp does (the engine's context
+        // growth then stops there and says so); the trained length is known once the model loads.
+        if (server.trainedContext > 0 && server.contextPerSlot > server.trainedContext) {
+          await server.stop();
+          server = await start(server.trainedContext);
+        }
+      } catch (err) {
         await dropSlotDir();
         throw err;
-      });
+      }
       running.set(server, model.name);
-      const served = new ServedModel(model, server, embedding, slotDir, async () => {
+      const { totalBytes } = await estimate(model, { ...options, contextLength: server.contextPerSlot, parallel: server.slots });
+      const served = new ServedModel(model, server, totalBytes, embedding, slotDir, async () => {
         running.delete(server);
         await dropSlotDir();
       });
@@ -134,6 +166,7 @@ class ServedModel implements LoadedModel {
   constructor(
     readonly model: ResolvedModel,
     readonly server: LlamaServer,
+    sizeBytes: number,
     readonly embedding: boolean,
     readonly slotDir: string | undefined,
     readonly forget: () => Promise<void>,
@@ -141,25 +174,44 @@ class ServedModel implements LoadedModel {
     // The model's own capabilities; vision only where the projector loaded.
     this.capabilities = model.capabilities.filter((c) => c !== 'vision' || server.vision);
     this.contextLength = server.contextPerSlot;
-    this.sizeBytes = model.sizeBytes + RUNTIME_BYTES;
+    this.sizeBytes = sizeBytes;
     this.#slots = new SlotTable(server.slots);
   }
 
   generate(p: GenerateParams, signal: AbortSignal): AsyncIterable<GenerationEvent> {
-    return this.#stream(() => openaiWire.generate(this.model.name, p), p.logprobs, signal);
+    const run: RunCall = (build) =>
+      this.#stream(
+        () => {
+          const call = withNativeSampling(build(), p.options);
+          // A templated prompt is a chat turn: thinking switched off as for chat.
+          if (p.think === false && call.path === '/v1/chat/completions') call.body['chat_template_kwargs'] = { enable_thinking: false };
+          return call;
+        },
+        p.logprobs,
+        signal,
+      );
+    return generateOn(this.server, this.model.name, p, run, signal);
   }
 
-  chat(p: ChatParams, signal: AbortSignal): AsyncIterable<GenerationEvent> {
-    return this.#stream(
-      () => {
-        const call = openaiWire.chat(this.model.name, p);
-        // Thinking switched off in the prompt where the template can (Qwen3's `enable_thinking`).
-        if (p.think === false) call.body['chat_template_kwargs'] = { enable_thinking: false };
-        return call;
-      },
-      p.logprobs,
-      signal,
-    );
+  chat(params: ChatParams, signal: AbortSignal): AsyncIterable<GenerationEvent> {
+    const answer = (p: ChatParams): AsyncIterable<GenerationEvent> => {
+      const forced = forcedChoice(p);
+      if (forced || p.format !== undefined) {
+        const run: RunCall = (build) => this.#stream(() => withNativeSampling(build(), p.options), forced ? undefined : p.logprobs, signal);
+        return forced ? forcedCall(this.server, this.model.name, p, forced, run, signal) : formatted(this.server, this.model.name, p, run, signal);
+      }
+      return this.#stream(
+        () => {
+          const call = withNativeSampling(openaiWire.chat(this.model.name, p), p.options);
+          // Thinking switched off in the prompt where the template can (Qwen3's `enable_thinking`).
+          if (p.think === false) call.body['chat_template_kwargs'] = { enable_thinking: false };
+          return call;
+        },
+        p.logprobs,
+        signal,
+      );
+    };
+    return fitted(this.server, this.model.name, params, answer, signal);
   }
 
   /** The events of one request; `build` runs at the first step, so its 400s reach the consumer as the stream's error. */
@@ -317,6 +369,32 @@ class ServedModel implements LoadedModel {
     await this.server.stop();
     await this.forget();
   }
+}
+
+/**
+ * What llama-server reads under its own names: the repeat penalty and its window on every route
+ * (the OpenAI wire's `repetition_penalty`, vLLM's name, is not one of them), the stop sequence
+ * that ended the text (its `verbose` answer), and on the completions route an output format as
+ * `json_schema` (it reads `response_format` on the chat route only).
+ */
+function withNativeSampling(call: WireCall, o: SamplingOptions): WireCall {
+  if (o.repeat_penalty !== undefined) {
+    delete call.body['repetition_penalty'];
+    call.body['repeat_penalty'] = o.repeat_penalty;
+  }
+  if (o.repeat_last_n !== undefined) call.body['repeat_last_n'] = o.repeat_last_n;
+  if (o.stop?.length) {
+    // Which stop sequence ended the text (Anthropic's `stop_sequence`): llama-server's debug field,
+    // trimmed to that one value.
+    call.body['verbose'] = true;
+    call.body['response_fields'] = ['stopping_word'];
+  }
+  const format = call.body['response_format'] as { type?: string; json_schema?: { schema?: unknown } } | undefined;
+  if (call.path === '/v1/completions' && format) {
+    delete call.body['response_format'];
+    call.body['json_schema'] ??= format.type === 'json_schema' ? (format.json_schema?.schema ?? {}) : { type: 'object' };
+  }
+  return call;
 }
 
 /** Rejects with the signal's reason once it aborts (marked handled: a race may have settled long before). */

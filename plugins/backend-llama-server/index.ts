@@ -74,7 +74,14 @@ export default definePlugin({
         () => true,
         () => false,
       );
-    const backend = llamaServerBackend({ binary, available, batchSize: ctx.options.batchSize, startTimeoutMs: ctx.options.startTimeoutMs });
+    const backend = llamaServerBackend({
+      binary,
+      available,
+      batchSize: ctx.options.batchSize,
+      startTimeoutMs: ctx.options.startTimeoutMs,
+      // The budget of a model comes from the handler of its format (backend-llama-cpp's for GGUF).
+      footprint: (model, options) => ctx.hooks.backends.handler(model.format)?.footprint?.(model, options),
+    });
     ctx.hooks.backends.register(backend);
     // Servers are the scheduler's models: it unloads them (stopping each process) at shutdown.
     void app;

@@ -134,29 +134,25 @@ export async function tokenize(server: LlamaServer, p: TokenizeParams, signal: A
   };
 }
 
-/** The vocabulary size of each server, read once from `/v1/models` (`meta.n_vocab`). */
-const vocabularies = new WeakMap<LlamaServer, Promise<number>>();
+/**
+ * A 400 naming the first id that is not a token of the server's model (llama.cpp would fail on
+ * it); `param` is the request field the ids came in.
+ */
+export function checkTokenIds(server: LlamaServer, ids: readonly number[], param: 'tokens' | 'context'): void {
+  const n = server.vocabulary;
+  const bad = ids.find((id) => !Number.isInteger(id) || id < 0 || (n > 0 && id >= n));
+  if (bad === undefined) return;
+  // The words node-llama-cpp's runner uses for each field.
+  if (param === 'context') throw Errors.badRequest(`context holds ${bad}, which is not a token of this model`, { param });
+  throw Errors.badRequest(`${bad} is not a token of this model (its vocabulary has ${n} tokens)`, { param });
+}
 
 /**
  * llama-server's `/detokenize`: ids back to text, special tokens written out. An id outside the
- * vocabulary is a 400 here (llama.cpp would fail on it); `check` false skips that for ids the
- * server gave.
+ * vocabulary is a 400 ({@link checkTokenIds}); `check` false skips that for ids the server gave.
  */
 export async function detokenize(server: LlamaServer, ids: number[], signal: AbortSignal, check = true): Promise<string> {
-  if (check) {
-    let size = vocabularies.get(server);
-    if (!size) {
-      size = server.fetchJson('GET', '/v1/models', undefined, signal).then((j) => {
-        const models = (j as { data?: Array<{ meta?: { n_vocab?: number } }> }).data ?? [];
-        return models[0]?.meta?.n_vocab ?? 0;
-      });
-      vocabularies.set(server, size);
-      size.catch(() => vocabularies.delete(server));
-    }
-    const n = await size;
-    const bad = ids.find((id) => !Number.isInteger(id) || id < 0 || id >= n);
-    if (bad !== undefined) throw Errors.badRequest(`${bad} is not a token of this model (its vocabulary has ${n} tokens)`, { param: 'tokens' });
-  }
+  if (check) checkTokenIds(server, ids, 'tokens');
   const answer = (await server.fetchJson('POST', '/detokenize', { tokens: ids }, signal)) as { content?: string };
   return answer.content ?? '';
 }

@@ -14,6 +14,7 @@ import { randomBytes } from 'node:crypto';
 import net from 'node:net';
 import { Agent, request, type Dispatcher } from 'undici';
 import { Errors } from 'lia/plugin';
+import { promptTooLong } from 'lia/prompts';
 
 /** What a server is started with. */
 export interface ServerSpec {
@@ -108,6 +109,10 @@ export class LlamaServer {
   vision = false;
   /** Slots, as the server reports them. */
   slots = 1;
+  /** The model's trained context, as the server reports it (0 when it does not). */
+  trainedContext = 0;
+  /** The model's vocabulary size, as the server reports it (0 when it does not). */
+  vocabulary = 0;
 
   private constructor(child: ChildProcess, port: number, key: string) {
     this.#child = child;
@@ -183,6 +188,11 @@ export class LlamaServer {
     this.contextPerSlot = props.default_generation_settings?.n_ctx ?? 0;
     this.vision = props.modalities?.vision === true;
     this.slots = props.total_slots ?? 1;
+    const models = (await this.fetchJson('GET', '/v1/models', undefined, AbortSignal.timeout(10_000)).catch(() => null)) as {
+      data?: Array<{ meta?: { n_ctx_train?: number; n_vocab?: number } }>;
+    } | null;
+    this.trainedContext = models?.data?.[0]?.meta?.n_ctx_train ?? 0;
+    this.vocabulary = models?.data?.[0]?.meta?.n_vocab ?? 0;
   }
 
   /**
@@ -209,14 +219,19 @@ export class LlamaServer {
     const text = await res.body.text().catch(() => '');
     let message = '';
     let type = '';
+    let e: { message?: string; type?: string; n_prompt_tokens?: number; n_ctx?: number } | undefined;
     try {
-      const e = (JSON.parse(text) as { error?: { message?: string; type?: string } }).error;
+      e = (JSON.parse(text) as { error?: typeof e }).error;
       message = e?.message ?? '';
       type = e?.type ?? '';
     } catch {
       message = text.slice(0, 300);
     }
-    if (res.statusCode === 400 && type === 'exceed_context_size_error') throw Errors.contextLengthExceeded(message);
+    if (res.statusCode === 400 && type === 'exceed_context_size_error') {
+      // In the words node-llama-cpp's runner uses, so a client reads the same 400 on either engine.
+      const known = typeof e?.n_prompt_tokens === 'number' && typeof e.n_ctx === 'number';
+      throw Errors.contextLengthExceeded(known ? promptTooLong(e!.n_prompt_tokens!, e!.n_ctx!, this.trainedContext) : message);
+    }
     // llama.cpp's media loader fails with a server error for an image it cannot decode; the image
     // is the request's, so it is the request's fault.
     if (/failed to load image/i.test(message)) throw Errors.badRequest(`an image could not be decoded (${message})`, { param: 'images' });

@@ -142,11 +142,24 @@ t.test('a forced tool call comes back as a tool_use block with an input object',
   t.equal(next.type, 'message');
 });
 
+t.test('a repeated system prompt is reported as read from the cache, as an agent sees it', async (t) => {
+  // Over 1,024 characters: what llama-server's slot placement copies between conversations.
+  const system = 'You are a careful assistant who tells short stories about animals. '.repeat(18);
+  const first = await client.messages.create({ model: MODEL, max_tokens: 2, ...greedy, system, messages: [{ role: 'user', content: 'A cat.' }] });
+  const next = await client.messages.create({ model: MODEL, max_tokens: 2, ...greedy, system, messages: [{ role: 'user', content: 'A dog.' }] });
+  const total = (m: Anthropic.Message) => m.usage.input_tokens + (m.usage.cache_read_input_tokens ?? 0);
+  t.equal(next.usage.cache_creation_input_tokens, 0, 'the engine caches without a separate write');
+  t.ok((next.usage.cache_read_input_tokens ?? 0) > 40, `the system prompt came from the cache (${next.usage.cache_read_input_tokens} tokens)`);
+  t.ok(next.usage.input_tokens < total(next), `only the new turn was evaluated (${next.usage.input_tokens})`);
+  t.ok(Math.abs(total(next) - total(first)) <= 2, 'both prompts have about the same length');
+});
+
 t.test('countTokens counts the prompt as messages.create does', async (t) => {
   const counted = await client.messages.countTokens({ model: MODEL, messages: ask, system: 'You tell stories.' });
   const res = await client.messages.create({ model: MODEL, max_tokens: 1, messages: ask, system: 'You tell stories.' });
   t.ok(counted.input_tokens > 0);
-  t.equal(counted.input_tokens, res.usage.input_tokens);
+  const cached = res.usage.cache_read_input_tokens ?? 0;
+  t.equal(counted.input_tokens, res.usage.input_tokens + cached, 'evaluated and cached tokens add up to the counted prompt');
   const longer = await client.messages.countTokens({
     model: MODEL,
     messages: [...ask, { role: 'assistant', content: 'Once upon a time' }, { role: 'user', content: 'Go on.' }],

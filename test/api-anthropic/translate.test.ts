@@ -373,6 +373,20 @@ t.test('collected message: content and stop reasons', async (t) => {
   }
 });
 
+t.test('usage splits the prompt into cached and evaluated tokens as Anthropic does', async (t) => {
+  const c = new MessageCollector(meta, ids());
+  c.add({ type: 'token', text: 'Hi' });
+  c.add(done({ promptTokens: 700, cachedTokens: 650 }));
+  t.same(c.result().usage, { input_tokens: 50, cache_creation_input_tokens: 0, cache_read_input_tokens: 650, output_tokens: 3 });
+  const s = new StreamTranslator(meta, ids());
+  const out = [...s.next({ type: 'token', text: 'x' }), ...s.next(done({ promptTokens: 9, cachedTokens: 0 })), ...s.finish()];
+  t.match(
+    out.find((e) => e.type === 'message_delta'),
+    { usage: { input_tokens: 9, cache_read_input_tokens: 0, output_tokens: 3 } },
+    'nothing cached: all evaluated',
+  );
+});
+
 t.test('stream events: order, indexes, deltas', async (t) => {
   const s = new StreamTranslator(meta, ids());
   const out = [

@@ -44,9 +44,9 @@ function checkEntries(t: Test, entries: Entry[], top: number): void {
 
 /**
  * The checks, on an appliance started with `env` (`LIA_*` settings: the engine a model runs on).
- * `trimmed`: the engine's chat parser drops white space at the ends of a structured answer and the
- * log probabilities of its tokens with it (llama-server), so there the tokens spell the answer up
- * to that white space and may be fewer than those generated.
+ * `trimmed`: the engine counts the token that ends a structured answer without giving it an entry
+ * (llama-server), so there the entries may be fewer than those generated and are compared with
+ * the answer up to white space at its ends.
  */
 export async function checkLogprobs(t: Test, env: Record<string, string> = {}, trimmed = false): Promise<void> {
   const fx = await openaiFixture(t, { [MODEL]: 'gguf/stories260K-chatml.gguf' }, {}, env);

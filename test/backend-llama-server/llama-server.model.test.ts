@@ -7,7 +7,9 @@
 import { readFile } from 'node:fs/promises';
 import t from 'tap';
 import type { LlamaServerBackend } from '../../plugins/backend-llama-server/backend.js';
+import { SERVER_OVERHEAD_BYTES } from '../../plugins/backend-llama-server/backend.js';
 import { cachedBinary } from '../../plugins/backend-llama-server/build.js';
+import { readShape } from '../../plugins/backend-llama-cpp/estimate.js';
 import { createModel } from '../helpers/models.js';
 import { ollamaClient, startEngineAppliance } from '../engine/helpers.js';
 
@@ -54,6 +56,76 @@ t.test('a model the backends setting gives llama-server runs in a llama-server p
 
   await ollama.generate({ model: 'plain', prompt: 'Hi', options: { num_predict: 2 } });
   t.notOk(pidOf('plain'), 'other models stay on node-llama-cpp');
+});
+
+t.test("its memory budget is read from the model's header: the cache of its slots, not a flat allowance", async (t) => {
+  const model = await app.hooks.models.get().resolve('stories');
+  const at = async (parallel: number, contextLength: number) => (await backend.estimateMemory(model, { parallel, contextLength, threads: 1 })).totalBytes;
+  const shape = await readShape(model.modelPath);
+  const perSequence = 2 * shape.layers * 256 * (shape.embedding / shape.heads) * shape.kvHeads * 2;
+  t.equal((await at(4, 256)) - (await at(2, 256)), 2 * perSequence, 'two more slots: two more sequences of KV cache');
+  t.ok((await at(2, 256)) < model.sizeBytes + SERVER_OVERHEAD_BYTES + 32 * 1024 * 1024, 'a tiny model is budgeted near its size');
+  await ollama.generate({ model: 'stories', prompt: 'Hi', options: { num_predict: 1 } });
+  const ps = (await (await app.fetch('/api/ps')).json()) as { models: Array<{ name: string; size: number }> };
+  t.equal(ps.models.find((m) => m.name === 'stories:latest')?.size, await at(2, 256), '/api/ps shows the budget of the loaded server');
+});
+
+t.test("Ollama's generate asks the same of llama-server: a request template, context, think", async (t) => {
+  const base = { model: 'stories', options: { num_predict: 1, temperature: 0 } };
+  const plain = await ollama.generate({ ...base, prompt: 'Once upon a time', raw: true });
+  t.notOk(plain.context, 'a raw prompt has no context, as on Ollama');
+  const templated = await ollama.generate({ ...base, prompt: 'Once upon a time', template: 'Tell a story. {{ .Prompt }}' });
+  t.ok(templated.prompt_eval_count > plain.prompt_eval_count, 'the template text was added');
+  const withSystem = await ollama.generate({
+    ...base,
+    prompt: 'Once upon a time',
+    system: 'A long system prompt here.',
+    template: '{{ if .System }}{{ .System }} {{ end }}{{ .Prompt }}',
+  });
+  t.ok(withSystem.prompt_eval_count > templated.prompt_eval_count - 4, 'the system prompt was rendered');
+
+  const first = await ollama.generate({ model: 'stories', prompt: 'Once upon a time', options: { num_predict: 8, temperature: 0 } });
+  const context = first.context;
+  t.ok(Array.isArray(context) && context.every((id) => Number.isInteger(id) && id >= 0), 'a templated answer carries its token ids');
+  t.ok(context.length >= first.prompt_eval_count - 1 + 4, `the prompt (without BOS) and the answer: ${context.length} ids`);
+  const said = await ollama.generate({ model: 'stories', prompt: 'Then', context, options: { num_predict: 4, temperature: 0 } });
+  t.ok(said.prompt_eval_count > context.length, `the context was evaluated before the prompt: ${said.prompt_eval_count} tokens`);
+  t.same(said.context.slice(0, context.length), context, 'and the new context continues the old one');
+  const bad = await app.fetch('/api/generate', {
+    method: 'POST',
+    body: JSON.stringify({ model: 'stories', prompt: 'x', context: [1, 99_999_999], stream: false }),
+  });
+  t.equal(bad.status, 400, 'an id outside the vocabulary is a 400');
+  t.same(await bad.json(), { error: 'context holds 99999999, which is not a token of this model' }, 'in the words of node-llama-cpp');
+});
+
+t.test('a prompt past the trained context: the same 400 as on node-llama-cpp', async (t) => {
+  const tooLong = 'the cat sat on the mat. '.repeat(400);
+  const res = await app.fetch('/api/generate', {
+    method: 'POST',
+    body: JSON.stringify({ model: 'stories', prompt: tooLong, stream: false, options: { num_ctx: 2048 } }),
+  });
+  t.equal(res.status, 400);
+  const { error } = (await res.json()) as { error: string };
+  t.match(error, /^prompt is too long: (\d+) tokens > 2047 maximum \(the context length is 2048, the model's trained context length; shorten the prompt\)$/);
+});
+
+t.test('a conversation past the trained context grows the context, then loses its oldest turns; the system message and the newest stay', async (t) => {
+  const system = { role: 'system', content: 'You tell short stories about animals.' };
+  const turns = Array.from({ length: 400 }, (_, i) =>
+    i % 2 === 0
+      ? { role: 'user', content: `Tell me more about the cat number ${i}.` }
+      : { role: 'assistant', content: 'The cat and the dog played in the park.' },
+  );
+  const last = { role: 'user', content: 'What happened next?' };
+  const answer = await ollama.chat({ model: 'stories', messages: [system, ...turns, last], options: { num_predict: 4, temperature: 0 } });
+  t.equal(answer.done, true, 'answered');
+  const ps = (await (await app.fetch('/api/ps')).json()) as { models: Array<{ name: string; context_length: number }> };
+  const context = ps.models.find((m) => m.name === 'stories:latest')?.context_length ?? 0;
+  t.equal(context, 2048, "grown to the model's trained context");
+  t.ok(answer.prompt_eval_count < context && answer.prompt_eval_count > context / 2, `the newest turns that fit: ${answer.prompt_eval_count} tokens`);
+  const alone = await ollama.chat({ model: 'stories', messages: [system, last], options: { num_predict: 1 } });
+  t.ok(answer.prompt_eval_count > alone.prompt_eval_count, 'more than the system message and the last one');
 });
 
 t.test('a killed llama-server is started again by the next request; the API stays up', async (t) => {

@@ -1,7 +1,7 @@
 /**
  * Log probabilities on llama-server (the checks: test/api-openai/logprobs.ts): the backend asks
- * for them over the OpenAI wire and carries the server's back on each token event. Its chat parser
- * trims white space at the ends of a structured answer, and those tokens' entries with it.
+ * for them over the OpenAI wire and carries the server's back on each token event. The token that
+ * ends a structured answer is counted without an entry.
  */
 import t from 'tap';
 import { cachedBinary } from '../../plugins/backend-llama-server/build.js';

@@ -26,8 +26,16 @@ import type { GenerationEvent, ToolCall } from 'lia/plugin/contracts';
 
 export type StopReason = 'end_turn' | 'max_tokens' | 'stop_sequence' | 'tool_use';
 
+/**
+ * Anthropic's usage: `input_tokens` counts the prompt tokens evaluated, `cache_read_input_tokens`
+ * those the engine found in its prompt cache (their sum is the prompt's length), and
+ * `cache_creation_input_tokens` is always 0: the engine caches every prompt without a separate
+ * write. The two cache fields are present when the engine reports its cache.
+ */
 export interface Usage {
   input_tokens: number;
+  cache_creation_input_tokens?: number;
+  cache_read_input_tokens?: number;
   output_tokens: number;
 }
 
@@ -98,7 +106,11 @@ export function stopOf(done: Done | undefined, sawToolUse: boolean): { stop_reas
 
 /** The usage of a finished generation (zeros when it never finished). */
 export function usageOf(done: Done | undefined): Usage {
-  return { input_tokens: done?.promptTokens ?? 0, output_tokens: done?.completionTokens ?? 0 };
+  const prompt = done?.promptTokens ?? 0;
+  const output = done?.completionTokens ?? 0;
+  if (done?.cachedTokens === undefined) return { input_tokens: prompt, output_tokens: output };
+  const cached = Math.min(done.cachedTokens, prompt);
+  return { input_tokens: prompt - cached, cache_creation_input_tokens: 0, cache_read_input_tokens: cached, output_tokens: output };
 }
 
 /** Collects a whole generation into one `message`. */

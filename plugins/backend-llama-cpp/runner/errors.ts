@@ -3,6 +3,7 @@
  *
  * @module
  */
+import { promptTooLong } from 'lia/prompts';
 
 /** An error caused by the request, not the engine: the parent answers 400 instead of 500. */
 export class RequestError extends Error {
@@ -20,10 +21,6 @@ export class ContextLengthError extends RequestError {
    * @param trained the model's trained context (0 when unknown)
    */
   constructor(promptTokens: number, contextLength: number, trained: number) {
-    const raise =
-      trained > contextLength
-        ? `the context length is ${contextLength}; raise it with num_ctx (a request option or the model's PARAMETER) or the engine's contextLength setting (LIA_CONTEXT_LENGTH), up to the model's trained context length of ${trained}`
-        : `the context length is ${contextLength}, the model's trained context length; shorten the prompt`;
-    super(`prompt is too long: ${promptTokens} tokens > ${contextLength - 1} maximum (${raise})`);
+    super(promptTooLong(promptTokens, contextLength, trained));
   }
 }

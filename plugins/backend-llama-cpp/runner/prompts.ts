@@ -8,7 +8,8 @@
 import { LlamaText, type ChatHistoryItem, type ChatModelFunctions, type ChatWrapper, type LlamaModel, type Token } from 'node-llama-cpp';
 import type { GenerateParams } from 'lia/plugin/contracts';
 import { ContextLengthError } from './errors.js';
-import { renderGoTemplate, withoutThinking, wrapperForGoTemplate, type PromptFormat } from './templates.js';
+import { renderGoTemplate } from 'lia/prompts';
+import { withoutThinking, wrapperForGoTemplate, type PromptFormat } from './templates.js';
 
 /**
  * A chat format's stop triggers, split by how they are best detected. node-llama-cpp stops on an

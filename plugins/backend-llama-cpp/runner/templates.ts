@@ -5,7 +5,7 @@
  *    resolver, which prefers a specialised wrapper that renders identically;
  * 2. the store's template layer (Ollama Go-template text): the common families (ChatML, Llama 3,
  *    Llama 2, Mistral, Gemma) map onto node-llama-cpp's wrappers; a simple template that only uses
- *    `.System`, `.Prompt` and `.Response` is rendered as it is (see {@link renderGoTemplate});
+ *    `.System`, `.Prompt` and `.Response` is rendered as it is (`renderGoTemplate` of lia/utils);
  * 3. ChatML, the last resort.
  *
  * @module
@@ -120,54 +120,4 @@ export function withoutThinking(wrapper: ChatWrapper, model: LlamaModel): ChatWr
 export function wrapperForGoTemplate(template: string): ChatWrapper | null {
   const family = goTemplateFamily(template);
   return family ? wrapperForFamily(family) : null;
-}
-
-const ACTION = /\{\{(-?)\s*(.*?)\s*(-?)\}\}/gs;
-
-/**
- * Renders the simple subset of Ollama's Go templates that generate-style templates use:
- * `{{ .System }}`, `{{ .Prompt }}`, `{{ .Response }}` (output stops there, as Ollama does when it
- * renders a prompt), `{{ if .X }}`, `{{ else }}`, `{{ end }}` and the `{{-`/`-}}` trim markers.
- * Returns null for anything else (ranges over `.Messages`, functions), so the caller can fall
- * back to a wrapper.
- */
-export function renderGoTemplate(template: string, vars: { System?: string; Prompt?: string }): string | null {
-  type Frame = { emitting: boolean; taken: boolean };
-  const stack: Frame[] = [];
-  let out = '';
-  let last = 0;
-  let trimNext = false;
-  const emitting = (): boolean => stack.every((f) => f.emitting);
-  for (const m of template.matchAll(ACTION)) {
-    let text = template.slice(last, m.index);
-    if (trimNext) text = text.replace(/^\s+/, '');
-    if (m[1] === '-') text = text.replace(/\s+$/, '');
-    if (emitting()) out += text;
-    last = m.index + m[0].length;
-    trimNext = m[3] === '-';
-    const action = m[2] ?? '';
-    const field = /^\.(System|Prompt|Response)$/.exec(action);
-    const cond = /^if\s+\.(System|Prompt)$/.exec(action);
-    if (field) {
-      if (field[1] === 'Response') return out;
-      if (emitting()) out += vars[field[1] as 'System' | 'Prompt'] ?? '';
-    } else if (cond) {
-      const value = Boolean(vars[cond[1] as 'System' | 'Prompt']);
-      stack.push({ emitting: value, taken: value });
-    } else if (action === 'else') {
-      const top = stack.at(-1);
-      if (!top) return null;
-      top.emitting = !top.taken;
-    } else if (action === 'end') {
-      if (!stack.pop()) return null;
-    } else if (action.startsWith('/*')) {
-      // a comment
-    } else {
-      return null;
-    }
-  }
-  if (stack.length > 0) return null;
-  let tail = template.slice(last);
-  if (trimNext) tail = tail.replace(/^\s+/, '');
-  return out + tail;
 }
