@@ -14,7 +14,11 @@
  *   every 25 ms, then the request), with the page cache dropped first (cold: needs root) and
  *   without (warm). Rounds alternate between the two servers.
  *
- * Run: `node --conditions=lia-source --import tsx bench/engine/memory.ts [--model 1b-q4_0] [--reps 3]`.
+ * `--engine llama-server` gives the appliance's GGUF models to its managed llama-server
+ * (`backends: { gguf: llama-server }`): the model process is then a llama-server too, and the
+ * appliance keeps no spare node-llama-cpp runner.
+ *
+ * Run: `node --conditions=lia-source --import tsx bench/engine/memory.ts [--model 1b-q4_0] [--reps 3] [--engine llama-cpp|llama-server]`.
  *
  * @module
  */
@@ -37,9 +41,13 @@ const { values } = parseArgs({
     model: { type: 'string', default: '1b-q4_0' },
     reps: { type: 'string', default: '3' },
     port: { type: 'string', default: '18971' },
+    engine: { type: 'string', default: 'llama-cpp' },
   },
 });
 const REPS = Number(values.reps);
+if (values.engine !== 'llama-cpp' && values.engine !== 'llama-server') throw new Error(`--engine: llama-cpp or llama-server, not ${values.engine}`);
+/** The appliance's environment: its GGUF engine. */
+const ENGINE_ENV: Record<string, string> = values.engine === 'llama-server' ? { LIA_BACKENDS: 'gguf=llama-server' } : {};
 const { threads: THREADS, batchThreads: BATCH_THREADS } = benchThreads();
 const MB = 1024 * 1024;
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -151,7 +159,13 @@ async function main(): Promise<void> {
   const model = await benchModelPath(values.model);
   const binary = await buildLlamaServer();
   let port = Number(values.port);
-  const report: Record<string, unknown> = { model: modelLabel(model), date: new Date().toISOString(), threads: THREADS, batchThreads: BATCH_THREADS };
+  const report: Record<string, unknown> = {
+    model: modelLabel(model),
+    date: new Date().toISOString(),
+    threads: THREADS,
+    batchThreads: BATCH_THREADS,
+    engine: values.engine,
+  };
   const lines: string[] = [];
   const say = (line: string) => {
     lines.push(line);
@@ -160,7 +174,7 @@ async function main(): Promise<void> {
 
   // Idle: the default plugin set, quiet for 8 s after start (the spare runner is up by then).
   {
-    const app = await startApplianceProcess({});
+    const app = await startApplianceProcess({}, ENGINE_ENV);
     await sleep(8000);
     const m = applianceMemory(app);
     report['idle'] = m;
@@ -174,9 +188,10 @@ async function main(): Promise<void> {
     warm: { appliance: [], llamaServer: [] },
   };
   for (const slots of [1, 4]) {
-    const app = await startApplianceProcess({
-      plugins: { engine: { options: { numParallel: slots, contextLength: 2048, threads: THREADS, batchThreads: BATCH_THREADS, keepAlive: -1 } } },
-    });
+    const app = await startApplianceProcess(
+      { plugins: { engine: { options: { numParallel: slots, contextLength: 2048, threads: THREADS, batchThreads: BATCH_THREADS, keepAlive: -1 } } } },
+      ENGINE_ENV,
+    );
     try {
       await createBenchModel(app, 'bench', model);
       const agent = app.dispatcher();

@@ -58,6 +58,14 @@ export class LlamaCppBackend implements InferenceBackend {
   constructor(options: LlamaCppBackendOptions) {
     this.#options = { gpu: 'auto', batchSize: 512, prewarm: true, cpuAffinity: 'off', hugePages: 'auto', ...options };
     this.#placement = new CpuPlacement(this.#options.cpuAffinity);
+  }
+
+  /**
+   * Starts keeping a spare runner (with `prewarm`). The plugin calls it once the appliance is
+   * ready and only when this backend serves GGUF, so an appliance whose GGUF models all run on
+   * another engine (`backends: { gguf: llama-server }`) holds no idle runner.
+   */
+  prewarm(): void {
     this.#refill();
   }
 

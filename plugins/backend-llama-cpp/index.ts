@@ -20,7 +20,8 @@ export default definePlugin({
     }),
     prewarm: Type.Boolean({
       default: true,
-      description: 'Keep one spare runner with the bindings loaded, so loads and crash recovery are fast. Defaults to true.',
+      description:
+        'Keep one spare runner with the bindings loaded, so loads and crash recovery are fast (only while GGUF models run here by default, not when `backends` gives the format to another engine). Defaults to true.',
     }),
     cpuAffinity: Type.Union([Type.Literal('auto'), Type.Literal('off')], {
       default: 'off',
@@ -44,6 +45,18 @@ export default definePlugin({
     const { gpu, batchSize, prewarm, cpuAffinity, hugePages } = ctx.options;
     const backend = new LlamaCppBackend({ log: ctx.log, gpu, batchSize, prewarm, cpuAffinity, hugePages });
     ctx.hooks.backends.register(backend);
+    // The spare runner only while GGUF models come here by default: not when `backends` gives the
+    // format to another engine (per-model choices leave the rest here, and keep it).
+    app.addHook('onReady', async () => {
+      const serves = (() => {
+        try {
+          return ctx.hooks.backends.forFormat('gguf') === backend;
+        } catch {
+          return false;
+        }
+      })();
+      if (serves) backend.prewarm();
+    });
     app.addHook('onClose', () => backend.close());
   },
 });

@@ -7,6 +7,11 @@
  * not serve), a reranker while its binary is built (`prefers: ['rerank']`; ranking.ts), and any
  * model the `backends` configuration gives it.
  *
+ * What the OpenAI wire cannot carry is done with llama-server's own endpoints, so a request asks
+ * the same of both GGUF engines: Ollama's generate (`context`, request templates: generate.ts),
+ * output formats and forced tool calls (constrained.ts), a conversation past the trained context
+ * (fit.ts). Slot placement and prompt copying are slots.ts and {@link ServedModel}.
+ *
  * @module
  */
 import { mkdtemp, rm, unlink } from 'node:fs/promises';
@@ -41,6 +46,8 @@ export interface LlamaServerBackendOptions {
   available?: () => Promise<boolean>;
   batchSize: number;
   startTimeoutMs: number;
+  /** More llama-server arguments for every server, after LIA's own. Defaults to none. */
+  args?: readonly string[];
   /**
    * What a model holds once loaded (weights, projector, KV cache, batch buffers): the format
    * handler's `footprint`, which the plugin looks up for the model's format. Without one (a
@@ -101,6 +108,7 @@ export function llamaServerBackend(o: LlamaServerBackendOptions): LlamaServerBac
             rerank,
             startTimeoutMs: o.startTimeoutMs,
             ...(slotDir ? { slotDir } : {}),
+            ...(o.args?.length ? { args: o.args } : {}),
           },
           (err) => {
             running.delete(server);

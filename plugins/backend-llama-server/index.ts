@@ -20,6 +20,40 @@ import { llamaServerBackend } from './backend.js';
 import { cachedBinary } from './build.js';
 import { engineCommands } from './cli.js';
 
+/** Flags LIA sets itself: a later copy would win, and some would expose or mislead the server. */
+const RESERVED_ARGS = new Set(
+  [
+    '--host',
+    '--port',
+    '-m',
+    '--model',
+    '--api-key',
+    '--api-key-file',
+    '--mmproj',
+    '--slot-save-path',
+    '-np',
+    '--parallel',
+    '-t',
+    '--threads',
+    '-tb',
+    '--threads-batch',
+  ].concat([
+    '-c',
+    '--ctx-size',
+    '-b',
+    '--batch-size',
+    '-ub',
+    '--ubatch-size',
+    '--embeddings',
+    '--embedding',
+    '--rerank',
+    '--reranking',
+    '--jinja',
+    '--no-kv-unified',
+    '--kv-unified',
+  ]),
+);
+
 export default definePlugin({
   name: 'backend-llama-server',
   apiVersion: 1,
@@ -46,12 +80,23 @@ export default definePlugin({
         description: 'Prompt tokens evaluated per decode (`--batch-size`). Defaults to 512.',
       }),
       startTimeoutMs: Type.Integer({ minimum: 1000, default: 300_000, description: 'Longest wait for a server to load its model, in ms. Defaults to 300000.' }),
+      args: Type.Array(Type.String({ minLength: 1, maxLength: 256 }), {
+        maxItems: 64,
+        default: [],
+        description:
+          "More llama-server arguments for every server, appended after LIA's own (a later flag wins), e.g. `[--poll, '0']` or `[--flash-attn, on]`; the variable takes a JSON array. The address, key and files LIA gives each server cannot be changed here, and its slots, threads, context and batch are the engine's settings. Defaults to none.",
+      }),
     },
     { additionalProperties: false },
   ),
-  env: { LIA_LLAMA_SERVER: 'binary', LIA_CACHE_DIR: 'cacheDir' },
+  env: { LIA_LLAMA_SERVER: 'binary', LIA_CACHE_DIR: 'cacheDir', LIA_LLAMA_SERVER_ARGS: 'args' },
   commands: engineCommands,
   async setup(app, ctx) {
+    const fixed = ctx.options.args.find((a) => RESERVED_ARGS.has(a.split('=')[0]!));
+    if (fixed)
+      throw new Error(
+        `plugins.${ctx.name}.options.args: ${fixed} is set by LIA for every server (its address, key, model files, slots, threads, context and batch)`,
+      );
     const configured = ctx.options.binary;
     let found: string | null = null;
     const binary = async (): Promise<string> => {
@@ -79,6 +124,7 @@ export default definePlugin({
       available,
       batchSize: ctx.options.batchSize,
       startTimeoutMs: ctx.options.startTimeoutMs,
+      args: ctx.options.args,
       // The budget of a model comes from the handler of its format (backend-llama-cpp's for GGUF).
       footprint: (model, options) => ctx.hooks.backends.handler(model.format)?.footprint?.(model, options),
     });

@@ -38,6 +38,8 @@ export interface ServerSpec {
    * into another through it (slots.ts). Unset: no snapshots.
    */
   slotDir?: string;
+  /** More arguments, appended after LIA's own (the plugin's `args` option). */
+  args?: readonly string[];
   /** Longest wait for the model to load, in ms. */
   startTimeoutMs: number;
 }
@@ -93,6 +95,7 @@ export function serverArgs(spec: ServerSpec, port: number): string[] {
     // engine splits as it does node-llama-cpp's.
     ...(spec.rerank ? ['--rerank'] : spec.embedding ? ['--embeddings'] : ['--jinja', '--reasoning-format', 'none']),
     ...(spec.slotDir ? ['--slot-save-path', spec.slotDir] : []),
+    ...(spec.args ?? []),
   ];
 }
 
@@ -171,7 +174,8 @@ export class LlamaServer {
       );
     });
     exited.catch(() => undefined);
-    const deadline = Date.now() + timeoutMs;
+    const started = Date.now();
+    const deadline = started + timeoutMs;
     for (;;) {
       if (Date.now() > deadline) throw Errors.engineFailed(`llama-server did not load the model within ${timeoutMs} ms: ${this.logTail}`);
       const ok = await Promise.race([
@@ -182,7 +186,10 @@ export class LlamaServer {
         ),
       ]);
       if (ok) break;
-      await Promise.race([exited, new Promise((r) => setTimeout(r, 200))]);
+      // Every 25 ms while a small model may be about to answer, then every 200 ms: a load's first
+      // token waits for this poll, and a large model's load for a few more idle requests.
+      const pause = Date.now() - started < 5000 ? 25 : 200;
+      await Promise.race([exited, new Promise((r) => setTimeout(r, pause))]);
     }
     const props = (await Promise.race([exited, this.fetchJson('GET', '/props', undefined, AbortSignal.timeout(10_000))])) as Props;
     this.contextPerSlot = props.default_generation_settings?.n_ctx ?? 0;

@@ -18,7 +18,13 @@ if (!(await cachedBinary())) {
 }
 
 const app = await startEngineAppliance({
-  env: { LIA_BACKENDS: 'stories:latest=llama-server', LIA_NUM_PARALLEL: '2', LIA_THREADS: '1', LIA_CONTEXT_LENGTH: '256' },
+  env: {
+    LIA_BACKENDS: 'stories:latest=llama-server',
+    LIA_NUM_PARALLEL: '2',
+    LIA_THREADS: '1',
+    LIA_CONTEXT_LENGTH: '256',
+    LIA_LLAMA_SERVER_ARGS: '["--poll","0"]',
+  },
 });
 t.teardown(() => app.close());
 await createModel(app, 'stories', 'gguf/stories260K.gguf');
@@ -41,6 +47,7 @@ t.test('a model the backends setting gives llama-server runs in a llama-server p
   t.equal(arg('--threads'), '1', "the engine's threads");
   t.equal(arg('--ctx-size'), '512', 'the context per slot times the slots');
   t.equal(arg('--host'), '127.0.0.1', 'on loopback only');
+  t.same(args.filter(Boolean).slice(-2), ['--poll', '0'], "the plugin's args come last");
   t.notOk(
     args.some((a) => a.includes('API_KEY') || a === '--api-key'),
     'its key is not on the command line',
@@ -126,6 +133,14 @@ t.test('a conversation past the trained context grows the context, then loses it
   t.ok(answer.prompt_eval_count < context && answer.prompt_eval_count > context / 2, `the newest turns that fit: ${answer.prompt_eval_count} tokens`);
   const alone = await ollama.chat({ model: 'stories', messages: [system, last], options: { num_predict: 1 } });
   t.ok(answer.prompt_eval_count > alone.prompt_eval_count, 'more than the system message and the last one');
+});
+
+t.test('args may not change what LIA sets for every server', async (t) => {
+  await t.rejects(
+    startEngineAppliance({ env: { LIA_LLAMA_SERVER_ARGS: '["--host","0.0.0.0"]' } }),
+    /options\.args: --host is set by LIA for every server/,
+    'a second --host would expose the server',
+  );
 });
 
 t.test('a killed llama-server is started again by the next request; the API stays up', async (t) => {

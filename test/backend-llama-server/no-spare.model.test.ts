@@ -1,0 +1,31 @@
+/**
+ * An appliance whose configuration gives GGUF to llama-server keeps no spare node-llama-cpp
+ * runner (backend-llama-cpp's `prewarm` applies only while GGUF comes to it by default; the
+ * spare itself: test/engine/spare.model.test.ts), and still serves text, from a llama-server.
+ */
+import t from 'tap';
+import { cachedBinary } from '../../plugins/backend-llama-server/build.js';
+import { createModel } from '../helpers/models.js';
+import { ollamaClient, runnerPids, startEngineAppliance } from '../engine/helpers.js';
+
+if (!(await cachedBinary())) {
+  throw new Error('llama-server is not built: run `lia engine build` (or `node bin/lia.js engine build`; .ci/run does it once per run)');
+}
+
+t.test('backends gguf=llama-server: no spare runner, and text runs on llama-server', async (t) => {
+  const app = await startEngineAppliance({ env: { LIA_BACKENDS: 'gguf=llama-server', LIA_CONTEXT_LENGTH: '256' } });
+  t.teardown(() => app.close());
+  // A spare is forked as the appliance becomes ready; give one time to show.
+  await new Promise((r) => setTimeout(r, 3000));
+  t.same(runnerPids(), [], 'no node-llama-cpp runner at start');
+  await createModel(app, 'stories', 'gguf/stories260K.gguf');
+  const answer = await ollamaClient(app).generate({ model: 'stories', prompt: 'Once upon a time', options: { num_predict: 4 } });
+  t.equal(answer.done, true);
+  const servers = app.hooks.backends.list().find((b) => b.name === 'llama-server') as unknown as { processes(): Array<{ model: string }> };
+  t.same(
+    servers.processes().map((p) => p.model),
+    ['stories:latest'],
+    'served by a llama-server',
+  );
+  t.same(runnerPids(), [], 'and still no runner');
+});
