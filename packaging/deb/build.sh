@@ -4,7 +4,8 @@
 # It installs the files npm would publish (package.json "files": bin/, dist/, config/, the web
 # page, systemd/, docs/) and the production dependencies under /usr/lib/lia, a `lia` command in
 # /usr/bin, the systemd units, the polkit rule, the D-Bus policy, sysusers/tmpfiles entries, the
-# avahi service file and a configuration file /etc/lia/lia.config.yaml (a conffile). It creates the
+# avahi service file, llama.cpp's llama-server built from the bundled source (/usr/lib/lia/llama-server)
+# and a configuration file /etc/lia/lia.config.yaml (a conffile). It creates the
 # user `lia` on install and starts nothing; a purge removes the user and /var/lib/lia.
 #
 # Node.js is not bundled and not a hard dependency: the appliance needs Node 20.11 or later, which
@@ -52,6 +53,16 @@ for d in "$app"/node_modules/onnxruntime-node/bin/napi-v*; do
   rm -rf "$d/darwin" "$d/win32"
   find "$d/linux" -mindepth 1 -maxdepth 1 ! -name "$node_arch" -exec rm -rf {} +
 done
+
+# llama.cpp's llama-server of the bundled release (backend-llama-server: vision models, rerankers,
+# and text where `backends` gives it), so the package needs no build on the appliance: the binary,
+# its libraries (found through $ORIGIN) and the build's stamp, in /usr/lib/lia/llama-server. Built
+# once per release by `lia engine build` (cached in ~/.cache/lia; tens of minutes the first time).
+node bin/lia.js engine build >&2
+engine="$(node bin/lia.js engine build --check)"
+mkdir -p "$app/llama-server"
+cp -a "$(dirname "$engine")"/. "$app/llama-server/"
+cp "$(dirname "$(dirname "$(dirname "$engine")")")/stamp" "$app/llama-server/stamp"
 
 # The command: a wrapper that finds Node and the packaged configuration.
 mkdir -p "$pkg/usr/bin"

@@ -12,6 +12,10 @@
  * A build runs once per release and options; a second `lia engine build` checks the stamp and the
  * binary and returns at once.
  *
+ * A package may ship the build ({@link shippedBinary}: the Debian package puts the binary, its
+ * libraries and the stamp in `llama-server/` of the installation); it is then the one used, and
+ * nothing is built.
+ *
  * @module
  */
 import { execFileSync, spawn } from 'node:child_process';
@@ -99,10 +103,25 @@ export function binaryStarts(binary: string): boolean {
 }
 
 /**
- * The cached binary of the bundled release when it is built, current and starts; null otherwise.
- * Reads no more than the stamp and runs `--version`.
+ * The binary of the bundled release that a package shipped (`llama-server/llama-server` of the
+ * installation, with its libraries and the build's stamp beside it) when it is current and
+ * starts; null otherwise.
+ */
+export async function shippedBinary(): Promise<string | null> {
+  const binary = projectPath('llama-server', 'llama-server');
+  if (!existsSync(binary)) return null;
+  if ((await readFile(projectPath('llama-server', 'stamp'), 'utf8').catch(() => '')) !== stampText(bundledCommit())) return null;
+  return binaryStarts(binary) ? binary : null;
+}
+
+/**
+ * The binary of the bundled release: the one a package shipped ({@link shippedBinary}), else the
+ * cached build when it is built, current and starts; null otherwise. Reads no more than the stamp
+ * and runs `--version`.
  */
 export async function cachedBinary(env: NodeJS.ProcessEnv = process.env): Promise<string | null> {
+  const shipped = await shippedBinary();
+  if (shipped) return shipped;
   const commit = bundledCommit();
   const p = buildPaths(commit, env);
   if (!existsSync(p.binary)) return null;
@@ -167,7 +186,8 @@ export async function buildLlamaServer(options: BuildOptions = {}): Promise<stri
   const report = options.onProgress ?? (() => {});
   const commit = bundledCommit();
   const p = buildPaths(commit, env);
-  if (await cachedBinary(env)) return p.binary;
+  const ready = await cachedBinary(env);
+  if (ready) return ready;
 
   const missing = TOOLS.filter(([tool]) => !which(tool)).map(([, pkg]) => pkg);
   if (missing.length > 0)

@@ -2,7 +2,7 @@
  * The Debian package as an operator installs it: `packaging/deb/build.sh` builds it from dist/
  * (built by `npm test`'s pretest), `dpkg -i` installs it, `lia --help` runs from PATH, `lia serve`
  * runs as the user `lia` that the package created until `/health` answers over HTTPS with the
- * installed CA, `systemd-analyze verify` accepts every installed unit, and `dpkg --purge` leaves
+ * installed CA, the shipped llama-server is the one the engine finds and it starts, `systemd-analyze verify` accepts every installed unit, and `dpkg --purge` leaves
  * neither files, data nor user behind.
  *
  * It changes the machine (a package, a user), so it needs root and dpkg, as CI has them; without
@@ -16,6 +16,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import t from 'tap';
+import { cachedBinary } from '../../plugins/backend-llama-server/build.js';
 import { ROOT } from '../helpers/fixtures.js';
 import { waitFor } from '../helpers/wait.js';
 
@@ -28,6 +29,8 @@ for (const tool of ['dpkg', 'dpkg-deb', 'runuser', 'systemd-analyze', 'curl']) {
   });
 }
 if (!existsSync(path.join(ROOT, 'dist/core/cli/main.js'))) throw new Error('dist/ is missing: run npm run build first');
+// The package ships llama-server; building it here would take tens of minutes.
+if (!(await cachedBinary())) throw new Error('llama-server is not built: run `lia engine build` (the package ships it; .ci/run builds it once per run)');
 
 const out = await mkdtemp(path.join(os.tmpdir(), 'lia-deb-'));
 t.teardown(async () => {
@@ -75,6 +78,10 @@ t.test('dpkg -i installs lia on PATH, creates the user and starts nothing', asyn
   t.ok(existsSync('/etc/lia/lia.config.yaml'));
   for (const unit of ['svc-proxy.service', 'lia.target', 'lia-console.service']) t.ok(existsSync(`/usr/lib/systemd/system/${unit}`), unit);
   t.ok(existsSync('/usr/share/polkit-1/rules.d/50-lia-system-api.rules'), 'the polkit rule');
+  // llama-server ships built: the engine finds it, and nothing needs building on the appliance.
+  const engine = await run('runuser', ['-u', 'lia', '--', 'lia', 'engine', 'build', '--check'], { env: { ...process.env, HOME: '/var/lib/lia' } });
+  t.equal(engine.stdout.trim(), '/usr/lib/lia/llama-server/llama-server', 'lia engine build --check finds the shipped llama-server');
+  t.match((await run('/usr/lib/lia/llama-server/llama-server', ['--version'])).stderr, /version: .*commit/, 'which starts: its libraries come with it');
   if (existsSync('/run/systemd/system')) {
     const enabled = await run('systemctl', ['is-enabled', 'lia.target']).then(
       (r) => r.stdout.trim(),
