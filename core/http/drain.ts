@@ -10,6 +10,7 @@
  *
  * @module
  */
+import { setMaxListeners } from 'node:events';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { FastifyInstance } from 'fastify';
 import { Errors } from '../errors.js';
@@ -59,6 +60,8 @@ export interface Drain {
 export function installDrain(app: FastifyInstance): Drain {
   const server = app.server;
   const state: DrainState = { controller: new AbortController(), inFlight: new Set(), draining: false };
+  // Every stream in flight listens to it (`clientGone`) until it ends: one listener per request, by design.
+  setMaxListeners(0, state.controller.signal);
   states.set(server, state);
   server.on('request', (_req: IncomingMessage, res: ServerResponse) => {
     state.inFlight.add(res);

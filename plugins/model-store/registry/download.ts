@@ -101,13 +101,19 @@ export class BlobDownload {
    * leaves; when the last one leaves, the download stops (its parts stay for a resume).
    */
   async join(signal: AbortSignal): Promise<void> {
+    if (signal.aborted) throw signal.reason;
     this.#waiters++;
+    // One listener per party, removed when it leaves: a pull joins one download per layer on one signal.
+    let gone!: (reason: unknown) => void;
+    const left = new Promise<never>((_, reject) => (gone = reject));
+    left.catch(() => undefined);
     const leave = (): void => {
       if (--this.#waiters === 0) this.#abort.abort(new Error('every client waiting for this download went away'));
+      gone(signal.reason);
     };
     signal.addEventListener('abort', leave, { once: true });
     try {
-      await Promise.race([this.#done, new Promise<never>((_, reject) => signal.addEventListener('abort', () => reject(signal.reason), { once: true }))]);
+      await Promise.race([this.#done, left]);
     } finally {
       if (!signal.aborted) {
         signal.removeEventListener('abort', leave);

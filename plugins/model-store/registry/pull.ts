@@ -14,6 +14,7 @@
  *
  * @module
  */
+import { setMaxListeners } from 'node:events';
 import { statfs } from 'node:fs/promises';
 import type { FastifyBaseLogger } from 'fastify';
 import { flushToDisk, formatBytes } from 'lia/utils';
@@ -57,6 +58,8 @@ export class Puller {
     const unpin = this.#store.blobs.pin(layers.map((l) => l.digest));
     // Leaves every download this pull joined when it ends early (a failed layer, a gone client).
     const mine = new AbortController();
+    // Each layer's download listens to it: as many listeners as layers, by design.
+    setMaxListeners(layers.length + 10, mine.signal);
     const leave = (): void => mine.abort(signal.reason);
     signal.addEventListener('abort', leave, { once: true });
     try {
