@@ -77,35 +77,6 @@ t.test("its memory budget is read from the model's header: the cache of its slot
   t.equal(ps.models.find((m) => m.name === 'stories:latest')?.size, await at(2, 256), '/api/ps shows the budget of the loaded server');
 });
 
-t.test("Ollama's generate asks the same of llama-server: a request template, context, think", async (t) => {
-  const base = { model: 'stories', options: { num_predict: 1, temperature: 0 } };
-  const plain = await ollama.generate({ ...base, prompt: 'Once upon a time', raw: true });
-  t.notOk(plain.context, 'a raw prompt has no context, as on Ollama');
-  const templated = await ollama.generate({ ...base, prompt: 'Once upon a time', template: 'Tell a story. {{ .Prompt }}' });
-  t.ok(templated.prompt_eval_count > plain.prompt_eval_count, 'the template text was added');
-  const withSystem = await ollama.generate({
-    ...base,
-    prompt: 'Once upon a time',
-    system: 'A long system prompt here.',
-    template: '{{ if .System }}{{ .System }} {{ end }}{{ .Prompt }}',
-  });
-  t.ok(withSystem.prompt_eval_count > templated.prompt_eval_count - 4, 'the system prompt was rendered');
-
-  const first = await ollama.generate({ model: 'stories', prompt: 'Once upon a time', options: { num_predict: 8, temperature: 0 } });
-  const context = first.context;
-  t.ok(Array.isArray(context) && context.every((id) => Number.isInteger(id) && id >= 0), 'a templated answer carries its token ids');
-  t.ok(context.length >= first.prompt_eval_count - 1 + 4, `the prompt (without BOS) and the answer: ${context.length} ids`);
-  const said = await ollama.generate({ model: 'stories', prompt: 'Then', context, options: { num_predict: 4, temperature: 0 } });
-  t.ok(said.prompt_eval_count > context.length, `the context was evaluated before the prompt: ${said.prompt_eval_count} tokens`);
-  t.same(said.context.slice(0, context.length), context, 'and the new context continues the old one');
-  const bad = await app.fetch('/api/generate', {
-    method: 'POST',
-    body: JSON.stringify({ model: 'stories', prompt: 'x', context: [1, 99_999_999], stream: false }),
-  });
-  t.equal(bad.status, 400, 'an id outside the vocabulary is a 400');
-  t.same(await bad.json(), { error: 'context holds 99999999, which is not a token of this model' }, 'in the words of node-llama-cpp');
-});
-
 t.test('a prompt past the trained context: the same 400 as on node-llama-cpp', async (t) => {
   const tooLong = 'the cat sat on the mat. '.repeat(400);
   const res = await app.fetch('/api/generate', {
