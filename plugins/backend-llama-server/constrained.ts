@@ -68,8 +68,8 @@ export async function* forcedCall(
   }
 }
 
-/** The prompt the model's chat template makes of a request's messages and tools. */
-async function renderChat(server: LlamaServer, model: string, p: ChatParams, signal: AbortSignal): Promise<string> {
+/** The prompt the model's chat template makes of a request's messages and tools (`/apply-template`). */
+export async function renderChat(server: LlamaServer, model: string, p: ChatParams, signal: AbortSignal): Promise<string> {
   const { format: _format, ...rest } = p;
   const chat = openaiWire.chat(model, { ...rest, toolChoice: 'auto' });
   const body = {

@@ -13,7 +13,7 @@
  */
 import { isAppError } from 'lia/plugin';
 import type { ChatParams, GenerationEvent } from 'lia/plugin/contracts';
-import { openaiWire } from 'lia/utils';
+import { renderChat } from './constrained.js';
 import type { LlamaServer } from './server.js';
 
 /**
@@ -65,14 +65,8 @@ async function newestThatFit(server: LlamaServer, model: string, p: ChatParams, 
 
 /** A conversation's prompt length as the server evaluates it (BOS included). */
 async function promptLength(server: LlamaServer, model: string, p: ChatParams, signal: AbortSignal): Promise<number> {
-  const chat = openaiWire.chat(model, { ...p, toolChoice: 'auto' });
-  const body = {
-    messages: chat.body['messages'],
-    ...(chat.body['tools'] ? { tools: chat.body['tools'] } : {}),
-    ...(p.think === false ? { chat_template_kwargs: { enable_thinking: false } } : {}),
-  };
-  const { prompt } = (await server.fetchJson('POST', '/apply-template', body, signal)) as { prompt?: string };
-  const { tokens } = (await server.fetchJson('POST', '/tokenize', { content: prompt ?? '', add_special: true, parse_special: true }, signal)) as {
+  const prompt = await renderChat(server, model, p, signal);
+  const { tokens } = (await server.fetchJson('POST', '/tokenize', { content: prompt, add_special: true, parse_special: true }, signal)) as {
     tokens?: unknown[];
   };
   return tokens?.length ?? 0;
