@@ -391,6 +391,13 @@ export interface FormatHandler {
    * another's format (`runs`) budgets with this instead of a guess. Optional.
    */
   footprint?(model: ResolvedModel, options: LoadOptions): Promise<number>;
+  /**
+   * The chat template the weights carry (a GGUF's `tokenizer.chat_template`), or null when they
+   * carry none: then the store's template layer ({@link ResolvedModel.template}) says how the
+   * model is prompted. A backend that runs another's format (`runs`) asks it to prompt the model
+   * as the format's own backend does. Optional: a backend without it keeps its engine's default.
+   */
+  chatTemplate?(model: ResolvedModel): Promise<string | null>;
 }
 
 export interface InferenceBackend {

@@ -14,6 +14,7 @@ import type { FormatHandler } from 'lia/plugin';
 import type { ModelCapability, ModelFile } from 'lia/plugin/contracts';
 import { estimateBytes, fileBytes, readShape } from './estimate.js';
 import { readGguf, type GgufSummary } from './gguf.js';
+import { readGgufHeader } from './gguf-header.js';
 
 /** Ollama's layer types: the weights, and the vision projector that may come with them. */
 export const GGUF_MEDIA_TYPE = 'application/vnd.ollama.image.model';
@@ -62,6 +63,11 @@ export function ggufFormat(): FormatHandler {
       if (goTemplate.includes('.Thinking') || jinjaThinks(gguf.chatTemplate)) capabilities.push('thinking');
       if (layers.some((l) => l.mediaType === PROJECTOR_MEDIA_TYPE)) capabilities.push('vision');
       return { details: gguf.details, capabilities, modelInfo: gguf.modelInfo };
+    },
+    async chatTemplate(model) {
+      const { metadata } = await readGgufHeader(model.modelPath);
+      const jinja = metadata.get('tokenizer.chat_template');
+      return typeof jinja === 'string' && jinja.trim() !== '' ? jinja : null;
     },
     async footprint(model, options) {
       const files = [model.modelPath, ...(model.projectorPath ? [model.projectorPath] : [])];

@@ -21,7 +21,7 @@ export default definePlugin({
     prewarm: Type.Boolean({
       default: true,
       description:
-        'Keep one spare runner with the bindings loaded, so loads and crash recovery are fast (only while GGUF models run here by default, not when `backends` gives the format to another engine). Defaults to true.',
+        'Keep one spare runner with the bindings loaded, so loads and crash recovery are fast (only while GGUF text models run here by default: not where llama-server is built, nor when `backends` gives the format to another engine). Defaults to true.',
     }),
     cpuAffinity: Type.Union([Type.Literal('auto'), Type.Literal('off')], {
       default: 'off',
@@ -45,16 +45,15 @@ export default definePlugin({
     const { gpu, batchSize, prewarm, cpuAffinity, hugePages } = ctx.options;
     const backend = new LlamaCppBackend({ log: ctx.log, gpu, batchSize, prewarm, cpuAffinity, hugePages });
     ctx.hooks.backends.register(backend);
-    // The spare runner only while GGUF models come here by default: not when `backends` gives the
-    // format to another engine (per-model choices leave the rest here, and keep it).
+    // The spare runner only while GGUF text models come here by default: not when `backends`, or
+    // a backend that prefers text and is available (llama-server where it is built), takes them
+    // (per-model choices leave the rest here, and keep it).
     app.addHook('onReady', async () => {
-      const serves = (() => {
-        try {
-          return ctx.hooks.backends.forFormat('gguf') === backend;
-        } catch {
-          return false;
-        }
-      })();
+      const text = { name: '', format: 'gguf', capabilities: ['completion'] } as const;
+      const serves = await ctx.hooks.backends.forModel(text).then(
+        (chosen) => chosen === backend,
+        () => false,
+      );
       if (serves) backend.prewarm();
     });
     app.addHook('onClose', () => backend.close());

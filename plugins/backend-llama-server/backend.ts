@@ -31,12 +31,14 @@ import type {
   SamplingOptions,
 } from 'lia/plugin/contracts';
 import type { RankParams, RankResult, TokenizeParams, TokenizeResult } from 'lia/plugin/contracts';
+import { familyJinjaTemplate, goTemplateFamily } from 'lia/prompts';
 import { openaiWire, streamLines, type WireCall } from 'lia/utils';
 import { forcedCall, forcedChoice, formatted } from './constrained.js';
+import { embedOn } from './embeddings.js';
 import { fitted } from './fit.js';
 import { generateOn, type RunCall } from './generate.js';
 import { detokenize, ServerRanker, tokenize } from './ranking.js';
-import { LlamaServer } from './server.js';
+import { LlamaServer, type ServerSpec } from './server.js';
 import { commonPrefix, MIN_SHARED_CHARS, SERIAL_PROMPT_CHARS, SlotTable, type Slot } from './slots.js';
 
 export interface LlamaServerBackendOptions {
@@ -54,6 +56,32 @@ export interface LlamaServerBackendOptions {
    * handler that does not estimate), the weights plus {@link FLAT_CACHE_BYTES}.
    */
   footprint?: (model: ResolvedModel, options: LoadOptions) => Promise<number> | undefined;
+  /**
+   * The chat template the model's weights carry, null when none: the format handler's
+   * `chatTemplate`. Without it (a handler that cannot say), the weights are taken to carry one.
+   */
+  chatTemplate?: (model: ResolvedModel) => Promise<string | null> | undefined;
+}
+
+/**
+ * How a model without a chat template of its own is prompted, as node-llama-cpp prompts it: in
+ * the chat format its store template names (`chatTemplate`), or, with no store template at all,
+ * with generate's prompt passed through as it is (`untemplated`: Ollama's default template is
+ * `{{ .Prompt }}`) and chat in llama.cpp's ChatML.
+ */
+export interface Prompting {
+  chatTemplate?: string;
+  untemplated: boolean;
+}
+
+/** The {@link Prompting} of `model`, whose weights carry `own` (null: no chat template; undefined: not known, taken as one). */
+export function promptingOf(model: ResolvedModel, own: string | null | undefined): Prompting {
+  if (own !== null) return { untemplated: false };
+  const store = model.template?.trim() ? model.template : undefined;
+  if (!store) return { untemplated: true };
+  const family = goTemplateFamily(store);
+  // ChatML is llama.cpp's own fallback already.
+  return family && family !== 'chatml' ? { chatTemplate: familyJinjaTemplate(family), untemplated: false } : { untemplated: false };
 }
 
 /** A server process's own memory beyond its model's footprint (the binary, its HTTP threads, slot bookkeeping), with a margin. */
@@ -80,9 +108,11 @@ export function llamaServerBackend(o: LlamaServerBackendOptions): LlamaServerBac
     formats: [],
     runs: ['gguf'],
     capabilities: ['vision'],
-    // One `/v1/rerank` request scores all of a request's documents, batched across the slots;
-    // node-llama-cpp's ranking context scores one pair at a time (docs/backends.md).
-    prefers: ['rerank'],
+    // Wherever it is built, text generation and ranking run here (docs/decisions.md): several
+    // streams and agents at llama-server's throughput; one `/v1/rerank` request scores all of its
+    // documents in one batch, where node-llama-cpp's ranking context scores one pair at a time.
+    // Embedding models stay with the format's own backend.
+    prefers: ['completion', 'rerank'],
     available: async () => (o.available ? o.available() : true),
     estimateMemory: (model, options) => estimate(model, options),
     async load(model: ResolvedModel, options: LoadOptions): Promise<LoadedModel> {
@@ -92,30 +122,30 @@ export function llamaServerBackend(o: LlamaServerBackendOptions): LlamaServerBac
       const batchSize = options.batchSize ?? o.batchSize;
       // Snapshots for copying one slot's prompt into another (generation servers only).
       const slotDir = embedding || rerank ? undefined : await mkdtemp(path.join(os.tmpdir(), 'lia-slots-'));
+      const prompting = embedding || rerank ? { untemplated: false } : promptingOf(model, await o.chatTemplate?.(model));
       const dropSlotDir = () => (slotDir ? rm(slotDir, { recursive: true, force: true }).catch(() => undefined) : Promise.resolve());
+      const spec = (contextPerSlot: number): ServerSpec => ({
+        binary,
+        model: model.modelPath,
+        ...(model.projectorPath ? { projector: model.projectorPath } : {}),
+        threads: options.threads,
+        batchThreads: options.batchThreads ?? options.threads,
+        parallel: options.parallel,
+        contextPerSlot,
+        batchSize,
+        embedding,
+        rerank,
+        startTimeoutMs: o.startTimeoutMs,
+        ...(slotDir ? { slotDir } : {}),
+        ...(prompting.chatTemplate !== undefined ? { chatTemplate: prompting.chatTemplate } : {}),
+        ...(o.args?.length ? { args: o.args } : {}),
+      });
       const start = (contextPerSlot: number) =>
-        LlamaServer.start(
-          {
-            binary,
-            model: model.modelPath,
-            ...(model.projectorPath ? { projector: model.projectorPath } : {}),
-            threads: options.threads,
-            batchThreads: options.batchThreads ?? options.threads,
-            parallel: options.parallel,
-            contextPerSlot,
-            batchSize,
-            embedding,
-            rerank,
-            startTimeoutMs: o.startTimeoutMs,
-            ...(slotDir ? { slotDir } : {}),
-            ...(o.args?.length ? { args: o.args } : {}),
-          },
-          (err) => {
-            running.delete(server);
-            void dropSlotDir();
-            options.onExit?.(err);
-          },
-        );
+        LlamaServer.start(spec(contextPerSlot), (err) => {
+          running.delete(server);
+          void dropSlotDir();
+          options.onExit?.(err);
+        });
       let server: LlamaServer;
       try {
         server = await start(options.contextLength ?? 0);
@@ -131,10 +161,17 @@ export function llamaServerBackend(o: LlamaServerBackendOptions): LlamaServerBac
       }
       running.set(server, model.name);
       const { totalBytes } = await estimate(model, { ...options, contextLength: server.contextPerSlot, parallel: server.slots });
-      const served = new ServedModel(model, server, totalBytes, embedding, slotDir, async () => {
+      const served = new ServedModel(model, server, totalBytes, embedding, prompting.untemplated, slotDir, async () => {
         running.delete(server);
         await dropSlotDir();
       });
+      // A generation model embeds through a second server on the same weights, started at its
+      // first embedding request (see ServedModel.embed).
+      if (!embedding && !rerank) {
+        const { projector: _projector, slotDir: _slotDir, chatTemplate: _template, ...base } = spec(server.contextPerSlot);
+        served.startEmbedder = () =>
+          LlamaServer.start({ ...base, parallel: 1, batchSize: server.contextPerSlot, embedding: true, pooling: 'last' }, () => served.dropEmbedder());
+      }
       // A pair is evaluated in one batch: at most the context per slot and the batch size.
       if (rerank) served.ranker = new ServerRanker(server, model.details.family, Math.min(server.contextPerSlot || batchSize, batchSize));
       return served;
@@ -176,6 +213,8 @@ class ServedModel implements LoadedModel {
     readonly server: LlamaServer,
     sizeBytes: number,
     readonly embedding: boolean,
+    /** Neither the weights nor the store has a template: generate passes its prompt through ({@link Prompting}). */
+    readonly untemplated: boolean,
     readonly slotDir: string | undefined,
     readonly forget: () => Promise<void>,
   ) {
@@ -198,7 +237,7 @@ class ServedModel implements LoadedModel {
         p.logprobs,
         signal,
       );
-    return generateOn(this.server, this.model.name, p, run, signal);
+    return generateOn(this.server, this.model.name, p, run, signal, this.untemplated);
   }
 
   chat(params: ChatParams, signal: AbortSignal): AsyncIterable<GenerationEvent> {
@@ -353,11 +392,31 @@ class ServedModel implements LoadedModel {
     }
   }
 
+  /** Starts the embedding server of a generation model; unset for an embedding model or a reranker. */
+  startEmbedder: (() => Promise<LlamaServer>) | undefined;
+  #embedder: Promise<LlamaServer> | undefined;
+
+  /** Forgets the embedding server (it exited): the next embedding request starts another. */
+  dropEmbedder(): void {
+    this.#embedder = undefined;
+  }
+
+  /**
+   * Embeddings: an embedding model's from its own server; a generation model's, as node-llama-cpp
+   * and Ollama serve them, from a second server on the same weights (one slot of the same context,
+   * the last token's state), started at the first request and stopped with the model.
+   */
   async embed(p: EmbedParams, signal: AbortSignal): Promise<EmbedResult> {
-    if (!this.embedding) throw Errors.badRequest(`"${this.model.name}" does not support embedding`);
-    const call = openaiWire.embed(this.model.name, p);
-    const json = await this.server.fetchJson('POST', call.path, call.body, signal);
-    return openaiWire.embedResult(json);
+    let server = this.server;
+    if (!this.embedding) {
+      if (!this.startEmbedder) throw Errors.badRequest(`"${this.model.name}" does not support embedding`);
+      if (!this.#embedder) {
+        this.#embedder = this.startEmbedder();
+        this.#embedder.catch(() => this.dropEmbedder());
+      }
+      server = await this.#embedder;
+    }
+    return embedOn(server, p, signal);
   }
 
   async rank(p: RankParams, signal: AbortSignal): Promise<RankResult> {
@@ -374,7 +433,9 @@ class ServedModel implements LoadedModel {
   }
 
   async unload(): Promise<void> {
-    await this.server.stop();
+    const embedder = this.#embedder;
+    this.#embedder = undefined;
+    await Promise.all([this.server.stop(), embedder?.then((e) => e.stop()).catch(() => undefined)]);
     await this.forget();
   }
 }

@@ -2,6 +2,8 @@
  * Ollama's `/api/generate` on llama-server: what the OpenAI wire cannot carry, done here with
  * llama-server's own endpoints, so a generation asks the same of either local engine.
  *
+ * - A model with no template, in its weights or its store, takes the prompt as it is (Ollama's
+ *   default template `{{ .Prompt }}`, what node-llama-cpp does).
  * - A request `template` (Ollama Go-template text) of the simple kind generate-style templates
  *   are is rendered here (`renderGoTemplate`) and sent as a raw prompt; one it cannot render
  *   (ranges over `.Messages`, functions) leaves the prompt on the model's own chat template.
@@ -33,9 +35,10 @@ export async function* generateOn(
   params: GenerateParams,
   run: RunCall,
   signal: AbortSignal,
+  untemplated = false,
 ): AsyncIterable<GenerationEvent> {
   const { context = [], ...rest } = params;
-  const p = withTemplate(rest);
+  const p = withTemplate(rest, untemplated);
   const templated = !params.raw;
   let prompt: string | undefined = p.raw && templated ? p.prompt : undefined;
   let build = () => openaiWire.generate(model, p);
@@ -75,11 +78,14 @@ export async function* generateOn(
 /**
  * A generation with its own Go `template`: rendered and made raw when it is the simple kind, else
  * left to the model's chat template (as node-llama-cpp does with a template it cannot render).
+ * For a model with no template at all (`untemplated`), the prompt as it is, as Ollama's default
+ * template `{{ .Prompt }}` makes it.
  */
-function withTemplate(p: GenerateParams): GenerateParams {
-  if (p.template === undefined || p.raw) return p;
+function withTemplate(p: GenerateParams, untemplated: boolean): GenerateParams {
+  if (p.raw) return p;
   const { template, system, ...rest } = p;
-  const rendered = template === '' ? null : renderGoTemplate(template, { ...(system !== undefined ? { System: system } : {}), Prompt: p.prompt });
+  if (template === undefined || template === '') return untemplated ? { ...rest, raw: true } : { ...rest, ...(system !== undefined ? { system } : {}) };
+  const rendered = renderGoTemplate(template, { ...(system !== undefined ? { System: system } : {}), Prompt: p.prompt });
   return rendered === null ? { ...rest, ...(system !== undefined ? { system } : {}) } : { ...rest, prompt: rendered, raw: true };
 }
 

@@ -127,6 +127,8 @@ export default definePlugin({
       args: ctx.options.args,
       // The budget of a model comes from the handler of its format (backend-llama-cpp's for GGUF).
       footprint: (model, options) => ctx.hooks.backends.handler(model.format)?.footprint?.(model, options),
+      // So is whether the weights carry a chat template, or the store's template layer prompts them.
+      chatTemplate: (model) => ctx.hooks.backends.handler(model.format)?.chatTemplate?.(model),
     });
     ctx.hooks.backends.register(backend);
     // Servers are the scheduler's models: it unloads them (stopping each process) at shutdown.

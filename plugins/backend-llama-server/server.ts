@@ -31,6 +31,12 @@ export interface ServerSpec {
   batchSize: number;
   /** Start as an embedding server (`--embeddings`): a model with a pooling type. */
   embedding: boolean;
+  /**
+   * How an embedding server pools a sequence (`--pooling`): `last`, the last token's state, for a
+   * generation model (what node-llama-cpp gives for a model without a pooling type). Unset: the
+   * model's own.
+   */
+  pooling?: 'last';
   /** Start as a ranking server (`--rerank`: embeddings pooled by the RANK head, `/v1/rerank`): a reranker. Defaults to false. */
   rerank?: boolean;
   /**
@@ -38,6 +44,12 @@ export interface ServerSpec {
    * into another through it (slots.ts). Unset: no snapshots.
    */
   slotDir?: string;
+  /**
+   * The chat template to prompt with instead of the GGUF's (`--chat-template`, Jinja text): for a
+   * GGUF without one whose store template names a known chat format. Unset: the GGUF's, else
+   * llama.cpp's ChatML.
+   */
+  chatTemplate?: string;
   /** More arguments, appended after LIA's own (the plugin's `args` option). */
   args?: readonly string[];
   /** Longest wait for the model to load, in ms. */
@@ -94,6 +106,8 @@ export function serverArgs(spec: ServerSpec, port: number): string[] {
     // The GGUF's Jinja template; a thinking model's `<think>` section left in the text, which the
     // engine splits as it does node-llama-cpp's.
     ...(spec.rerank ? ['--rerank'] : spec.embedding ? ['--embeddings'] : ['--jinja', '--reasoning-format', 'none']),
+    ...(spec.pooling ? ['--pooling', spec.pooling] : []),
+    ...(spec.chatTemplate !== undefined && !spec.rerank && !spec.embedding ? ['--chat-template', spec.chatTemplate] : []),
     ...(spec.slotDir ? ['--slot-save-path', spec.slotDir] : []),
     ...(spec.args ?? []),
   ];

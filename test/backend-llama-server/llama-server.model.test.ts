@@ -19,7 +19,8 @@ if (!(await cachedBinary())) {
 
 const app = await startEngineAppliance({
   env: {
-    LIA_BACKENDS: 'stories:latest=llama-server',
+    // GGUF on node-llama-cpp, but this one model on llama-server: a model's choice beats its format's.
+    LIA_BACKENDS: 'gguf=llama-cpp,stories:latest=llama-server',
     LIA_NUM_PARALLEL: '2',
     LIA_THREADS: '1',
     LIA_CONTEXT_LENGTH: '256',

@@ -1,7 +1,8 @@
 /**
  * Without a llama-server binary the plugin still starts, and a model it must run is a 503 at once
- * that names the command that builds it (or the option that names a binary); `lia engine build
- * --check` says the same. No test here needs the binary.
+ * that names the command that builds it (or the option that names a binary), while text models
+ * that go to it by preference run on node-llama-cpp instead; `lia engine build --check` says the
+ * same. No test here needs the binary.
  */
 import { spawn } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
@@ -11,7 +12,7 @@ import t from 'tap';
 import { builtFixture } from '../../scripts/fixtures/build.js';
 import { ROOT } from '../helpers/fixtures.js';
 import { createModel, uploadBlob } from '../helpers/models.js';
-import { startEngineAppliance } from '../engine/helpers.js';
+import { runnerPids, startEngineAppliance } from '../engine/helpers.js';
 
 const cache = await mkdtemp(path.join(os.tmpdir(), 'lia-no-server-'));
 t.teardown(() => rm(cache, { recursive: true, force: true }));
@@ -26,6 +27,21 @@ t.test('a model given to llama-server without a built binary: 503 naming lia eng
   const tags = await app.fetch('/api/tags');
   t.equal(tags.status, 200, 'the appliance keeps answering');
   await tags.arrayBuffer();
+});
+
+t.test('a fresh install without the binary: text and chat run on node-llama-cpp, with no setting', async (t) => {
+  const app = await startEngineAppliance({ env: { LIA_CACHE_DIR: cache } });
+  t.teardown(() => app.close());
+  await createModel(app, 'stories', 'gguf/stories260K.gguf');
+  const res = await app.fetch('/api/chat', {
+    method: 'POST',
+    body: JSON.stringify({ model: 'stories', stream: false, messages: [{ role: 'user', content: 'Hi' }], options: { num_predict: 2 } }),
+  });
+  t.equal(res.status, 200);
+  t.match(await res.json(), { done: true });
+  const servers = app.hooks.backends.list().find((b) => b.name === 'llama-server') as unknown as { processes(): unknown[] };
+  t.same(servers.processes(), [], 'no llama-server was started');
+  t.ok(runnerPids().length > 0, 'a node-llama-cpp runner serves it');
 });
 
 t.test('remote image URLs are not fetched by default: a 400 before any model loads', async (t) => {

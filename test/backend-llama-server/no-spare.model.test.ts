@@ -1,7 +1,8 @@
 /**
- * An appliance whose configuration gives GGUF to llama-server keeps no spare node-llama-cpp
- * runner (backend-llama-cpp's `prewarm` applies only while GGUF comes to it by default; the
- * spare itself: test/engine/spare.model.test.ts), and still serves text, from a llama-server.
+ * Where llama-server is built, GGUF text models run on it with no setting (the default engine,
+ * docs/decisions.md), and the appliance keeps no spare node-llama-cpp runner (backend-llama-cpp's
+ * `prewarm` applies only while GGUF text comes to it by default; the spare itself, with
+ * `backends: { gguf: llama-cpp }`: test/engine/spare.model.test.ts).
  */
 import t from 'tap';
 import { cachedBinary } from '../../plugins/backend-llama-server/build.js';
@@ -12,8 +13,8 @@ if (!(await cachedBinary())) {
   throw new Error('llama-server is not built: run `lia engine build` (or `node bin/lia.js engine build`; .ci/run does it once per run)');
 }
 
-t.test('backends gguf=llama-server: no spare runner, and text runs on llama-server', async (t) => {
-  const app = await startEngineAppliance({ env: { LIA_BACKENDS: 'gguf=llama-server', LIA_CONTEXT_LENGTH: '256' } });
+t.test('no backends setting: no spare runner, and text runs on llama-server', async (t) => {
+  const app = await startEngineAppliance({ env: { LIA_CONTEXT_LENGTH: '256' } });
   t.teardown(() => app.close());
   // A spare is forked as the appliance becomes ready; give one time to show.
   await new Promise((r) => setTimeout(r, 3000));

@@ -10,6 +10,7 @@ import type { LlamaCppBackend } from '../../plugins/backend-llama-cpp/backend.js
 import { LARGE_MODEL_BYTES, MIN_BATCH_TOKENS, minBatchTokens, useBatchThreads } from '../../plugins/backend-llama-cpp/runner/batch-threads.js';
 import { inferenceBatchThreads } from '../../plugins/engine/threads.js';
 import { fixture } from '../helpers/fixtures.js';
+import { ON_LLAMA_CPP } from '../helpers/engines.js';
 import { createModel } from '../helpers/models.js';
 import { ollamaClient, startEngineAppliance } from './helpers.js';
 
@@ -77,7 +78,7 @@ t.test('the automatic batch count is every available core, never fewer than the 
 });
 
 t.test('a runner keeps its batch count only while it is the one model loaded', async (t) => {
-  const app = await startEngineAppliance({ env: { LIA_THREADS: '1', LIA_BATCH_THREADS: '2' } });
+  const app = await startEngineAppliance({ env: { ...ON_LLAMA_CPP, LIA_THREADS: '1', LIA_BATCH_THREADS: '2' } });
   t.teardown(() => app.close());
   await createModel(app, 'first', 'gguf/stories260K.gguf');
   await createModel(app, 'second', 'gguf/stories260K-chatml.gguf');

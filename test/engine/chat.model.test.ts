@@ -9,6 +9,7 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import t from 'tap';
 import { ROOT } from '../helpers/fixtures.js';
+import { ggufEngine } from '../helpers/engines.js';
 import { createModel } from '../helpers/models.js';
 import { ndjson, ollamaClient, startEngineAppliance } from './helpers.js';
 
@@ -50,6 +51,10 @@ t.test('a model without any template chats through ChatML; a store template laye
   await createModel(app, 'bare', 'gguf/stories260K.gguf');
   const bare = await ollama.chat({ model: 'bare', messages: hi, options: { num_predict: 4 } });
   t.equal(bare.done, true);
+  // Generate passes the prompt through, as Ollama's default template `{{ .Prompt }}` does.
+  const generated = await ollama.generate({ model: 'bare', prompt: hi[0]!.content, system: 'Be brief.', options: { num_predict: 1 } });
+  const raw = await ollama.generate({ model: 'bare', prompt: hi[0]!.content, raw: true, options: { num_predict: 1 } });
+  t.equal(generated.prompt_eval_count, raw.prompt_eval_count, 'generate on a model without a template: the prompt as it is');
   await createModel(app, 'llama3ish', 'gguf/stories260K.gguf', {
     template:
       '{{- range .Messages }}<|start_header_id|>{{ .Role }}<|end_header_id|>\n\n{{ .Content }}<|eot_id|>{{ end }}<|start_header_id|>assistant<|end_header_id|>\n\n',
@@ -57,6 +62,12 @@ t.test('a model without any template chats through ChatML; a store template laye
   const l3 = await ollama.chat({ model: 'llama3ish', messages: hi, options: { num_predict: 4 } });
   t.equal(l3.done, true);
   t.not(l3.prompt_eval_count, bare.prompt_eval_count, 'a different template shapes the prompt differently');
+  // The turn in Llama 3's format, sent raw, is the same prompt (node-llama-cpp's Llama 3 chat
+  // wrapper spaces it its own way: two tokens more).
+  const turn = `<|start_header_id|>user<|end_header_id|>\n\n${hi[0]!.content}<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n\n`;
+  const asTurn = await ollama.generate({ model: 'llama3ish', prompt: turn, raw: true, options: { num_predict: 1 } });
+  const spacing = ggufEngine() === 'llama-cpp' ? 2 : 0;
+  t.equal(l3.prompt_eval_count, asTurn.prompt_eval_count + spacing, 'the prompt is the turn in the Llama 3 format');
 });
 
 t.test('tools are declared to the model; tool results are accepted in the history', async (t) => {
@@ -73,7 +84,12 @@ t.test('tools are declared to the model; tool results are accepted in the histor
   const opts = { num_predict: 8, temperature: 0 };
   const without = await ollama.chat({ model: 'chatml', messages: hi, options: opts });
   const withTools = await ollama.chat({ model: 'chatml', messages: hi, tools, options: opts });
-  t.ok(withTools.prompt_eval_count > without.prompt_eval_count + 10, 'the tool is documented in the prompt');
+  if (ggufEngine() === 'llama-cpp') {
+    t.ok(withTools.prompt_eval_count > without.prompt_eval_count + 10, "the tool is documented in the prompt, in node-llama-cpp's syntax");
+  } else {
+    // llama-server prompts with the model's template, which has no place for tools.
+    t.equal(withTools.prompt_eval_count, without.prompt_eval_count, "the template has no tools: the prompt is the template's");
+  }
   t.equal(withTools.done, true);
   for (const call of withTools.message.tool_calls ?? []) t.match(call, { function: { name: 'get_weather', arguments: Object } });
 
@@ -89,9 +105,17 @@ t.test('tools are declared to the model; tool results are accepted in the histor
   });
   t.equal(followUp.done, true, 'a history with a tool call and its result is answered');
 
-  const both = await app.fetch('/api/chat', { method: 'POST', body: JSON.stringify({ model: 'chatml', messages: hi, tools, format: 'json' }) });
-  t.equal(both.status, 400);
-  t.match(await both.json(), { error: /format.*tools/ });
+  const both = await app.fetch('/api/chat', {
+    method: 'POST',
+    body: JSON.stringify({ model: 'chatml', messages: hi, tools, format: 'json', stream: false, options: { num_predict: 4 } }),
+  });
+  if (ggufEngine() === 'llama-cpp') {
+    t.equal(both.status, 400, "node-llama-cpp's function calling and a grammar do not mix");
+    t.match(await both.json(), { error: /format.*tools/ });
+  } else {
+    t.equal(both.status, 200, 'llama-server answers under the format');
+    t.match(await both.json(), { done: true, message: { content: /^\s*\{/ } });
+  }
 });
 
 t.test('a conversation longer than the context loses its oldest turns; the system message and the newest stay', async (t) => {
@@ -112,7 +136,12 @@ t.test('a conversation longer than the context loses its oldest turns; the syste
   // The ollama client's types lack ps's context_length (the server sends it).
   const loaded = (await ollama.ps()).models.find((m) => m.name === 'chatml:latest') as { context_length?: number } | undefined;
   const context = loaded?.context_length ?? 0;
-  t.equal(context, 512, 'loaded with the requested context');
+  if (ggufEngine() === 'llama-cpp') t.equal(context, 512, 'loaded with the requested context');
+  else {
+    // llama-server first loads the model again with a larger context, up to the trained one.
+    const trained = ((await ollama.show({ model: 'chatml' })).model_info as unknown as Record<string, number>)['llama.context_length'];
+    t.equal(context, trained, `grown to the trained context (${trained}) before turns are dropped`);
+  }
   t.ok(whole.prompt_eval_count < context, `the prompt fits: ${whole.prompt_eval_count} of ${context} tokens`);
   t.equal(whole.eval_count, 8, 'with room left to answer');
   // It is the prompt of the system message, the newest turns that fit, and the last message: the

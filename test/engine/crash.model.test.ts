@@ -1,5 +1,5 @@
 /**
- * Crash isolation: each model runs in its own runner process. tinystories-656k makes llama.cpp
+ * Crash isolation on node-llama-cpp: each model runs in its own runner process. tinystories-656k makes llama.cpp
  * abort the whole process on a tab or a non-ASCII character (see the models README), and `kill -9`
  * is the other crash. The requests in flight get a clear error (a 500 JSON body before streaming,
  * an `{"error"}` line after), every other model and route keeps answering, and the next request
@@ -10,11 +10,12 @@ import t from 'tap';
 import type { LlamaCppBackend } from '../../plugins/backend-llama-cpp/backend.js';
 import { allowedCpus, chooseCpus } from '../../plugins/backend-llama-cpp/placement.js';
 import { inferenceThreads } from '../../plugins/engine/threads.js';
+import { ON_LLAMA_CPP } from '../helpers/engines.js';
 import { createModel } from '../helpers/models.js';
 import { ollamaClient, startEngineAppliance } from './helpers.js';
 
 // CPU affinity is off by default; on here, to check the binding of the runners (first test).
-const app = await startEngineAppliance({ plugins: { 'backend-llama-cpp': { options: { cpuAffinity: 'auto' } } } });
+const app = await startEngineAppliance({ plugins: { 'backend-llama-cpp': { options: { cpuAffinity: 'auto' } } }, env: ON_LLAMA_CPP });
 t.teardown(() => app.close());
 await createModel(app, 'crashy', 'gguf/tinystories-656k-q8_0.gguf');
 await createModel(app, 'stories', 'gguf/stories260K.gguf');

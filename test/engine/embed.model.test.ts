@@ -1,11 +1,13 @@
 /**
  * `/api/embed`, the legacy `/api/embeddings`, `/api/ps` and `/api/version` end to end with the
  * official `ollama` client: normalised batch embeddings, `dimensions`, `truncate`, raw legacy
- * vectors, and the loaded-model listing with its sizes, expiry and context length.
+ * vectors, and the loaded-model listing with its sizes, expiry and context length. On llama-server
+ * a generation model embeds through a second server on its weights.
  */
 import t from 'tap';
 import { VERSION } from '../../core/version.js';
 import { OLLAMA_COMPAT_VERSION } from '../../plugins/engine/routes/ps.js';
+import { ggufEngine } from '../helpers/engines.js';
 import { createModel } from '../helpers/models.js';
 import { ollamaClient, startEngineAppliance } from './helpers.js';
 
@@ -14,6 +16,8 @@ t.teardown(() => app.close());
 await createModel(app, 'stories', 'gguf/stories260K.gguf');
 const ollama = ollamaClient(app);
 const norm = (v: number[]) => Math.sqrt(v.reduce((s, x) => s + x * x, 0));
+/** Whether two vectors are the same up to float rounding (llama-server evaluates in batches of varying shape). */
+const close = (a: number[] | undefined, b: number[] | undefined) => !!a && !!b && a.length === b.length && a.every((x, i) => Math.abs(x - b[i]!) < 1e-5);
 
 t.test('embed: one vector per input, L2-normalised, deterministic', async (t) => {
   const r = await ollama.embed({ model: 'stories', input: ['Once upon a time', 'The cat sat.', 'Once upon a time'] });
@@ -23,13 +27,14 @@ t.test('embed: one vector per input, L2-normalised, deterministic', async (t) =>
     t.equal(v.length, 64, 'the model width');
     t.ok(Math.abs(norm(v) - 1) < 1e-5, 'unit length');
   }
-  t.same(r.embeddings[0], r.embeddings[2], 'same input, same vector');
+  t.ok(close(r.embeddings[0], r.embeddings[2]), 'same input, same vector');
   t.notSame(r.embeddings[0], r.embeddings[1]);
   t.ok(r.prompt_eval_count >= 8, 'input tokens are counted');
   t.ok(r.total_duration > 0);
 
   const single = await ollama.embed({ model: 'stories', input: 'Once upon a time' });
-  t.same(single.embeddings, [r.embeddings[0]], 'a string input is one vector');
+  t.equal(single.embeddings.length, 1, 'a string input is one vector');
+  t.ok(close(single.embeddings[0], r.embeddings[0]), 'the same as in a batch');
 });
 
 t.test('dimensions cut and re-normalise; truncate:false on a too-long input is a 400', async (t) => {
@@ -39,17 +44,19 @@ t.test('dimensions cut and re-normalise; truncate:false on a too-long input is a
   t.equal(v.length, 16);
   t.ok(Math.abs(norm(v) - 1) < 1e-5);
   const head = (full.embeddings[0] as number[]).slice(0, 16);
-  t.ok(Math.abs(v[0]! - head[0]! / norm(head)) < 1e-6, 'the first 16 dimensions, re-normalised');
+  t.ok(Math.abs(v[0]! - head[0]! / norm(head)) < 1e-5, 'the first 16 dimensions, re-normalised');
 
   // A model whose stored num_ctx is 128 tokens (the parameter reaches the runner's context).
   await createModel(app, 'short', 'gguf/stories260K.gguf', { parameters: { num_ctx: 128 } });
   const long = 'the cat sat on the mat and '.repeat(40);
   const truncated = await ollama.embed({ model: 'short', input: long });
   t.equal(truncated.embeddings[0]?.length, 64, 'truncated by default');
-  t.ok(truncated.prompt_eval_count <= 128, `at most the context: ${truncated.prompt_eval_count}`);
+  // llama-server's context is a whole number of 256-token blocks: 128 asked is 256 loaded.
+  const context = ggufEngine() === 'llama-server' ? 256 : 128;
+  t.ok(truncated.prompt_eval_count <= context, `at most the context: ${truncated.prompt_eval_count}`);
   t.match(
     (await ollama.ps()).models.find((m) => m.name === 'short:latest'),
-    { context_length: 128 },
+    { context_length: context },
   );
   const res = await app.fetch('/api/embed', { method: 'POST', body: JSON.stringify({ model: 'short', input: long, truncate: false }) });
   t.equal(res.status, 400);
@@ -62,7 +69,7 @@ t.test('legacy /api/embeddings returns one raw (not normalised) vector', async (
   t.ok(Math.abs(norm(r.embedding) - 1) > 1e-3, 'not normalised');
   const normalised = await ollama.embed({ model: 'stories', input: 'Once upon a time' });
   const n = norm(r.embedding);
-  t.ok(Math.abs(r.embedding[0]! / n - normalised.embeddings[0]![0]!) < 1e-6, 'the same direction as /api/embed');
+  t.ok(Math.abs(r.embedding[0]! / n - normalised.embeddings[0]![0]!) < 1e-5, 'the same direction as /api/embed');
   const empty = await app.fetch('/api/embeddings', { method: 'POST', body: JSON.stringify({ model: 'stories', prompt: '' }) });
   t.same(await empty.json(), { embedding: [] });
 });

@@ -1,17 +1,19 @@
 /**
- * Memory-budget eviction: with a budget that holds the two small models but not all three, loading
+ * Memory-budget eviction, with GGUF models on node-llama-cpp: with a budget that holds the two small models but not all three, loading
  * the large one unloads the least recently used idle model, estimated from the GGUF before loading.
  * And the memory a runner's buffers live in: transparent huge pages where the kernel offers them.
  */
 import { readFile } from 'node:fs/promises';
 import t from 'tap';
 import { LlamaCppBackend } from '../../plugins/backend-llama-cpp/backend.js';
+import { ON_LLAMA_CPP } from '../helpers/engines.js';
 import { createModel } from '../helpers/models.js';
 import { ollamaClient, startEngineAppliance } from './helpers.js';
 
 const MB = 1024 * 1024;
 const app = await startEngineAppliance({
   plugins: { engine: { options: { memoryBudget: 450 * MB } } },
+  env: ON_LLAMA_CPP,
 });
 t.teardown(() => app.close());
 await createModel(app, 'small1', 'gguf/stories260K.gguf');

@@ -1,5 +1,5 @@
 /**
- * The spare runner (backend.ts, `prewarm`): a load takes it, and the next one starts only once no
+ * node-llama-cpp's spare runner (backend.ts, `prewarm`): a load takes it, and the next one starts only once no
  * loaded model has had a request in flight for a while, so that its start-up does not slow the new
  * model's first requests.
  *
@@ -13,11 +13,12 @@
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import t from 'tap';
+import { ON_LLAMA_CPP } from '../helpers/engines.js';
 import { createModel } from '../helpers/models.js';
 import { waitFor } from '../helpers/wait.js';
 import { ollamaClient, runnerPids, startEngineAppliance } from './helpers.js';
 
-const app = await startEngineAppliance();
+const app = await startEngineAppliance({ env: ON_LLAMA_CPP });
 t.teardown(() => app.close());
 await createModel(app, 'stories', 'gguf/stories260K.gguf');
 const ollama = ollamaClient(app);

@@ -11,8 +11,8 @@ import { toChatHistory, toFunctions, toolCallId, toToolCalls } from '../../plugi
 import { maxTokensFor, toLlamaSampling } from '../../plugins/backend-llama-cpp/runner/sampling.js';
 import { StopDetector } from '../../plugins/backend-llama-cpp/runner/stops.js';
 import { toolFields } from '../../plugins/engine/service.js';
-import { renderGoTemplate } from 'lia/prompts';
-import { goTemplateFamily, wrapperForGoTemplate } from '../../plugins/backend-llama-cpp/runner/templates.js';
+import { goTemplateFamily, renderGoTemplate } from 'lia/prompts';
+import { wrapperForGoTemplate } from '../../plugins/backend-llama-cpp/runner/templates.js';
 import { parseGoDuration, parseKeepAlive } from '../../plugins/engine/keep-alive.js';
 import { cgroupMemoryLimit, memoryBudget } from '../../plugins/engine/memory.js';
 import { mergeOptions, parseSamplingOptions } from '../../plugins/engine/request-options.js';

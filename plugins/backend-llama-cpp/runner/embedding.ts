@@ -7,6 +7,7 @@
  */
 import type { LlamaEmbeddingContext, LlamaModel, Token } from 'node-llama-cpp';
 import type { EmbedParams, EmbedResult } from 'lia/plugin/contracts';
+import { shapeEmbedding } from 'lia/prompts';
 import { RequestError } from './errors.js';
 
 export class Embedder {
@@ -38,7 +39,7 @@ export class Embedder {
       if (tokens.length === 0) tokens = [(this.model.tokens.shouldPrependBosToken ? this.model.tokens.bos : null) ?? (0 as Token)];
       promptTokens += tokens.length + overhead;
       const { vector } = await ctx.getEmbeddingFor(tokens);
-      embeddings.push(shape(vector, params.dimensions, params.normalize ?? true));
+      embeddings.push(shapeEmbedding(vector, params.dimensions, params.normalize ?? true));
     }
     return { embeddings, promptTokens };
   }
@@ -57,12 +58,4 @@ export class Embedder {
       });
     return this.#context;
   }
-}
-
-/** Cuts to `dimensions` and L2-normalises (unless told not to). */
-function shape(vector: readonly number[], dimensions: number | undefined, normalize: boolean): number[] {
-  const v = dimensions && dimensions > 0 && dimensions < vector.length ? vector.slice(0, dimensions) : [...vector];
-  if (!normalize) return v;
-  const norm = Math.sqrt(v.reduce((s, x) => s + x * x, 0));
-  return norm > 0 ? v.map((x) => x / norm) : v;
 }

@@ -22,18 +22,7 @@ import {
   type ChatWrapper,
   type LlamaModel,
 } from 'node-llama-cpp';
-
-/** A Go-template family we can translate to a built-in wrapper. */
-export type TemplateFamily = 'chatml' | 'llama3' | 'llama2' | 'mistral' | 'gemma';
-
-/** Recognises the family of an Ollama Go template by its markers; null when unknown. */
-export function goTemplateFamily(template: string): TemplateFamily | null {
-  if (template.includes('<|im_start|>')) return 'chatml';
-  if (template.includes('<|start_header_id|>')) return 'llama3';
-  if (template.includes('<start_of_turn>')) return 'gemma';
-  if (template.includes('[INST]')) return template.includes('<<SYS>>') ? 'llama2' : 'mistral';
-  return null;
-}
+import { goTemplateFamily, type TemplateFamily } from 'lia/prompts';
 
 function wrapperForFamily(family: TemplateFamily): ChatWrapper {
   switch (family) {

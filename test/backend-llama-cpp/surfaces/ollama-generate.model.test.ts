@@ -1,0 +1,4 @@
+/** test/engine/generate.model.test.ts with GGUF models on node-llama-cpp: the engine matrix (test/helpers/engines.ts). */
+import { onLlamaCpp } from '../../helpers/engines.js';
+
+await onLlamaCpp(() => import('../../engine/generate.model.test.js'));

@@ -1,0 +1,4 @@
+/** test/api-openai/clients.model.test.ts with GGUF models on node-llama-cpp: the engine matrix (test/helpers/engines.ts). */
+import { onLlamaCpp } from '../../helpers/engines.js';
+
+await onLlamaCpp(() => import('../../api-openai/clients.model.test.js'));

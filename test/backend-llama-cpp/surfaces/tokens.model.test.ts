@@ -1,0 +1,4 @@
+/** test/tokens/tokens.model.test.ts with GGUF models on node-llama-cpp: the engine matrix (test/helpers/engines.ts). */
+import { onLlamaCpp } from '../../helpers/engines.js';
+
+await onLlamaCpp(() => import('../../tokens/tokens.model.test.js'));

@@ -1,4 +1,0 @@
-/** test/api-anthropic/messages.model.test.ts with GGUF models on llama-server: the engine matrix (test/helpers/engines.ts). */
-import { onLlamaServer } from '../../helpers/engines.js';
-
-await onLlamaServer(() => import('../../api-anthropic/messages.model.test.js'));
