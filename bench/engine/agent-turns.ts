@@ -30,8 +30,8 @@
  * [--sessions 1,4] [--system 6300] [--turn 230] [--predict 32] [--turns 6] [--context 8192]
  * [--reps 1] [--barrier] [--engine llama-cpp|llama-server] [--only appliance|llama-server]
  * [--server PATH] [--json FILE]`; `--server` runs another llama-server binary than the one
- * bench/engine/llama-server.ts builds (on both sides); `--engine llama-server` gives the
- * appliance's GGUF models to its backend-llama-server (`backends: { gguf: llama-server }`).
+ * bench/engine/llama-server.ts builds (on both sides); `--engine` names the appliance's GGUF
+ * engine (`backends.gguf`): its backend-llama-server by default, or `llama-cpp`.
  *
  * @module
  */
@@ -60,7 +60,7 @@ const { values } = parseArgs({
     context: { type: 'string', default: '8192' },
     reps: { type: 'string', default: '1' },
     barrier: { type: 'boolean', default: false },
-    engine: { type: 'string', default: 'llama-cpp' },
+    engine: { type: 'string', default: 'llama-server' },
     only: { type: 'string' },
     server: { type: 'string' },
     json: { type: 'string' },
@@ -256,7 +256,7 @@ async function main(): Promise<void> {
     if (names.includes('appliance')) {
       app = await startApplianceProcess({
         // The appliance's engine for GGUF: node-llama-cpp (its default) or its managed llama-server.
-        ...(values.engine === 'llama-server' ? { backends: { gguf: 'llama-server' } } : {}),
+        backends: { gguf: values.engine },
         plugins: {
           ...ENGINE_ONLY,
           'api-openai': {},

@@ -14,9 +14,9 @@
  *   every 25 ms, then the request), with the page cache dropped first (cold: needs root) and
  *   without (warm). Rounds alternate between the two servers.
  *
- * `--engine llama-server` gives the appliance's GGUF models to its managed llama-server
- * (`backends: { gguf: llama-server }`): the model process is then a llama-server too, and the
- * appliance keeps no spare node-llama-cpp runner.
+ * `--engine` names the appliance's GGUF engine (`backends.gguf`): its managed llama-server by
+ * default (the model process is then a llama-server too, and the appliance keeps no spare
+ * node-llama-cpp runner), or `llama-cpp`.
  *
  * Run: `node --conditions=lia-source --import tsx bench/engine/memory.ts [--model 1b-q4_0] [--reps 3] [--engine llama-cpp|llama-server]`.
  *
@@ -41,13 +41,13 @@ const { values } = parseArgs({
     model: { type: 'string', default: '1b-q4_0' },
     reps: { type: 'string', default: '3' },
     port: { type: 'string', default: '18971' },
-    engine: { type: 'string', default: 'llama-cpp' },
+    engine: { type: 'string', default: 'llama-server' },
   },
 });
 const REPS = Number(values.reps);
 if (values.engine !== 'llama-cpp' && values.engine !== 'llama-server') throw new Error(`--engine: llama-cpp or llama-server, not ${values.engine}`);
 /** The appliance's environment: its GGUF engine. */
-const ENGINE_ENV: Record<string, string> = values.engine === 'llama-server' ? { LIA_BACKENDS: 'gguf=llama-server' } : {};
+const ENGINE_ENV: Record<string, string> = { LIA_BACKENDS: `gguf=${values.engine}` };
 const { threads: THREADS, batchThreads: BATCH_THREADS } = benchThreads();
 const MB = 1024 * 1024;
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));

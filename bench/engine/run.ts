@@ -27,7 +27,7 @@
  * or slot count.
  *
  * Run: `node --conditions=lia-source --import tsx bench/engine/run.ts [--model 135m|1b-q4_0|1b-q8_0] [--reps 3] [--tokens 128] [--slots 16] [--context 512] [--no-library] [--engine llama-cpp|llama-server]`
- * (`--engine llama-server`: the appliance serves GGUF on its managed llama-server, `backends: { gguf: llama-server }`)
+ * (the appliance's engine for GGUF, set as `backends.gguf`: its managed llama-server by default, as where it is built, or `--engine llama-cpp`)
  * (the 512-token prompt needs a context above 512 per slot: `--context 1024`). Results are also written to
  * `bench/results/engine-<time>.json` (next to the dated logs of earlier runs).
  *
@@ -59,7 +59,7 @@ const { values } = parseArgs({
     slots: { type: 'string', default: '16' },
     context: { type: 'string', default: '512' },
     model: { type: 'string', default: '135m' },
-    engine: { type: 'string', default: 'llama-cpp' },
+    engine: { type: 'string', default: 'llama-server' },
   },
 });
 const REPS = Number(values.reps);
@@ -132,8 +132,8 @@ async function main(): Promise<void> {
   // Servers of earlier repetitions, stopped at the end.
   const retired: ChildProcess[] = [];
   const app = await startApplianceProcess({
-    // The appliance's engine for GGUF: node-llama-cpp (`--engine llama-cpp`) or its managed llama-server.
-    ...(values.engine === 'llama-server' ? { backends: { gguf: 'llama-server' } } : {}),
+    // The appliance's engine for GGUF, named: its managed llama-server (the default) or node-llama-cpp (`--engine llama-cpp`).
+    backends: { gguf: values.engine },
     plugins: {
       ...ENGINE_ONLY,
       engine: { options: { numParallel: SLOTS, contextLength: CONTEXT, threads: THREADS, batchThreads: BATCH_THREADS, keepAlive: -1 } },

@@ -37,7 +37,7 @@ const { values } = parseArgs({
     slots: { type: 'string', default: '16' },
     context: { type: 'string', default: '2048' },
     port: { type: 'string', default: '18961' },
-    engine: { type: 'string', default: 'llama-cpp' },
+    engine: { type: 'string', default: 'llama-server' },
   },
 });
 const REPS = Number(values.reps);
@@ -84,8 +84,8 @@ async function main(): Promise<void> {
     contextPerSlot: CONTEXT,
   });
   const app = await startApplianceProcess({
-    // The appliance's engine for GGUF: node-llama-cpp (`--engine llama-cpp`) or its managed llama-server.
-    ...(values.engine === 'llama-server' ? { backends: { gguf: 'llama-server' } } : {}),
+    // The appliance's engine for GGUF, named: its managed llama-server (the default) or node-llama-cpp (`--engine llama-cpp`).
+    backends: { gguf: values.engine },
     plugins: {
       ...ENGINE_ONLY,
       engine: { options: { numParallel: SLOTS, contextLength: CONTEXT, threads: THREADS, batchThreads: BATCH_THREADS, keepAlive: -1 } },
