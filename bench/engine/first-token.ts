@@ -1,0 +1,115 @@
+/**
+ * Time to first token, with more samples than `run.ts` takes (5): `--pairs` requests to the
+ * appliance and to llama-server run directly (same model, threads, slots, context and sampling,
+ * the same cached prompt), one after the other, the order alternating, so that both see the same
+ * machine. Prints the medians, the ratio llama-server ÷ appliance (≥ 1: the appliance answers as
+ * soon), the spread of each side (interquartile range over median) and the decode time per token.
+ *
+ * The appliance is spoken to as clients do (HTTPS, a key, `/api/generate` with a raw prompt);
+ * llama-server over plain HTTP on loopback (`/completion`), which is what its users get.
+ *
+ * Run: `node --conditions=lia-source --import tsx bench/engine/first-token.ts [--model 135m|1b-q4_0] [--pairs 40] [--tokens 16] [--engine llama-server|llama-cpp]`.
+ *
+ * @module
+ */
+import { parseArgs } from 'node:util';
+import { startApplianceProcess } from '../lib/appliance-process.js';
+import { keepAlivePool } from '../lib/connections.js';
+import { assertSameConfiguration, machineInfo, machineLine } from '../lib/machine.js';
+import { saveResult } from '../lib/results.js';
+import { median } from '../lib/stats.js';
+import { ENGINE_ONLY } from '../../test/helpers/plugin-sets.js';
+import { benchModelPath, createBenchModel, modelLabel } from '../models/models.js';
+import { PROMPT } from './figures.js';
+import { benchThreads, buildLlamaServer, startLlamaServer } from './llama-server.js';
+import { applianceGenerate, llamaServerGenerate } from './targets.js';
+
+const { values } = parseArgs({
+  options: {
+    model: { type: 'string', default: '135m' },
+    pairs: { type: 'string', default: '40' },
+    tokens: { type: 'string', default: '16' },
+    slots: { type: 'string', default: '16' },
+    context: { type: 'string', default: '1024' },
+    port: { type: 'string', default: '18390' },
+    engine: { type: 'string', default: 'llama-server' },
+  },
+});
+const PAIRS = Number(values.pairs);
+const TOKENS = Number(values.tokens);
+const SLOTS = Number(values.slots);
+const CONTEXT = Number(values.context);
+
+/** Interquartile range over the median. */
+function spread(xs: number[]): number {
+  const s = [...xs].sort((a, b) => a - b);
+  const q = (p: number) => s[Math.min(s.length - 1, Math.floor(p * (s.length - 1)))]!;
+  return (q(0.75) - q(0.25)) / median(s);
+}
+
+async function main(): Promise<void> {
+  const machine = machineInfo();
+  console.log(machineLine(machine));
+  const { threads, batchThreads } = benchThreads();
+  const model = await benchModelPath(values.model);
+  const binary = await buildLlamaServer();
+  const port = Number(values.port);
+  const server = await startLlamaServer(binary, { model, port, threads, batchThreads, parallel: SLOTS, contextPerSlot: CONTEXT });
+  const app = await startApplianceProcess({
+    backends: { gguf: values.engine },
+    plugins: { ...ENGINE_ONLY, engine: { options: { numParallel: SLOTS, contextLength: CONTEXT, threads, batchThreads, keepAlive: -1 } } },
+  });
+  try {
+    await createBenchModel(app, 'bench', model);
+    const agent = app.dispatcher();
+    const plain = keepAlivePool(`http://127.0.0.1:${port}`);
+    const appliance = () => applianceGenerate(app, agent, 'bench', PROMPT, TOKENS);
+    const direct = () => llamaServerGenerate(`http://127.0.0.1:${port}`, plain, PROMPT, TOKENS);
+    for (let i = 0; i < 5; i++) {
+      await appliance();
+      await direct();
+    }
+    // Both sides must run what was asked: the context per sequence, and llama-server's slots.
+    const ps = (await (await app.fetch('/api/ps')).json()) as { models: { name: string; context_length?: number }[] };
+    const props = (await (await fetch(`http://127.0.0.1:${port}/props`)).json()) as { total_slots?: number; default_generation_settings?: { n_ctx?: number } };
+    assertSameConfiguration([
+      {
+        name: 'context per sequence',
+        wanted: CONTEXT,
+        sides: { appliance: ps.models.find((m) => m.name.startsWith('bench'))?.context_length, 'llama-server': props.default_generation_settings?.n_ctx },
+      },
+      { name: 'slots', wanted: SLOTS, sides: { 'llama-server': props.total_slots } },
+    ]);
+    const sides = { appliance: { ttft: [] as number[], perToken: [] as number[] }, 'llama-server': { ttft: [] as number[], perToken: [] as number[] } };
+    for (let i = 0; i < PAIRS; i++) {
+      const order = i % 2 === 0 ? (['appliance', 'llama-server'] as const) : (['llama-server', 'appliance'] as const);
+      for (const name of order) {
+        const s = await (name === 'appliance' ? appliance() : direct());
+        sides[name].ttft.push(s.ttftMs);
+        sides[name].perToken.push(s.decodeMs / Math.max(1, s.tokens - 1));
+      }
+    }
+    const a = median(sides.appliance.ttft);
+    const l = median(sides['llama-server'].ttft);
+    const summary = {
+      model: modelLabel(values.model),
+      engine: values.engine,
+      pairs: PAIRS,
+      firstTokenMs: { appliance: a, 'llama-server': l },
+      ratio: l / a,
+      spread: { appliance: spread(sides.appliance.ttft), 'llama-server': spread(sides['llama-server'].ttft) },
+      perTokenMs: { appliance: median(sides.appliance.perToken), 'llama-server': median(sides['llama-server'].perToken) },
+    };
+    console.log(
+      `first token: appliance ${a.toFixed(2)} ms, llama-server ${l.toFixed(2)} ms, ratio ${summary.ratio.toFixed(3)} ` +
+        `(spread ${(summary.spread.appliance * 100).toFixed(0)} % / ${(summary.spread['llama-server'] * 100).toFixed(0)} %); ` +
+        `per token ${summary.perTokenMs.appliance.toFixed(2)} / ${summary.perTokenMs['llama-server'].toFixed(2)} ms`,
+    );
+    console.log(await saveResult('first-token', { machine, threads, batchThreads, slots: SLOTS, context: CONTEXT, ...summary, samples: sides }));
+  } finally {
+    await app.close();
+    server.kill();
+  }
+}
+
+await main();
