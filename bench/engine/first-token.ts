@@ -15,13 +15,13 @@
 import { parseArgs } from 'node:util';
 import { startApplianceProcess } from '../lib/appliance-process.js';
 import { keepAlivePool } from '../lib/connections.js';
-import { assertSameConfiguration, machineInfo, machineLine } from '../lib/machine.js';
+import { machineInfo, machineLine } from '../lib/machine.js';
 import { saveResult } from '../lib/results.js';
 import { median } from '../lib/stats.js';
 import { ENGINE_ONLY } from '../../test/helpers/plugin-sets.js';
 import { benchModelPath, createBenchModel, modelLabel } from '../models/models.js';
 import { PROMPT } from './figures.js';
-import { benchThreads, buildLlamaServer, startLlamaServer } from './llama-server.js';
+import { benchThreads, buildLlamaServer, checkSameConfiguration, startLlamaServer } from './llama-server.js';
 import { applianceGenerate, llamaServerGenerate } from './targets.js';
 
 const { values } = parseArgs({
@@ -69,17 +69,7 @@ async function main(): Promise<void> {
       await appliance();
       await direct();
     }
-    // Both sides must run what was asked: the context per sequence, and llama-server's slots.
-    const ps = (await (await app.fetch('/api/ps')).json()) as { models: { name: string; context_length?: number }[] };
-    const props = (await (await fetch(`http://127.0.0.1:${port}/props`)).json()) as { total_slots?: number; default_generation_settings?: { n_ctx?: number } };
-    assertSameConfiguration([
-      {
-        name: 'context per sequence',
-        wanted: CONTEXT,
-        sides: { appliance: ps.models.find((m) => m.name.startsWith('bench'))?.context_length, 'llama-server': props.default_generation_settings?.n_ctx },
-      },
-      { name: 'slots', wanted: SLOTS, sides: { 'llama-server': props.total_slots } },
-    ]);
+    await checkSameConfiguration(app, port, { context: CONTEXT, slots: SLOTS });
     const sides = { appliance: { ttft: [] as number[], perToken: [] as number[] }, 'llama-server': { ttft: [] as number[], perToken: [] as number[] } };
     for (let i = 0; i < PAIRS; i++) {
       const order = i % 2 === 0 ? (['appliance', 'llama-server'] as const) : (['llama-server', 'appliance'] as const);

@@ -18,6 +18,7 @@ import { buildLlamaServer as buildServer, llamaCppSource as cachedSource } from 
 import { inferenceBatchThreads, inferenceThreads } from '../../plugins/engine/threads.js';
 import { fixture } from '../../test/helpers/fixtures.js';
 import { freePort } from '../lib/appliance-process.js';
+import { assertSameConfiguration } from '../lib/machine.js';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const CACHE = path.join(ROOT, 'bench/.cache/llama-server');
@@ -161,4 +162,26 @@ export async function startLlamaServer(
 
 if (process.argv[1] && fileURLToPath(import.meta.url) === path.resolve(process.argv[1])) {
   console.log(await buildLlamaServer());
+}
+
+/**
+ * Stops a benchmark unless both servers run what it asked for: the context per sequence on each
+ * side (the appliance's `/api/ps` for its model named `bench…`, llama-server's `/props` on
+ * `port`) and llama-server's slot count.
+ */
+export async function checkSameConfiguration(
+  app: { fetch(p: string): Promise<{ json(): Promise<unknown> }> },
+  port: number,
+  wanted: { context: number; slots: number },
+): Promise<void> {
+  const ps = (await (await app.fetch('/api/ps')).json()) as { models: { name: string; context_length?: number }[] };
+  const props = (await (await fetch(`http://127.0.0.1:${port}/props`)).json()) as { total_slots?: number; default_generation_settings?: { n_ctx?: number } };
+  assertSameConfiguration([
+    {
+      name: 'context per sequence',
+      wanted: wanted.context,
+      sides: { appliance: ps.models.find((m) => m.name.startsWith('bench'))?.context_length, 'llama-server': props.default_generation_settings?.n_ctx },
+    },
+    { name: 'slots', wanted: wanted.slots, sides: { 'llama-server': props.total_slots } },
+  ]);
 }

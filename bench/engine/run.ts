@@ -47,8 +47,8 @@ import { ROOT } from '../../test/helpers/fixtures.js';
 import { benchModelPath, createBenchModel, modelLabel } from '../models/models.js';
 import { measureFigures, PROMPT, type Figures, type Generate } from './figures.js';
 import { applianceGenerate, llamaServerGenerate } from './targets.js';
-import { amxNote, benchThreads, buildLlamaServer, startLlamaServer } from './llama-server.js';
-import { assertSameConfiguration, machineInfo, machineLine } from '../lib/machine.js';
+import { amxNote, benchThreads, buildLlamaServer, checkSameConfiguration, startLlamaServer } from './llama-server.js';
+import { machineInfo, machineLine } from '../lib/machine.js';
 
 const { values } = parseArgs({
   options: {
@@ -104,23 +104,6 @@ async function measureLibrary(model: string): Promise<Figures> {
   return JSON.parse(stdout.trim().split('\n').at(-1)!) as Figures;
 }
 
-/**
- * Stops the benchmark unless both servers run what it asked for: the context per sequence on each
- * side (`/api/ps`, llama-server's `/props`) and llama-server's slot count.
- */
-async function checkConfiguration(app: { fetch(p: string): Promise<{ json(): Promise<unknown> }> }, port: number): Promise<void> {
-  const ps = (await (await app.fetch('/api/ps')).json()) as { models: { name: string; context_length?: number }[] };
-  const props = (await (await fetch(`http://127.0.0.1:${port}/props`)).json()) as { total_slots?: number; default_generation_settings?: { n_ctx?: number } };
-  assertSameConfiguration([
-    {
-      name: 'context per sequence',
-      wanted: CONTEXT,
-      sides: { appliance: ps.models.find((m) => m.name.startsWith('bench'))?.context_length, 'llama-server': props.default_generation_settings?.n_ctx },
-    },
-    { name: 'slots', wanted: SLOTS, sides: { 'llama-server': props.total_slots } },
-  ]);
-}
-
 async function main(): Promise<void> {
   const machine = machineInfo();
   console.log(machineLine(machine));
@@ -163,7 +146,7 @@ async function main(): Promise<void> {
       }
     };
     await warm();
-    await checkConfiguration(app, port);
+    await checkSameConfiguration(app, port, { context: CONTEXT, slots: SLOTS });
     const connections = countConnections();
     const results: Record<string, Figures[]> = { appliance: [], 'llama-server': [], library: [] };
     for (let r = 0; r < REPS; r++) {
@@ -177,7 +160,7 @@ async function main(): Promise<void> {
         plain = keepAlivePool(`http://127.0.0.1:${port}`);
         await app.fetch('/api/generate', { method: 'POST', body: JSON.stringify({ model: 'bench', prompt: '', keep_alive: 0 }) }).then((res) => res.text());
         await warm();
-        await checkConfiguration(app, port);
+        await checkSameConfiguration(app, port, { context: CONTEXT, slots: SLOTS });
       }
       connections.on = true;
       for (const target of r % 2 === 0 ? [appliance, llamaServer] : [llamaServer, appliance]) {
