@@ -24,15 +24,13 @@
  */
 import { Errors } from 'lia/plugin';
 import type { ChatParams, GenerationEvent, ToolCall, ToolDefinition } from 'lia/plugin/contracts';
+import { forcedCallOf, type ForcedChoice } from 'lia/prompts';
 import { openaiWire, type WireCall } from 'lia/utils';
 import type { RunCall } from './generate.js';
 import type { LlamaServer } from './server.js';
 
-/** A tool choice that forces a call. */
-type Forced = 'required' | { name: string };
-
 /** The forcing choice of a chat request, else undefined (`auto`, `none`, unset). */
-export function forcedChoice(p: ChatParams): Forced | undefined {
+export function forcedChoice(p: ChatParams): ForcedChoice | undefined {
   const c = p.toolChoice;
   if (c === 'required') return c;
   return c !== undefined && typeof c === 'object' ? { name: c.name } : undefined;
@@ -50,7 +48,7 @@ export async function* forcedCall(
   server: LlamaServer,
   model: string,
   p: ChatParams,
-  choice: Forced,
+  choice: ForcedChoice,
   run: RunCall,
   signal: AbortSignal,
 ): AsyncIterable<GenerationEvent> {
@@ -89,7 +87,7 @@ function constrainedCall(model: string, prompt: string, p: ChatParams, schema: u
 }
 
 /** The JSON schema a forced answer must match. */
-function callSchema(tools: readonly ToolDefinition[], choice: Forced): Record<string, unknown> {
+function callSchema(tools: readonly ToolDefinition[], choice: ForcedChoice): Record<string, unknown> {
   if (tools.length === 0) throw Errors.badRequest('a required or named tool choice needs tools', { param: 'tool_choice' });
   const params = (t: ToolDefinition) =>
     t.function.parameters && Object.keys(t.function.parameters).length > 0 ? t.function.parameters : { type: 'object', properties: {} };
@@ -108,20 +106,7 @@ function callSchema(tools: readonly ToolDefinition[], choice: Forced): Record<st
 }
 
 /** The call a complete forced answer holds; undefined when the text is not one. */
-function parseCall(text: string, tools: readonly ToolDefinition[], choice: Forced): ToolCall[] | undefined {
-  let value: unknown;
-  try {
-    value = JSON.parse(text);
-  } catch {
-    return undefined;
-  }
-  if (!isObject(value)) return undefined;
-  if (choice !== 'required') return [{ function: { index: 0, name: choice.name, arguments: value } }];
-  const { name, arguments: args } = value;
-  if (typeof name !== 'string' || !tools.some((t) => t.function.name === name) || !isObject(args)) return undefined;
-  return [{ function: { index: 0, name, arguments: args } }];
-}
-
-function isObject(v: unknown): v is Record<string, unknown> {
-  return typeof v === 'object' && v !== null && !Array.isArray(v);
+function parseCall(text: string, tools: readonly ToolDefinition[], choice: ForcedChoice): ToolCall[] | undefined {
+  const call = forcedCallOf(text, tools, choice);
+  return call && [{ function: { index: 0, name: call.name, arguments: call.arguments } }];
 }

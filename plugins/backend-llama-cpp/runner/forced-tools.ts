@@ -22,6 +22,7 @@
  * @module
  */
 import type { ToolCall, ToolChoice, ToolDefinition } from 'lia/plugin/contracts';
+import { forcedCallOf } from 'lia/prompts';
 import { toToolCalls } from './history.js';
 
 /** A tool choice that forces a call. */
@@ -62,17 +63,8 @@ export function forcedToolSchema(tools: readonly ToolDefinition[], choice: Force
  * generation was cut by the token limit).
  */
 export function parseForcedCall(text: string, tools: readonly ToolDefinition[], choice: ForcedToolChoice): ToolCall[] | undefined {
-  let value: unknown;
-  try {
-    value = JSON.parse(text);
-  } catch {
-    return undefined;
-  }
-  if (!isObject(value)) return undefined;
-  if (choice !== 'required') return toToolCalls([{ functionName: choice.name, params: value }]);
-  const { name, arguments: args } = value;
-  if (typeof name !== 'string' || !tools.some((t) => t.function.name === name) || !isObject(args)) return undefined;
-  return toToolCalls([{ functionName: name, params: args }]);
+  const call = forcedCallOf(text, tools, choice);
+  return call && toToolCalls([{ functionName: call.name, params: call.arguments }]);
 }
 
 /** A tool's parameters as a grammar schema; absent or empty parameters mean no arguments (`{}`). */
