@@ -12,7 +12,7 @@ import t from 'tap';
 import { builtFixture } from '../../scripts/fixtures/build.js';
 import { ROOT } from '../helpers/fixtures.js';
 import { createModel, uploadBlob } from '../helpers/models.js';
-import { runnerPids, startEngineAppliance } from '../engine/helpers.js';
+import { startEngineAppliance } from '../engine/helpers.js';
 
 const cache = await mkdtemp(path.join(os.tmpdir(), 'lia-no-server-'));
 t.teardown(() => rm(cache, { recursive: true, force: true }));
@@ -41,7 +41,12 @@ t.test('a fresh install without the binary: text and chat run on node-llama-cpp,
   t.match(await res.json(), { done: true });
   const servers = app.hooks.backends.list().find((b) => b.name === 'llama-server') as unknown as { processes(): unknown[] };
   t.same(servers.processes(), [], 'no llama-server was started');
-  t.ok(runnerPids().length > 0, 'a node-llama-cpp runner serves it');
+  const runners = app.hooks.backends.list().find((b) => b.name === 'llama-cpp') as unknown as { processes(): Array<{ model: string }> };
+  t.same(
+    runners.processes().map((p) => p.model),
+    ['stories:latest'],
+    'a node-llama-cpp runner serves it',
+  );
 });
 
 t.test('remote image URLs are not fetched by default: a 400 before any model loads', async (t) => {
