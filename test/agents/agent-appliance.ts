@@ -66,8 +66,8 @@ export const scriptedModel = (a: AgentAppliance, name: string, script: FakeScrip
  * then ends as a finished answer (clients such as Codex fail a session cut at its token limit),
  * and a cap of 256 tokens bounds the rest.
  */
-export async function longContextModel(a: AgentAppliance, name: string): Promise<void> {
-  await createModel(a.app, name, LONG_MODEL_FILE, { parameters: { num_ctx: 40960, num_predict: 256, stop: [' ', '\n', 'e', 'a', 'o', '.'] } });
+export async function longContextModel(a: AgentAppliance, name: string, parameters: Record<string, unknown> = {}): Promise<void> {
+  await createModel(a.app, name, LONG_MODEL_FILE, { parameters: { num_ctx: 40960, num_predict: 256, stop: [' ', '\n', 'e', 'a', 'o', '.'], ...parameters } });
 }
 
 /** Counters of `/metrics` whose line matches all of `labels`, summed. */
