@@ -1,15 +1,23 @@
 /**
- * The call in a forced tool answer (`tool_choice` `required` or a named tool), which every local
+ * A tool choice that forces a call, and the call in a forced tool answer (`tool_choice`
+ * `required` or a named tool), which every local
  * engine generates as JSON under a schema: for a named tool, its arguments; for `required`, an
  * object of `name` and `arguments`. Pure string work, shared by every local engine, each of which
  * then builds its own call shape.
  *
  * @module
  */
-import type { ToolDefinition } from '../contracts/backend.js';
+import type { ToolChoice, ToolDefinition } from '../contracts/backend.js';
 
 /** A forced choice: any of the tools, or the named one. */
 export type ForcedChoice = 'required' | { name: string };
+
+/** The choice when it forces a call, else undefined (`auto`, `none`, unset). */
+export function forcedChoice(choice: ToolChoice | undefined): ForcedChoice | undefined {
+  if (choice === 'required') return 'required';
+  if (choice !== null && typeof choice === 'object' && typeof choice.name === 'string') return { name: choice.name };
+  return undefined;
+}
 
 /**
  * The tool's name and arguments that `text` holds, or undefined when it is not a complete call:

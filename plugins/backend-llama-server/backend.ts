@@ -31,9 +31,9 @@ import type {
   SamplingOptions,
 } from 'lia/plugin/contracts';
 import type { RankParams, RankResult, TokenizeParams, TokenizeResult } from 'lia/plugin/contracts';
-import { familyJinjaTemplate, goTemplateFamily } from 'lia/prompts';
+import { familyJinjaTemplate, forcedChoice, goTemplateFamily } from 'lia/prompts';
 import { openaiWire, streamLines, type WireCall } from 'lia/utils';
-import { forcedCall, forcedChoice, formatted } from './constrained.js';
+import { forcedCall, formatted } from './constrained.js';
 import { embedOn } from './embeddings.js';
 import { fitted } from './fit.js';
 import { generateOn, type RunCall } from './generate.js';
@@ -80,8 +80,7 @@ export function promptingOf(model: ResolvedModel, own: string | null | undefined
   const store = model.template?.trim() ? model.template : undefined;
   if (!store) return { untemplated: true };
   const family = goTemplateFamily(store);
-  // ChatML is llama.cpp's own fallback already.
-  return family && family !== 'chatml' ? { chatTemplate: familyJinjaTemplate(family), untemplated: false } : { untemplated: false };
+  return family ? { chatTemplate: familyJinjaTemplate(family), untemplated: false } : { untemplated: false };
 }
 
 /** A server process's own memory beyond its model's footprint (the binary, its HTTP threads, slot bookkeeping), with a margin. */
@@ -242,7 +241,7 @@ class ServedModel implements LoadedModel {
 
   chat(params: ChatParams, signal: AbortSignal): AsyncIterable<GenerationEvent> {
     const answer = (p: ChatParams): AsyncIterable<GenerationEvent> => {
-      const forced = forcedChoice(p);
+      const forced = forcedChoice(p.toolChoice);
       if (forced || p.format !== undefined) {
         const run: RunCall = (build) => this.#stream(() => withNativeSampling(build(), p.options), forced ? undefined : p.logprobs, signal);
         return forced ? forcedCall(this.server, this.model.name, p, forced, run, signal) : formatted(this.server, this.model.name, p, run, signal);

@@ -29,13 +29,6 @@ import { openaiWire, type WireCall } from 'lia/utils';
 import type { RunCall } from './generate.js';
 import type { LlamaServer } from './server.js';
 
-/** The forcing choice of a chat request, else undefined (`auto`, `none`, unset). */
-export function forcedChoice(p: ChatParams): ForcedChoice | undefined {
-  const c = p.toolChoice;
-  if (c === 'required') return c;
-  return c !== undefined && typeof c === 'object' ? { name: c.name } : undefined;
-}
-
 /** The events of a chat request with an output format: its answer under the format's schema. */
 export async function* formatted(server: LlamaServer, model: string, p: ChatParams, run: RunCall, signal: AbortSignal): AsyncIterable<GenerationEvent> {
   const prompt = await renderChat(server, model, p, signal);

@@ -8,14 +8,12 @@ import { readFile } from 'node:fs/promises';
 import t from 'tap';
 import type { LlamaServerBackend } from '../../plugins/backend-llama-server/backend.js';
 import { SERVER_OVERHEAD_BYTES } from '../../plugins/backend-llama-server/backend.js';
-import { cachedBinary } from '../../plugins/backend-llama-server/build.js';
 import { readShape } from '../../plugins/backend-llama-cpp/estimate.js';
 import { createModel } from '../helpers/models.js';
 import { ollamaClient, startEngineAppliance } from '../engine/helpers.js';
+import { requireLlamaServer } from '../helpers/engines.js';
 
-if (!(await cachedBinary())) {
-  throw new Error('llama-server is not built: run `lia engine build` (or `node bin/lia.js engine build`; .ci/run does it once per run)');
-}
+requireLlamaServer();
 
 const app = await startEngineAppliance({
   env: {

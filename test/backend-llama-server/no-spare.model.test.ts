@@ -5,13 +5,11 @@
  * `backends: { gguf: llama-cpp }`: test/engine/spare.model.test.ts).
  */
 import t from 'tap';
-import { cachedBinary } from '../../plugins/backend-llama-server/build.js';
 import { createModel } from '../helpers/models.js';
 import { ollamaClient, runnerPids, startEngineAppliance } from '../engine/helpers.js';
+import { requireLlamaServer } from '../helpers/engines.js';
 
-if (!(await cachedBinary())) {
-  throw new Error('llama-server is not built: run `lia engine build` (or `node bin/lia.js engine build`; .ci/run does it once per run)');
-}
+requireLlamaServer();
 
 t.test('no backends setting: no spare runner, and text runs on llama-server', async (t) => {
   const app = await startEngineAppliance({ env: { LIA_CONTEXT_LENGTH: '256' } });

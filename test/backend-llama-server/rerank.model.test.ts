@@ -11,14 +11,12 @@ import os from 'node:os';
 import path from 'node:path';
 import t, { type Test } from 'tap';
 import type { LlamaServerBackend } from '../../plugins/backend-llama-server/backend.js';
-import { cachedBinary } from '../../plugins/backend-llama-server/build.js';
 import { startTestAppliance, type TestAppliance } from '../helpers/appliance.js';
 import { createModel } from '../helpers/models.js';
 import { post, rerankFixtures } from '../rerank/setup.js';
+import { requireLlamaServer } from '../helpers/engines.js';
 
-if (!(await cachedBinary())) {
-  throw new Error('llama-server is not built: run `lia engine build` (or `node bin/lia.js engine build`; .ci/run does it once per run)');
-}
+requireLlamaServer();
 
 const QUERY = 'what do cats eat';
 const DOCS = [

@@ -5,15 +5,18 @@
  * evaluates to as many tokens when it is sent raw.
  */
 import t from 'tap';
-import { cachedBinary } from '../../plugins/backend-llama-server/build.js';
 import { createModel } from '../helpers/models.js';
 import { ollamaClient, startEngineAppliance } from '../engine/helpers.js';
+import { requireLlamaServer } from '../helpers/engines.js';
 
-if (!(await cachedBinary())) {
-  throw new Error('llama-server is not built: run `lia engine build` (or `node bin/lia.js engine build`; .ci/run does it once per run)');
-}
+requireLlamaServer();
 
 const FAMILIES = [
+  {
+    name: 'chatml',
+    template: '{{ range .Messages }}<|im_start|>{{ .Role }}\n{{ .Content }}<|im_end|>\n{{ end }}<|im_start|>assistant\n',
+    prompt: (s: string, u: string) => `<|im_start|>system\n${s}<|im_end|>\n<|im_start|>user\n${u}<|im_end|>\n<|im_start|>assistant\n`,
+  },
   {
     name: 'llama3',
     template: '{{ range .Messages }}<|start_header_id|>{{ .Role }}<|end_header_id|>\n\n{{ .Content }}<|eot_id|>{{ end }}',

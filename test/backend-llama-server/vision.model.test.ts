@@ -18,17 +18,15 @@ import OpenAI from 'openai';
 import t from 'tap';
 import { fetch as undiciFetch } from 'undici';
 import type { LlamaServerBackend } from '../../plugins/backend-llama-server/backend.js';
-import { cachedBinary } from '../../plugins/backend-llama-server/build.js';
 import { builtFixture } from '../../scripts/fixtures/build.js';
 import { TINY_VISION_IMAGE_TOKENS } from '../../scripts/fixtures/tiny-vision.js';
 import { ROOT } from '../helpers/fixtures.js';
 import { createModel, uploadBlob } from '../helpers/models.js';
 import { ollamaClient, startEngineAppliance } from '../engine/helpers.js';
 import { corruptPng, solidPng } from './images.js';
+import { requireLlamaServer } from '../helpers/engines.js';
 
-if (!(await cachedBinary())) {
-  throw new Error('llama-server is not built: run `lia engine build` (or `node bin/lia.js engine build`; .ci/run does it once per run)');
-}
+requireLlamaServer();
 const textModel = await builtFixture('tiny-vision.gguf');
 const projector = await builtFixture('tiny-vision-mmproj.gguf');
 

@@ -6,12 +6,12 @@
 import t from 'tap';
 import { ChatMLChatWrapper, Llama3ChatWrapper } from 'node-llama-cpp';
 import { estimateBytes, fileBytes, readShape } from '../../plugins/backend-llama-cpp/estimate.js';
-import { forcedChoice, forcedToolSchema, parseForcedCall, toGrammarSchema } from '../../plugins/backend-llama-cpp/runner/forced-tools.js';
+import { forcedToolSchema, parseForcedCall, toGrammarSchema } from '../../plugins/backend-llama-cpp/runner/forced-tools.js';
 import { toChatHistory, toFunctions, toolCallId, toToolCalls } from '../../plugins/backend-llama-cpp/runner/history.js';
 import { maxTokensFor, toLlamaSampling } from '../../plugins/backend-llama-cpp/runner/sampling.js';
 import { StopDetector } from '../../plugins/backend-llama-cpp/runner/stops.js';
 import { toolFields } from '../../plugins/engine/service.js';
-import { goTemplateFamily, renderGoTemplate } from 'lia/prompts';
+import { forcedChoice, goTemplateFamily, renderGoTemplate } from 'lia/prompts';
 import { wrapperForGoTemplate } from '../../plugins/backend-llama-cpp/runner/templates.js';
 import { parseGoDuration, parseKeepAlive } from '../../plugins/engine/keep-alive.js';
 import { cgroupMemoryLimit, memoryBudget } from '../../plugins/engine/memory.js';

@@ -28,3 +28,8 @@ export async function onLlamaCpp(load: () => Promise<unknown>): Promise<void> {
   process.env['LIA_TEST_BACKENDS'] = 'gguf=llama-cpp';
   await load();
 }
+
+/** Fails a test file that needs llama-server, with the command that builds it, when it is not built. */
+export function requireLlamaServer(): void {
+  if (!built) throw new Error('llama-server is not built: run `lia engine build` (or `node bin/lia.js engine build`; .ci/run does it once per run)');
+}

@@ -21,12 +21,9 @@
  *
  * @module
  */
-import type { ToolCall, ToolChoice, ToolDefinition } from 'lia/plugin/contracts';
-import { forcedCallOf } from 'lia/prompts';
+import type { ToolCall, ToolDefinition } from 'lia/plugin/contracts';
+import { forcedCallOf, type ForcedChoice } from 'lia/prompts';
 import { toToolCalls } from './history.js';
-
-/** A tool choice that forces a call. */
-export type ForcedToolChoice = 'required' | { name: string };
 
 /** A JSON schema object (loosely typed: tool schemas come from clients). */
 type Schema = Record<string, unknown>;
@@ -36,15 +33,8 @@ export class ToolSchemaError extends Error {
   override readonly name = 'ToolSchemaError';
 }
 
-/** The choice when it forces a call, else undefined (`auto`, `none`, unset). */
-export function forcedChoice(choice: ToolChoice | undefined): ForcedToolChoice | undefined {
-  if (choice === 'required') return 'required';
-  if (choice !== null && typeof choice === 'object' && typeof choice.name === 'string') return { name: choice.name };
-  return undefined;
-}
-
 /** The JSON schema the forced answer must match (see the module comment); throws {@link ToolSchemaError}. */
-export function forcedToolSchema(tools: readonly ToolDefinition[], choice: ForcedToolChoice): Schema {
+export function forcedToolSchema(tools: readonly ToolDefinition[], choice: ForcedChoice): Schema {
   if (tools.length === 0) throw new ToolSchemaError('a required or named tool choice needs tools');
   if (choice === 'required') {
     const branches = tools.map((tool, i) => ({
@@ -62,7 +52,7 @@ export function forcedToolSchema(tools: readonly ToolDefinition[], choice: Force
  * The tool call in a forced answer, or undefined when the text is not a complete call (the
  * generation was cut by the token limit).
  */
-export function parseForcedCall(text: string, tools: readonly ToolDefinition[], choice: ForcedToolChoice): ToolCall[] | undefined {
+export function parseForcedCall(text: string, tools: readonly ToolDefinition[], choice: ForcedChoice): ToolCall[] | undefined {
   const call = forcedCallOf(text, tools, choice);
   return call && toToolCalls([{ functionName: call.name, params: call.arguments }]);
 }

@@ -9,7 +9,8 @@
 import type { GbnfJsonSchema, Llama, LlamaGrammar } from 'node-llama-cpp';
 import type { OutputFormat, ToolDefinition } from 'lia/plugin/contracts';
 import { RequestError } from './errors.js';
-import { forcedToolSchema, ToolSchemaError, type ForcedToolChoice } from './forced-tools.js';
+import type { ForcedChoice } from 'lia/prompts';
+import { forcedToolSchema, ToolSchemaError } from './forced-tools.js';
 
 const MAX_CACHED = 32;
 
@@ -26,7 +27,7 @@ export class Grammars {
   }
 
   /** The grammar of a forced tool call (see forced-tools.ts); a bad tool schema is a 400. */
-  forToolCall(tools: readonly ToolDefinition[], choice: ForcedToolChoice): Promise<LlamaGrammar> {
+  forToolCall(tools: readonly ToolDefinition[], choice: ForcedChoice): Promise<LlamaGrammar> {
     let schema: Record<string, unknown>;
     try {
       schema = forcedToolSchema(tools, choice);

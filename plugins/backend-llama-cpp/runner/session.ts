@@ -26,7 +26,8 @@ import { Embedder } from './embedding.js';
 import { Ranker } from './ranking.js';
 import { detokenize, tokenize } from './tokens.js';
 import { RequestError } from './errors.js';
-import { forcedChoice, parseForcedCall, type ForcedToolChoice } from './forced-tools.js';
+import { forcedChoice, type ForcedChoice } from 'lia/prompts';
+import { parseForcedCall } from './forced-tools.js';
 import { generation, meterPrompt, now, prefill, WHOLE_PROMPT, type Emit } from './generation.js';
 import { Grammars } from './grammars.js';
 import { versionWarning } from './llama-internals.js';
@@ -312,7 +313,7 @@ export class ModelSession {
    * `tool_calls` event before `done`. Cut by the token limit, the answer has no call and ends with
    * reason `length`. Stop sequences do not apply (they would cut the JSON).
    */
-  async #forcedToolCall(params: ChatParams, choice: ForcedToolChoice, signal: AbortSignal, emit: Emit): Promise<void> {
+  async #forcedToolCall(params: ChatParams, choice: ForcedChoice, signal: AbortSignal, emit: Emit): Promise<void> {
     const tools = params.tools ?? [];
     const grammar = await this.#grammars.forToolCall(tools, choice);
     const sampling = toLlamaSampling(params.options, this.info.contextLength);
