@@ -17,7 +17,7 @@ import { startApplianceProcess } from '../lib/appliance-process.js';
 import { keepAlivePool } from '../lib/connections.js';
 import { machineInfo, machineLine } from '../lib/machine.js';
 import { saveResult } from '../lib/results.js';
-import { median } from '../lib/stats.js';
+import { median, spread } from '../lib/stats.js';
 import { ENGINE_ONLY } from '../../test/helpers/plugin-sets.js';
 import { benchModelPath, createBenchModel, modelLabel } from '../models/models.js';
 import { PROMPT } from './figures.js';
@@ -39,13 +39,6 @@ const PAIRS = Number(values.pairs);
 const TOKENS = Number(values.tokens);
 const SLOTS = Number(values.slots);
 const CONTEXT = Number(values.context);
-
-/** Interquartile range over the median. */
-function spread(xs: number[]): number {
-  const s = [...xs].sort((a, b) => a - b);
-  const q = (p: number) => s[Math.min(s.length - 1, Math.floor(p * (s.length - 1)))]!;
-  return (q(0.75) - q(0.25)) / median(s);
-}
 
 async function main(): Promise<void> {
   const machine = machineInfo();
