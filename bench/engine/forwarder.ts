@@ -3,7 +3,7 @@
  * a plain-HTTP server that reads each request's body, sends it to the same path upstream on a new
  * connection (llama-server closes its connection after every streamed answer), and passes the
  * answer's head and chunks through as they arrive. No TLS, no key, no parsing, no scheduling.
- * `node:http` on both sides: undici as the upstream client put about 0.4 ms more on the first
+ * `node:http` on both sides: undici as the upstream client put 0.4-0.8 ms more on the first
  * token on the 2-core development machine.
  *
  * Run: `node --import tsx bench/engine/forwarder.ts <listen port> <upstream port>`; prints
