@@ -13,15 +13,13 @@
  * @module
  */
 import { parseArgs } from 'node:util';
-import { startApplianceProcess } from '../lib/appliance-process.js';
 import { keepAlivePool } from '../lib/connections.js';
 import { machineInfo, machineLine } from '../lib/machine.js';
 import { saveResult } from '../lib/results.js';
 import { median, spread } from '../lib/stats.js';
-import { ENGINE_ONLY } from '../../test/helpers/plugin-sets.js';
-import { benchModelPath, createBenchModel, modelLabel } from '../models/models.js';
+import { benchModelPath, modelLabel } from '../models/models.js';
 import { PROMPT } from './figures.js';
-import { benchThreads, buildLlamaServer, checkSameConfiguration, startLlamaServer } from './llama-server.js';
+import { startSideBySide } from './side-by-side.js';
 import { applianceGenerate, llamaServerGenerate } from './targets.js';
 
 const { values } = parseArgs({
@@ -43,17 +41,10 @@ const CONTEXT = Number(values.context);
 async function main(): Promise<void> {
   const machine = machineInfo();
   console.log(machineLine(machine));
-  const { threads, batchThreads } = benchThreads();
   const model = await benchModelPath(values.model);
-  const binary = await buildLlamaServer();
-  const port = Number(values.port);
-  const server = await startLlamaServer(binary, { model, port, threads, batchThreads, parallel: SLOTS, contextPerSlot: CONTEXT });
-  const app = await startApplianceProcess({
-    backends: { gguf: values.engine },
-    plugins: { ...ENGINE_ONLY, engine: { options: { numParallel: SLOTS, contextLength: CONTEXT, threads, batchThreads, keepAlive: -1 } } },
-  });
+  const both = await startSideBySide({ model, port: Number(values.port), slots: SLOTS, context: CONTEXT, engine: values.engine });
+  const { app, port, threads, batchThreads } = both;
   try {
-    await createBenchModel(app, 'bench', model);
     const agent = app.dispatcher();
     const plain = keepAlivePool(`http://127.0.0.1:${port}`);
     const appliance = () => applianceGenerate(app, agent, 'bench', PROMPT, TOKENS);
@@ -62,7 +53,7 @@ async function main(): Promise<void> {
       await appliance();
       await direct();
     }
-    await checkSameConfiguration(app, port, { context: CONTEXT, slots: SLOTS });
+    await both.check();
     const sides = { appliance: { ttft: [] as number[], perToken: [] as number[] }, 'llama-server': { ttft: [] as number[], perToken: [] as number[] } };
     for (let i = 0; i < PAIRS; i++) {
       const order = i % 2 === 0 ? (['appliance', 'llama-server'] as const) : (['llama-server', 'appliance'] as const);
@@ -90,8 +81,7 @@ async function main(): Promise<void> {
     );
     console.log(await saveResult('first-token', { machine, threads, batchThreads, slots: SLOTS, context: CONTEXT, ...summary, samples: sides }));
   } finally {
-    await app.close();
-    server.kill();
+    await both.close();
   }
 }
 

@@ -27,15 +27,14 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { freePort, startApplianceProcess } from '../lib/appliance-process.js';
+import { freePort } from '../lib/appliance-process.js';
 import { keepAlivePool } from '../lib/connections.js';
 import { machineInfo, machineLine } from '../lib/machine.js';
 import { saveResult } from '../lib/results.js';
 import { median, spread } from '../lib/stats.js';
-import { ENGINE_ONLY } from '../../test/helpers/plugin-sets.js';
-import { benchModelPath, createBenchModel, modelLabel } from '../models/models.js';
+import { benchModelPath, modelLabel } from '../models/models.js';
 import { PROMPT } from './figures.js';
-import { benchThreads, buildLlamaServer, checkSameConfiguration, startLlamaServer } from './llama-server.js';
+import { startSideBySide } from './side-by-side.js';
 import { applianceGenerate, llamaServerGenerate } from './targets.js';
 
 const { values } = parseArgs({
@@ -107,24 +106,17 @@ async function main(): Promise<void> {
   if (!NGINX) throw new Error('nginx is not installed (apt-get install nginx-light): this benchmark compares the appliance with a native front end');
   const machine = machineInfo();
   console.log(machineLine(machine));
-  const { threads, batchThreads } = benchThreads();
   const model = await benchModelPath(values.model);
-  const binary = await buildLlamaServer();
-  const [port, nginxPort, forwarderPort] = [await freePort(), await freePort(), await freePort()];
+  const both = await startSideBySide({ model, port: await freePort(), slots: SLOTS, context: CONTEXT, engine: 'llama-server' });
+  const { app, port, threads, batchThreads } = both;
+  const [nginxPort, forwarderPort] = [await freePort(), await freePort()];
   const dir = await mkdtemp(path.join(os.tmpdir(), 'lia-front-'));
   const children: ChildProcess[] = [];
-  const server = await startLlamaServer(binary, { model, port, threads, batchThreads, parallel: SLOTS, contextPerSlot: CONTEXT });
-  children.push(server);
-  const app = await startApplianceProcess({
-    backends: { gguf: 'llama-server' },
-    plugins: { ...ENGINE_ONLY, engine: { options: { numParallel: SLOTS, contextLength: CONTEXT, threads, batchThreads, keepAlive: -1 } } },
-  });
   try {
     children.push(await startNginx(dir, nginxPort, port));
     const forwarder = spawn(process.execPath, ['--import', 'tsx', FORWARDER, String(forwarderPort), String(port)], { stdio: ['ignore', 'pipe', 'inherit'] });
     children.push(forwarder);
     await started(forwarder);
-    await createBenchModel(app, 'bench', model);
     const agent = app.dispatcher();
     const plain = (p: number) => {
       const origin = `http://127.0.0.1:${p}`;
@@ -139,7 +131,7 @@ async function main(): Promise<void> {
     };
     const names = Object.keys(fronts) as Array<keyof typeof fronts>;
     for (let i = 0; i < 5; i++) for (const name of names) await fronts[name]();
-    await checkSameConfiguration(app, port, { context: CONTEXT, slots: SLOTS });
+    await both.check();
     // The appliance runs its own llama-server; the other three share the benchmark's. A request to
     // one server always follows one to the other, so that neither finds its weights warmer in the
     // processor's caches than the other does.
@@ -171,8 +163,8 @@ async function main(): Promise<void> {
       }),
     );
   } finally {
-    await app.close();
     for (const c of children) c.kill();
+    await both.close();
     await rm(dir, { recursive: true, force: true });
   }
 }
