@@ -167,6 +167,25 @@ class Cursor {
     }
   }
 
+  /**
+   * Moves past `count` strings (each a uint64 length, then its bytes) without an await per string
+   * while their lengths are in the buffer: a vocabulary of 150k tokens is walked in a few ms
+   * instead of a few hundred.
+   */
+  async skipStrings(count: number): Promise<void> {
+    for (let i = 0; i < count; i++) {
+      let offset = this.pos - this.#bufStart;
+      if (offset < 0 || offset + 8 > this.#buf.length) {
+        await this.#fill(8);
+        offset = 0;
+      }
+      const len = this.#buf.readBigUInt64LE(offset);
+      if (len > BigInt(Number.MAX_SAFE_INTEGER)) throw new GgufHeaderError(`a count or length of ${len} is not plausible`);
+      this.pos += 8;
+      this.skip(Number(len));
+    }
+  }
+
   /** A string of at most `max` bytes, or {@link SKIPPED} (moved past) when longer. */
   async string(max: number): Promise<string | typeof SKIPPED> {
     const len = await this.u64();
@@ -223,7 +242,11 @@ async function parse(c: Cursor, options: GgufHeaderOptions): Promise<GgufHeader>
     if (length * 8 > c.size - c.pos) throw new GgufHeaderError('an array declares more elements than the file can hold');
     let out: unknown[] | null = take ? [] : null;
     for (let i = 0; i < length; i++) {
-      const v = type === T.Str ? await c.string(out ? MAX_STRING : -1) : await array(out !== null, depth + 1);
+      if (out === null && type === T.Str) {
+        await c.skipStrings(length - i);
+        break;
+      }
+      const v = type === T.Str ? await c.string(MAX_STRING) : await array(out !== null, depth + 1);
       if (v === SKIPPED) out = null;
       else if (out) {
         kept += type === T.Str ? (v as string).length + 16 : 16;
