@@ -22,6 +22,18 @@ export interface AppErrorOptions {
   param?: string | null;
   /** Extra response headers (for example `Retry-After`). */
   headers?: Record<string, string>;
+  /** The engine process that died of a signal, for {@link Errors.engineCrashed}; kept for the engine, never sent. */
+  crash?: EngineCrash;
+}
+
+/**
+ * An engine process that died of a signal (a native crash such as SIGILL or SIGSEGV, or a kill)
+ * while it loaded a model: which engine (the backend's name) and which signal. The engine's
+ * scheduler loads such a model once more, then on the next engine that runs it.
+ */
+export interface EngineCrash {
+  engine: string;
+  signal: string;
 }
 
 /** The brand every AppError carries, shared by every copy of the package. */
@@ -33,6 +45,8 @@ export class AppError extends Error {
   readonly statusCode: number;
   readonly param: string | null;
   readonly headers: Record<string, string>;
+  /** Set for {@link Errors.engineCrashed}: the engine and the signal it died of. */
+  readonly crash: EngineCrash | null;
 
   constructor(code: string, statusCode: number, message: string, options: AppErrorOptions = {}) {
     super(message, options.cause === undefined ? undefined : { cause: options.cause });
@@ -41,6 +55,7 @@ export class AppError extends Error {
     this.statusCode = statusCode;
     this.param = options.param ?? null;
     this.headers = options.headers ?? {};
+    this.crash = options.crash ?? null;
   }
 }
 
@@ -82,6 +97,8 @@ export const Errors = {
   tooManyRequests: defineError('LIA_ERR_TOO_MANY_REQUESTS', 429, 'Too many requests (or failed keys) from this client.'),
   internal: defineError('LIA_ERR_INTERNAL', 500, 'An unexpected failure; details are in the log.'),
   engineFailed: defineError('LIA_ERR_ENGINE_FAILED', 500, 'The inference runner failed while serving the request.'),
+  /** Give `options.crash`: the scheduler retries and falls back on it (see {@link EngineCrash}). */
+  engineCrashed: defineError('LIA_ERR_ENGINE_CRASHED', 500, 'An engine process died of a signal while it loaded the model, on every engine that runs it.'),
   badGateway: defineError('LIA_ERR_BAD_GATEWAY', 502, 'An upstream (for example a registry) answered badly.'),
   unavailable: defineError('LIA_ERR_UNAVAILABLE', 503, 'A service is stopped or the queue is full.'),
   timeout: defineError('LIA_ERR_TIMEOUT', 504, 'An upstream did not answer in time.'),

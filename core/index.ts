@@ -23,7 +23,7 @@ export { Slot, Registry, Extensions, type Hooks, type BannerSection, type ErrorF
 export type { BackendRegistry } from './plugin/backend-registry.js';
 export type { ServiceRegistry, ServiceRole, ServiceDeclaration } from './services/registry.js';
 export type { LogHub } from './logging.js';
-export { AppError, Errors, defineError, isAppError, type AppErrorOptions, type ErrorFactory } from './errors.js';
+export { AppError, Errors, defineError, isAppError, type AppErrorOptions, type EngineCrash, type ErrorFactory } from './errors.js';
 export { startNdjson, clientGone, type StreamWriter } from './streaming/ndjson.js';
 export { startSse, type SseOptions } from './streaming/sse.js';
 export { primed } from './streaming/primed.js';

@@ -2,26 +2,18 @@
  * llama.cpp's own `llama-server` for the benchmarks: built by the same code as `lia engine build`
  * (plugins/backend-llama-server/build.ts: the source bundle node-llama-cpp ships, the same
  * llama.cpp release as the appliance's engine, CPU only, cached under `~/.cache/lia/llama-server/`
- * or `LIA_CACHE_DIR`), checked once here for the AMX kernels (see {@link setAsideAmx}), and
- * started with the thread counts every side of a benchmark gets.
+ * or `LIA_CACHE_DIR`; the build probes its CPU variants itself), and started with the thread counts every side of a benchmark gets.
  *
  * Run alone to build: `node --conditions=lia-source --import tsx bench/engine/llama-server.ts`.
  *
  * @module
  */
 import { type ChildProcess, spawn } from 'node:child_process';
-import { existsSync, readFileSync } from 'node:fs';
-import { mkdir, rename, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { buildLlamaServer as buildServer, llamaCppSource as cachedSource } from '../../plugins/backend-llama-server/build.js';
+import { buildLlamaServer as buildServer, llamaCppSource as cachedSource, leftOutVariants } from '../../plugins/backend-llama-server/build.js';
 import { inferenceBatchThreads, inferenceThreads } from '../../plugins/engine/threads.js';
-import { fixture } from '../../test/helpers/fixtures.js';
-import { freePort } from '../lib/appliance-process.js';
 import { assertSameConfiguration } from '../lib/machine.js';
-
-const ROOT = fileURLToPath(new URL('../../', import.meta.url));
-const CACHE = path.join(ROOT, 'bench/.cache/llama-server');
 
 /**
  * The llama.cpp source tree of the bundled release, for its Python `gguf-py`
@@ -32,8 +24,8 @@ export async function llamaCppSource(log: (line: string) => void = console.error
 }
 
 /**
- * The path of a built `llama-server` (building it first when the cache is missing or stale), its
- * AMX variant set aside where it dies of SIGILL on this machine.
+ * The path of a built `llama-server` (building it first when the cache is missing or stale, with
+ * the product's own probe of its CPU variants).
  */
 export async function buildLlamaServer(log: (line: string) => void = console.error): Promise<string> {
   let tenth = -1;
@@ -44,48 +36,18 @@ export async function buildLlamaServer(log: (line: string) => void = console.err
       if (now > tenth) log(`compiling: ${(tenth = now) * 10}%`);
     },
   });
-  await setAsideAmx(binary, log);
   return binary;
 }
 
-const AMX_VARIANT = 'libggml-cpu-sapphirerapids.so';
-const AMX_NOTE = path.join(CACHE, 'amx-set-aside');
-
 /**
- * Starts the built server once on a Q4_0 model (its start-up decode runs the matrix kernels); when
- * it dies of SIGILL with the AMX variant present (llama.cpp's AMX kernels, as this compiler builds
- * them, lose their tile configuration on some machines where node-llama-cpp's prebuilt runs them
- * fine), moves that variant aside so the next best one loads, and leaves a note that
- * {@link amxNote} reports.
+ * A warning when the product's build left a CPU variant out because it died of a signal on this
+ * machine (`lia engine build`'s probe): figures against that llama-server flatter the appliance
+ * wherever the variant would help. Null otherwise.
  */
-async function setAsideAmx(binary: string, log: (line: string) => void): Promise<void> {
-  const variant = path.join(path.dirname(binary), AMX_VARIANT);
-  const probed = path.join(CACHE, 'amx-probed');
-  if (existsSync(probed) && readFileSync(probed, 'utf8') === binary) return; // probed this binary already
-  await mkdir(CACHE, { recursive: true });
-  await rm(AMX_NOTE, { force: true });
-  if (!existsSync(variant)) return void (await writeFile(probed, binary));
-  const model = fixture('gguf/bench-random-135m-q4_0.gguf');
-  try {
-    const server = await startLlamaServer(binary, { model, port: await freePort(), threads: 1, parallel: 1, contextPerSlot: 256 });
-    server.kill();
-    await writeFile(probed, binary);
-    return;
-  } catch (err) {
-    if (!/exited \(SIGILL\)/.test((err as Error).message)) throw err;
-  }
-  await rename(variant, `${variant}.sigill`);
-  await writeFile(probed, binary);
-  await writeFile(
-    AMX_NOTE,
-    `llama-server died of SIGILL in its AMX kernels on this machine; it runs without AMX, while the appliance's node-llama-cpp uses AMX here\n`,
-  );
-  log(`llama-server: ${AMX_VARIANT} died of SIGILL here and was set aside; figures against it flatter the appliance wherever AMX helps`);
-}
-
-/** A warning when this machine's llama-server runs without AMX (see {@link setAsideAmx}); null otherwise. */
 export function amxNote(): string | null {
-  return existsSync(AMX_NOTE) ? readFileSync(AMX_NOTE, 'utf8').trim() : null;
+  const left = leftOutVariants();
+  if (left.length === 0) return null;
+  return `llama-server runs without ${left.map((l) => `${l.variant} (died of ${l.signal} in the build's probe)`).join(', ')} on this machine`;
 }
 
 /**

@@ -147,6 +147,8 @@ export interface LoadedModelInfo {
   size_vram: number;
   expires_at: string;
   context_length: number;
+  /** The backend (engine) that serves it: `llama-server`, `llama-cpp`, … */
+  engine: string;
 }
 
 export interface InferenceService {

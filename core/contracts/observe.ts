@@ -43,7 +43,12 @@ export type InferenceEvent =
   | { type: 'loaded'; model: string; seconds: number }
   | { type: 'unloaded'; model: string }
   /** The model's runner process died. */
-  | { type: 'crashed'; model: string };
+  | { type: 'crashed'; model: string }
+  /**
+   * An engine died of `signal` at both tries to load the model; `to` is the engine that gets the
+   * model instead, null when none is left.
+   */
+  | { type: 'engine-fallback'; model: string; engine: string; signal: string; to: string | null };
 
 export interface InferenceObserver {
   readonly name: string;

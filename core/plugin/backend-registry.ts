@@ -111,6 +111,26 @@ export class BackendRegistry {
    * A 400 when no enabled backend runs the format, or when the model's chosen backend does not run it.
    */
   async forModel(model: ModelToRun): Promise<InferenceBackend> {
+    return (await this.candidates(model))[0]!;
+  }
+
+  /**
+   * Every enabled backend that can run `model`, best first: {@link forModel}'s choice, then the
+   * format's own backend, then the others that run the format (those that declare what the model
+   * needs before those that would serve it without). The scheduler goes down this list when an
+   * engine dies while it loads the model. Never empty: the errors are {@link forModel}'s.
+   */
+  async candidates(model: ModelToRun): Promise<InferenceBackend[]> {
+    const first = await this.#first(model);
+    const own = this.forFormat(model.format);
+    const needs = model.capabilities.filter((c) => BACKEND_CAPABILITIES.includes(c));
+    const serves = (b: InferenceBackend) => needs.every((c) => b.capabilities?.includes(c));
+    const others = this.#items.filter((b) => b !== first && b !== own && runsFormat(b, model.format));
+    const rest = [own, ...others.filter(serves), ...others.filter((b) => !serves(b))];
+    return [first, ...rest.filter((b) => b !== first)];
+  }
+
+  async #first(model: ModelToRun): Promise<InferenceBackend> {
     const named = this.#modelChoices.get(model.name.toLowerCase()) ?? this.#modelChoices.get(`${model.name.toLowerCase()}:latest`);
     if (named) {
       const backend = this.#byName(named);

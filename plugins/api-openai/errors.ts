@@ -22,6 +22,7 @@ const CODES: Readonly<Record<string, string>> = {
   LIA_ERR_CONTEXT_LENGTH_EXCEEDED: 'context_length_exceeded',
   LIA_ERR_TOO_MANY_REQUESTS: 'rate_limit_exceeded',
   LIA_ERR_ENGINE_FAILED: 'engine_error',
+  LIA_ERR_ENGINE_CRASHED: 'engine_crashed',
   LIA_ERR_BAD_GATEWAY: 'bad_gateway',
   LIA_ERR_UNAVAILABLE: 'service_unavailable',
   LIA_ERR_TIMEOUT: 'timeout',

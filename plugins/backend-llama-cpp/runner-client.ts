@@ -183,7 +183,13 @@ export class RunnerModel implements LoadedModel {
         clearTimeout(timer);
         const how = signal ? `signal ${signal}` : `exit code ${code}`;
         const err = Errors.engineFailed(`the model runner stopped (${how}) while serving this request; the model will be loaded again on the next request`);
-        reject(Errors.engineFailed(`the model runner stopped (${how}) while loading the model`));
+        // Before `ready` only: a death by signal is an engine crash, which the scheduler retries
+        // once and then takes to another engine (none for GGUF on node-llama-cpp: a clean error).
+        reject(
+          signal
+            ? Errors.engineCrashed(`the model runner died of ${signal} while loading the model`, { crash: { engine: 'llama-cpp', signal } })
+            : Errors.engineFailed(`the model runner stopped (${how}) while loading the model`),
+        );
         this.#die(err);
       });
       child.on('error', (err) => log.error({ err }, 'runner process error'));

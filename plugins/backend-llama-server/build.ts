@@ -19,11 +19,13 @@
  * @module
  */
 import { execFileSync, spawn } from 'node:child_process';
-import { createWriteStream, existsSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { createWriteStream, existsSync, readdirSync, readFileSync } from 'node:fs';
 import { mkdir, open, readFile, rm, unlink, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { projectPath } from 'lia/utils';
+import { forgetProbes, runProbe, type ProbeResult } from './probe.js';
 
 /**
  * Options beyond the CPU-only defaults, the same as the benchmark's: the CPU backend as loadable
@@ -87,9 +89,25 @@ export function buildPaths(commit: string, env: NodeJS.ProcessEnv = process.env)
   };
 }
 
-/** What a stamp holds: the commit and the build options. */
+/**
+ * LIA's fixes to the bundled source, applied in name order to the cloned tree before it is
+ * configured (`patches/*.patch`, in `git apply` form). Each patch says in its own comment what it
+ * fixes and why; docs/backends.md lists them.
+ */
+export function sourcePatches(): string[] {
+  const dir = projectPath('plugins', 'backend-llama-server', 'patches');
+  if (!existsSync(dir)) return [];
+  return readdirSync(dir)
+    .filter((f) => f.endsWith('.patch'))
+    .sort()
+    .map((f) => path.join(dir, f));
+}
+
+/** What a stamp holds: the commit, the build options and a digest of the patches applied. */
 function stampText(commit: string): string {
-  return `${commit} ${BUILD_OPTIONS.join(' ')}\n`;
+  const digest = createHash('sha256');
+  for (const file of sourcePatches()) digest.update(path.basename(file)).update('\0').update(readFileSync(file)).update('\0');
+  return `${commit} ${BUILD_OPTIONS.join(' ')} patches:${digest.digest('hex').slice(0, 16)}\n`;
 }
 
 /** True when `binary` starts (its shared libraries resolve) and prints its version. */
@@ -199,6 +217,7 @@ export async function buildLlamaServer(options: BuildOptions = {}): Promise<stri
     if (await cachedBinary(env)) return p.binary; // built by whoever held the lock
     await writeFile(p.log, '');
     await llamaCppSource(env, report);
+    await patchSource(p, report);
     // A tree configured in another folder (the cache moved) cannot be reconfigured in place.
     const cmakeCache = await readFile(path.join(p.build, 'CMakeCache.txt'), 'utf8').catch(() => null);
     if (cmakeCache !== null && !cmakeCache.includes(`CMAKE_CACHEFILE_DIR:INTERNAL=${p.build}\n`)) await rm(p.build, { recursive: true, force: true });
@@ -252,11 +271,72 @@ export async function buildLlamaServer(options: BuildOptions = {}): Promise<stri
       },
     );
     if (!binaryStarts(p.binary)) throw new BuildError(`the build finished but ${p.binary} does not start; see ${p.log}`);
+    await rm(leftOutFile(p), { force: true });
+    const probe = await settleVariants(p, report);
     await writeFile(p.stamp, stampText(commit));
-    report({ kind: 'step', text: `built ${p.binary}` });
+    report({ kind: 'step', text: `built ${p.binary}: ${probe.message}` });
     return p.binary;
   } finally {
     await release();
+  }
+}
+
+/** Where a build names the CPU variants it left out, one `<file> <signal>` a line. */
+function leftOutFile(p: Pick<BuildPaths, 'dir'>): string {
+  return path.join(p.dir, 'left-out');
+}
+
+/**
+ * The CPU variants a build left out because they died of a signal on this machine (see
+ * {@link settleVariants}), each with the signal; empty when none or not built.
+ */
+export function leftOutVariants(env: NodeJS.ProcessEnv = process.env): Array<{ variant: string; signal: string }> {
+  const p = buildPaths(bundledCommit(), env);
+  try {
+    return readFileSync(leftOutFile(p), 'utf8')
+      .split('\n')
+      .filter(Boolean)
+      .map((line) => {
+        const [variant = '', signal = ''] = line.split(' ');
+        return { variant, signal };
+      });
+  } catch {
+    return [];
+  }
+}
+
+/**
+ * Runs the engine probe on a fresh build. When the binary dies of a signal with a CPU variant
+ * loaded, that variant cannot compute on this CPU: its file is removed from the build (and named
+ * in `left-out`), so llama.cpp picks the next best one, and the probe runs again; the variant
+ * every x86-64 CPU runs (`x64`) is never removed. Throws a {@link BuildError} when the binary
+ * cannot compute with any variant, or fails otherwise.
+ */
+export async function settleVariants(p: Pick<BuildPaths, 'binary' | 'dir' | 'log'>, report: (p: BuildProgress) => void = () => {}): Promise<ProbeResult> {
+  for (;;) {
+    forgetProbes();
+    report({ kind: 'step', text: 'probing: a quantized model on this CPU' });
+    const probe = await runProbe(p.binary);
+    if (probe.ok) return probe;
+    const file = probe.variant ? path.join(path.dirname(p.binary), probe.variant) : null;
+    if (!probe.signal || !file || !existsSync(file) || /-x64\./.test(probe.variant!)) throw new BuildError(`${probe.message}; see ${p.log}`);
+    await rm(file);
+    await writeFile(leftOutFile(p), `${probe.variant} ${probe.signal}\n`, { flag: 'a' });
+    report({ kind: 'step', text: `${probe.message}: left out of this build, the next variant takes its place` });
+  }
+}
+
+/**
+ * Puts the cloned tree back to the bundled commit (a patch applied by an earlier build included)
+ * and applies {@link sourcePatches}; a patch that no longer applies is a build error naming it.
+ */
+async function patchSource(p: BuildPaths, report: (p: BuildProgress) => void): Promise<void> {
+  await step('git', ['checkout', '--quiet', '--', '.'], p, false, p.src);
+  for (const patch of sourcePatches()) {
+    report({ kind: 'step', text: `applying ${path.basename(patch)}` });
+    await step('git', ['apply', '--whitespace=nowarn', patch], p, false, p.src).catch(() => {
+      throw new BuildError(`${path.basename(patch)} does not apply to llama.cpp ${bundledCommit().slice(0, 12)}; see ${p.log}`);
+    });
   }
 }
 

@@ -7,7 +7,8 @@
  * @module
  */
 import { CliError, type CliCommand, type CliIO } from 'lia/plugin';
-import { buildLlamaServer, BuildError, cachedBinary, type BuildProgress } from './build.js';
+import { buildLlamaServer, BuildError, cacheRoot, cachedBinary, leftOutVariants, type BuildProgress } from './build.js';
+import { probeBinary } from './probe.js';
 
 /** Draws {@link BuildProgress} on `out`. */
 export function progressPrinter(out: CliIO['stdout']): { report: (p: BuildProgress) => void; end: () => void } {
@@ -56,8 +57,13 @@ export const engineCommands = (): CliCommand[] => [
     options: { jobs: { type: 'string', short: 'j' }, check: { type: 'boolean' } },
     async run(args, io) {
       if (args.values['check']) {
+        // The binary's path on stdout (the Debian package's build reads it); the probe on stderr.
         const binary = await cachedBinary(io.env);
         if (!binary) throw new CliError('llama-server is not built; run `lia engine build`');
+        const probe = await probeBinary(binary, cacheRoot(io.env));
+        if (!probe.ok) throw new CliError(`${binary}: ${probe.message}; GGUF models run on node-llama-cpp`);
+        for (const { variant, signal } of leftOutVariants(io.env)) io.stderr.write(`llama-server: ${variant} left out of this build (it died of ${signal} here)\n`);
+        io.stderr.write(`llama-server: ${probe.message}\n`);
         io.stdout.write(`${binary}\n`);
         return 0;
       }

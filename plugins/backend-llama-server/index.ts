@@ -17,7 +17,8 @@ import { accessSync, constants } from 'node:fs';
 import { definePlugin, Errors } from 'lia/plugin';
 import { Type } from 'lia/utils';
 import { llamaServerBackend } from './backend.js';
-import { cachedBinary } from './build.js';
+import { cacheRoot, cachedBinary } from './build.js';
+import { probeBinary } from './probe.js';
 import { engineCommands } from './cli.js';
 
 /** Flags LIA sets itself: a later copy would win, and some would expose or mislead the server. */
@@ -98,8 +99,10 @@ export default definePlugin({
         `plugins.${ctx.name}.options.args: ${fixed} is set by LIA for every server (its address, key, model files, slots, threads, context and batch)`,
       );
     const configured = ctx.options.binary;
+    const env = { ...process.env, ...(ctx.options.cacheDir ? { LIA_CACHE_DIR: ctx.options.cacheDir } : {}) };
     let found: string | null = null;
-    const binary = async (): Promise<string> => {
+    let warned = false;
+    const located = async (): Promise<string> => {
       if (configured) {
         try {
           accessSync(configured, constants.X_OK);
@@ -108,9 +111,19 @@ export default definePlugin({
         }
         return configured;
       }
-      found ??= await cachedBinary({ ...process.env, ...(ctx.options.cacheDir ? { LIA_CACHE_DIR: ctx.options.cacheDir } : {}) });
+      found ??= await cachedBinary(env);
       if (!found) throw Errors.unavailable('llama-server is not built: run `lia engine build` (or set plugins.backend-llama-server.options.binary)');
       return found;
+    };
+    // A binary that cannot compute on this CPU (the probe, probe.ts) is not used: GGUF models go
+    // to node-llama-cpp, and the log says why once.
+    const binary = async (): Promise<string> => {
+      const path = await located();
+      const probe = await probeBinary(path, cacheRoot(env));
+      if (probe.ok) return path;
+      if (!warned) ctx.log.warn({ engine: 'llama-server', signal: probe.signal, variant: probe.variant }, `${probe.message}; GGUF models run on node-llama-cpp`);
+      warned = true;
+      throw Errors.unavailable(`llama-server cannot compute on this machine's CPU (${probe.signal ?? 'the probe failed'}); see the log`);
     };
     // Asked before a reranker is given to this backend by preference: one that is not built leaves
     // it on node-llama-cpp (a fresh install), so only the check, never the error, is wanted here.

@@ -12,6 +12,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import net from 'node:net';
+import path from 'node:path';
 import { Agent, request, type Dispatcher } from 'undici';
 import { Errors } from 'lia/plugin';
 import { promptTooLong } from 'lia/prompts';
@@ -52,6 +53,8 @@ export interface ServerSpec {
   chatTemplate?: string;
   /** More arguments, appended after LIA's own (the plugin's `args` option). */
   args?: readonly string[];
+  /** Sees everything the server writes, as it comes (the engine probe reads which CPU variant it loaded). */
+  onOutput?: (text: string) => void;
   /** Longest wait for the model to load, in ms. */
   startTimeoutMs: number;
 }
@@ -73,6 +76,23 @@ function freePort(): Promise<number> {
       s.close(() => resolve(port));
     });
   });
+}
+
+/**
+ * The line of a server's log that says why a load failed (llama.cpp's last line naming an error),
+ * its file paths replaced by their last component and cut to 200 characters; empty when none.
+ */
+export function loadErrorLine(log: string): string {
+  const line = log
+    .split('\n')
+    .reverse()
+    .find((l) => /error|failed|unknown|unsupported|invalid/i.test(l));
+  if (!line) return '';
+  return line
+    .replace(/(?:\/[^\s/'"]+)+\/([^\s/'"]+)/g, '$1')
+    .replace(/\s+/g, ' ')
+    .trim()
+    .slice(0, 200);
 }
 
 /** The command-line arguments of a server for `spec` on `port`. */
@@ -159,10 +179,13 @@ export class LlamaServer {
     for (let attempt = 0; ; attempt++) {
       const port = await freePort();
       const child = spawn(spec.binary, serverArgs(spec, port), {
+        // ggml looks for its CPU variants beside the binary and in the working folder: only the former.
+        cwd: path.dirname(spec.binary),
         stdio: ['ignore', 'pipe', 'pipe'],
         env: { ...env, LLAMA_API_KEY: key, LLAMA_ARG_HOST: '127.0.0.1' },
       });
       const server = new LlamaServer(child, port, key);
+      if (spec.onOutput) for (const out of [child.stdout, child.stderr]) out?.on('data', (d: Buffer) => spec.onOutput!(d.toString()));
       try {
         await server.#ready(spec.startTimeoutMs);
       } catch (err) {
@@ -183,15 +206,14 @@ export class LlamaServer {
   async #ready(timeoutMs: number): Promise<void> {
     const exited = new Promise<never>((_, reject) => {
       this.#child.once('error', (err) => reject(Errors.engineFailed(`llama-server could not start: ${err.message}`)));
-      this.#child.once('exit', (code, signal) =>
-        reject(Errors.engineFailed(`llama-server exited while loading the model (${signal ?? `code ${code}`}): ${this.logTail}`)),
-      );
+      this.#child.once('exit', (code, signal) => reject(this.#loadFailure(code, signal)));
     });
     exited.catch(() => undefined);
     const started = Date.now();
     const deadline = started + timeoutMs;
     for (;;) {
-      if (Date.now() > deadline) throw Errors.engineFailed(`llama-server did not load the model within ${timeoutMs} ms: ${this.logTail}`);
+      if (Date.now() > deadline)
+        throw Errors.engineFailed(`llama-server did not load the model within ${timeoutMs} ms`, { cause: new Error(this.logTail) });
       const ok = await Promise.race([
         exited,
         this.fetchJson('GET', '/health', undefined, AbortSignal.timeout(5000)).then(
@@ -214,6 +236,19 @@ export class LlamaServer {
     } | null;
     this.trainedContext = models?.data?.[0]?.meta?.n_ctx_train ?? 0;
     this.vocabulary = models?.data?.[0]?.meta?.n_vocab ?? 0;
+  }
+
+  /**
+   * The error of a server that ended before it served: a death by signal is an engine crash (the
+   * scheduler retries it, then falls back to another engine); an exit names the reason the log
+   * gives, in one line without the file paths it holds. The log's end goes to the cause, for the
+   * appliance's log only.
+   */
+  #loadFailure(code: number | null, signal: NodeJS.Signals | null): Error {
+    const cause = new Error(this.logTail);
+    if (signal) return Errors.engineCrashed(`llama-server died of ${signal} while loading the model`, { cause, crash: { engine: 'llama-server', signal } });
+    const reason = loadErrorLine(this.#log);
+    return Errors.engineFailed(`llama-server could not load the model (exit code ${code})${reason ? `: ${reason}` : ''}`, { cause });
   }
 
   /**

@@ -10,8 +10,9 @@
  * @module
  */
 import type { FastifyBaseLogger } from 'fastify';
-import { Errors, type BackendRegistry } from 'lia/plugin';
+import { Errors, isAppError, type BackendRegistry, type EngineCrash, type InferenceBackend } from 'lia/plugin';
 import type { LoadedModel } from 'lia/plugin';
+import type { LoadOptions } from 'lia/plugin/contracts';
 import type { LoadedModelInfo } from 'lia/plugin/contracts';
 import type { ResolvedModel } from 'lia/plugin/contracts';
 import type { InferenceEvent, ModelActivity } from 'lia/plugin/contracts';
@@ -66,6 +67,8 @@ const FOREVER_MS = 292 * 365.25 * 24 * 3600 * 1000;
 
 class Instance {
   model: LoadedModel | null = null;
+  /** The backend that loaded `model`. */
+  engine = '';
   estimateBytes = 0;
   active = 0;
   waiters: Waiter[] = [];
@@ -93,6 +96,11 @@ export class Scheduler {
   #queued = 0;
   #loadChain: Promise<unknown> = Promise.resolve();
   #changed: (() => void)[] = [];
+  /**
+   * Engines that died of a signal twice loading a model, by digest (engine → signal): the model's
+   * later loads, in this process, skip them.
+   */
+  readonly #crashedEngines = new Map<string, Map<string, string>>();
 
   constructor(options: SchedulerOptions) {
     this.#o = options;
@@ -154,6 +162,7 @@ export class Scheduler {
           size_vram: m.vramBytes,
           expires_at: new Date(Math.min(expires, 8.64e15)).toISOString(),
           context_length: m.contextLength,
+          engine: i.engine,
         };
       })
       .sort((a, b) => b.expires_at.localeCompare(a.expires_at));
@@ -257,26 +266,66 @@ export class Scheduler {
     try {
       if (inst.gone) return;
       // Decided at each load: a backend that became available (a binary built meanwhile) counts.
-      const backend = await this.#o.backends.forModel(inst.resolved);
-      inst.estimateBytes = (await backend.estimateMemory(inst.resolved, loadOptions)).totalBytes;
-      this.#checkLargerContext(inst, contextLength);
-      await this.#makeRoom(inst);
-      if (inst.gone) return;
-      const loadStarted = process.hrtime.bigint();
-      const model = await backend.load(inst.resolved, loadOptions);
-      this.#o.observe?.({ type: 'loaded', model: inst.resolved.name, seconds: Number(process.hrtime.bigint() - loadStarted) / 1e9 });
-      if (inst.gone) {
-        await model.unload();
-        this.#o.observe?.({ type: 'unloaded', model: inst.resolved.name });
-        return;
+      const candidates = await this.#o.backends.candidates(inst.resolved);
+      const crashed = this.#crashedEngines.get(inst.resolved.digest) ?? new Map<string, string>();
+      for (const backend of candidates) {
+        if (crashed.has(backend.name)) continue;
+        const crash = await this.#loadOn(inst, backend, loadOptions, contextLength);
+        if (!crash) return;
+        crashed.set(backend.name, crash.signal);
+        this.#crashedEngines.set(inst.resolved.digest, crashed);
+        const next = candidates.find((b) => !crashed.has(b.name));
+        this.#o.log.warn(
+          { model: inst.resolved.name, engine: backend.name, signal: crash.signal, next: next?.name ?? null },
+          next
+            ? `engine ${backend.name} died of ${crash.signal} loading ${inst.resolved.name} twice; loading it on ${next.name}`
+            : `engine ${backend.name} died of ${crash.signal} loading ${inst.resolved.name} twice; no other engine runs it`,
+        );
+        this.#o.observe?.({ type: 'engine-fallback', model: inst.resolved.name, engine: backend.name, signal: crash.signal, to: next?.name ?? null });
+        if (inst.gone) return;
       }
-      inst.model = model;
-      this.#pump(inst);
-      if (inst.idle) this.#scheduleExpiry(inst);
+      const why = [...crashed].map(([engine, signal]) => `${engine} died of ${signal}`).join(', ');
+      throw Errors.engineCrashed(`model "${inst.resolved.name}" cannot be loaded on this machine: ${why} while loading it`);
     } catch (err) {
       this.#o.log.error({ err, model: inst.resolved.name }, 'model load failed');
       this.#forget(inst);
       for (const w of inst.waiters.splice(0)) w.reject(err);
+    }
+  }
+
+  /**
+   * Loads `inst` on `backend` (its memory estimate, room made for it), once more when the engine
+   * dies of a signal: resolves with the second crash, or null once loaded (or no longer wanted).
+   * Any other failure is thrown.
+   */
+  async #loadOn(inst: Instance, backend: InferenceBackend, loadOptions: LoadOptions, contextLength: number): Promise<EngineCrash | null> {
+    for (let attempt = 1; ; attempt++) {
+      inst.estimateBytes = (await backend.estimateMemory(inst.resolved, loadOptions)).totalBytes;
+      this.#checkLargerContext(inst, contextLength);
+      await this.#makeRoom(inst);
+      if (inst.gone) return null;
+      const loadStarted = process.hrtime.bigint();
+      let model: LoadedModel;
+      try {
+        model = await backend.load(inst.resolved, loadOptions);
+      } catch (err) {
+        const crash = isAppError(err) ? err.crash : null;
+        if (!crash) throw err;
+        this.#o.log.warn({ model: inst.resolved.name, engine: backend.name, signal: crash.signal, attempt }, 'engine died while loading the model');
+        if (attempt >= 2 || inst.gone) return inst.gone ? null : crash;
+        continue;
+      }
+      this.#o.observe?.({ type: 'loaded', model: inst.resolved.name, seconds: Number(process.hrtime.bigint() - loadStarted) / 1e9 });
+      if (inst.gone) {
+        await model.unload();
+        this.#o.observe?.({ type: 'unloaded', model: inst.resolved.name });
+        return null;
+      }
+      inst.model = model;
+      inst.engine = backend.name;
+      this.#pump(inst);
+      if (inst.idle) this.#scheduleExpiry(inst);
+      return null;
     }
   }
 

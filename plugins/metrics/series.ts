@@ -36,6 +36,7 @@ export class Series {
   readonly #loadDuration: Histogram<'model'>;
   readonly #unloads: Counter<'model'>;
   readonly #crashes: Counter<'model'>;
+  readonly #fallbacks: Counter<'model' | 'engine' | 'signal'>;
   readonly #keyRequests: Counter<'key'>;
   readonly #keyPromptTokens: Counter<'key'>;
   readonly #keyGeneratedTokens: Counter<'key'>;
@@ -92,6 +93,12 @@ export class Series {
     });
     this.#unloads = new Counter({ name: 'lia_model_unloads_total', help: 'Model unloads.', labelNames: ['model'], registers });
     this.#crashes = new Counter({ name: 'lia_model_runner_crashes_total', help: 'Model runner processes that died.', labelNames: ['model'], registers });
+    this.#fallbacks = new Counter({
+      name: 'lia_engine_fallbacks_total',
+      help: 'Loads given up on an engine that died of a signal twice loading the model, by model, engine and signal.',
+      labelNames: ['model', 'engine', 'signal'],
+      registers,
+    });
     // Per API key, as /system/usage counts: inference requests and their tokens, labelled with the
     // principal's id (a key's name, `master`); requests made without a principal get no series.
     this.#keyRequests = new Counter({
@@ -146,6 +153,8 @@ export class Series {
         return this.#unloads.inc(model);
       case 'crashed':
         return this.#crashes.inc(model);
+      case 'engine-fallback':
+        return this.#fallbacks.inc({ model: e.model, engine: e.engine, signal: e.signal });
     }
   }
 

@@ -6,7 +6,8 @@
  */
 import { mock } from 'node:test';
 import t from 'tap';
-import type { BackendRegistry, InferenceBackend, LoadedModel } from 'lia/plugin';
+import { Errors, type BackendRegistry, type InferenceBackend, type LoadedModel } from 'lia/plugin';
+import type { InferenceEvent } from 'lia/plugin/contracts';
 import type { LoadOptions, ResolvedModel } from 'lia/plugin/contracts';
 import { Scheduler, type SchedulerOptions } from '../../plugins/engine/scheduler.js';
 
@@ -19,14 +20,21 @@ interface FakeBackend extends InferenceBackend {
   crash(name: string): void;
   /** Loads wait for `release()` while held. */
   hold(): { release(): void };
+  /** The next `n` loads die of `signal` (an engine's native crash at load). */
+  dieAtLoad(n: number, signal: string): void;
 }
 
-function fakeBackend(estimateBytes = 100): FakeBackend {
-  const journal: Journal = [];
+function fakeBackend(estimateBytes = 100, name = 'fake', journal: Journal = []): FakeBackend {
   const exits = new Map<string, (err: Error) => void>();
   let gate: Promise<void> | null = null;
+  let deaths = 0;
+  let deathSignal = '';
   const backend: FakeBackend = {
-    name: 'fake',
+    name,
+    dieAtLoad(n, signal) {
+      deaths = n;
+      deathSignal = signal;
+    },
     formats: [],
     journal,
     crash: (name) => exits.get(name)?.(new Error('runner died')),
@@ -39,7 +47,12 @@ function fakeBackend(estimateBytes = 100): FakeBackend {
     async load(model: ResolvedModel, options: LoadOptions): Promise<LoadedModel> {
       if (gate) await gate;
       const contextLength = Math.min(options.contextLength ?? 8192, 8192);
-      journal.push(`load ${model.name}@${contextLength}`);
+      if (deaths > 0) {
+        deaths--;
+        journal.push(`${name} died loading ${model.name}`);
+        throw Errors.engineCrashed(`${name} died of ${deathSignal} while loading the model`, { crash: { engine: name, signal: deathSignal } });
+      }
+      journal.push(`${name === 'fake' ? '' : `${name} `}load ${model.name}@${contextLength}`);
       if (options.onExit) exits.set(model.name, options.onExit);
       let unloaded = false;
       return {
@@ -87,9 +100,10 @@ const silent = {
   silent() {},
 } as unknown as SchedulerOptions['log'];
 
-function scheduler(backend: FakeBackend, over: Partial<SchedulerOptions> = {}): Scheduler {
+function scheduler(backend: FakeBackend | FakeBackend[], over: Partial<SchedulerOptions> = {}): Scheduler {
+  const candidates = Array.isArray(backend) ? backend : [backend];
   return new Scheduler({
-    backends: { forModel: () => backend } as unknown as BackendRegistry,
+    backends: { candidates: async () => candidates } as unknown as BackendRegistry,
     log: silent,
     parallel: 1,
     maxQueue: 4,
@@ -288,4 +302,62 @@ t.test('unload of a model in use waits for its last request', async (t) => {
   lease.release();
   await unloading;
   t.same(backend.journal, ['load a@2048', 'unload a']);
+});
+
+t.test('an engine that dies of a signal at load: retried once, then the next engine serves the model', async (t) => {
+  const journal: Journal = [];
+  const server = fakeBackend(100, 'llama-server', journal);
+  const runner = fakeBackend(100, 'llama-cpp', journal);
+  const events: InferenceEvent[] = [];
+  const s = scheduler([server, runner], { observe: (e) => events.push(e) });
+  server.dieAtLoad(2, 'SIGILL');
+  (await s.acquire(model('a'), {}, never)).release();
+  t.same(journal, ['llama-server died loading a', 'llama-server died loading a', 'llama-cpp load a@2048']);
+  t.equal(s.ps()[0]?.engine, 'llama-cpp', '/api/ps names the engine that serves it');
+  t.match(
+    events.filter((e) => e.type === 'engine-fallback'),
+    [{ model: 'a', engine: 'llama-server', signal: 'SIGILL', to: 'llama-cpp' }],
+  );
+
+  await s.unload('a', true);
+  journal.length = 0;
+  (await s.acquire(model('a'), {}, never)).release();
+  t.same(journal, ['llama-cpp load a@2048'], 'the next load of that model goes straight to the engine that ran it');
+  journal.length = 0;
+  (await s.acquire(model('b'), {}, never)).release();
+  t.same(journal, ['llama-server load b@2048'], 'other models still go to the first engine');
+});
+
+t.test('one death at load is retried on the same engine', async (t) => {
+  const journal: Journal = [];
+  const server = fakeBackend(100, 'llama-server', journal);
+  const s = scheduler([server, fakeBackend(100, 'llama-cpp', journal)]);
+  server.dieAtLoad(1, 'SIGKILL');
+  (await s.acquire(model('a'), {}, never)).release();
+  t.same(journal, ['llama-server died loading a', 'llama-server load a@2048']);
+  t.equal(s.ps()[0]?.engine, 'llama-server');
+});
+
+t.test('when every engine dies at load: one error naming the model and each engine, and no loop', async (t) => {
+  const journal: Journal = [];
+  const server = fakeBackend(100, 'llama-server', journal);
+  const runner = fakeBackend(100, 'llama-cpp', journal);
+  const s = scheduler([server, runner]);
+  server.dieAtLoad(2, 'SIGILL');
+  runner.dieAtLoad(2, 'SIGSEGV');
+  const err = await s.acquire(model('a'), {}, never).then(
+    () => null,
+    (e: unknown) => e as Error & { statusCode: number; code: string },
+  );
+  t.match(err, {
+    statusCode: 500,
+    code: 'LIA_ERR_ENGINE_CRASHED',
+    message: 'model "a" cannot be loaded on this machine: llama-server died of SIGILL, llama-cpp died of SIGSEGV while loading it',
+  });
+  t.notMatch(err?.message ?? '', /\n|\//, 'one line, no file path');
+  t.equal(journal.length, 4, 'two tries on each engine');
+  journal.length = 0;
+  await t.rejects(s.acquire(model('a'), {}, never), { code: 'LIA_ERR_ENGINE_CRASHED' });
+  t.same(journal, [], 'a later request is refused without starting either engine again');
+  t.same(s.ps(), []);
 });

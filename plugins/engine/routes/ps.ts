@@ -31,6 +31,7 @@ export function psRoutes(app: FastifyInstance, service: () => InferenceService, 
         expires_at: m.expires_at,
         size_vram: m.size_vram,
         context_length: m.context_length,
+        engine: m.engine,
       })),
   }));
 

@@ -165,7 +165,7 @@ export type DetokenizeBody = Static<typeof DetokenizeBody>;
 /** `GET /api/version`. */
 export const VersionResponse = Type.Object({ version: Type.String(), lia_version: Type.String() });
 
-/** `GET /api/ps`: each loaded model (details are the store's, or null). */
+/** `GET /api/ps`: each loaded model (details are the store's, or null; `engine` is LIA's own field: the backend serving it). */
 export const PsResponse = Type.Object({
   models: Type.Array(
     Type.Object({
@@ -177,6 +177,7 @@ export const PsResponse = Type.Object({
       expires_at: Type.String(),
       size_vram: Type.Number(),
       context_length: Type.Number(),
+      engine: Type.String(),
     }),
   ),
 });
