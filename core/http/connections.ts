@@ -94,6 +94,15 @@ interface Guard {
   authenticate(entry: Entry): void;
 }
 
+/**
+ * Requests one connection may have being answered at once. HTTP/1.1 lets a client send requests
+ * before it reads the answers (pipelining), and Node parses every request of a received chunk at
+ * once: a client that never reads would hold hundreds of answers per connection. Past this many
+ * the connection is closed; its client may reconnect. Go's server (Caddy) answers a connection's
+ * requests one at a time; no HTTP/1.1 client pipelines this deep.
+ */
+export const MAX_REQUESTS_PER_CONNECTION = 16;
+
 /** Evictions are counted in the log at most once per minute. */
 const LOG_EVERY_MS = 60_000;
 
@@ -132,7 +141,7 @@ export function installConnectionGuard(server: Server, limits: ConnectionLimits,
     if (byPeer.get(entry.peer) === entry) byPeer.delete(entry.peer);
   }
 
-  function evict(entry: Entry): void {
+  function evict(entry: Entry, why = 'over the connection caps'): void {
     forget(entry);
     entry.socket.destroy();
     unlogged++;
@@ -140,7 +149,7 @@ export function installConnectionGuard(server: Server, limits: ConnectionLimits,
     if (now - lastLog >= LOG_EVERY_MS) {
       log.warn(
         { closed: unlogged, open, unauthenticated: unauthenticated.size, maxUnauthenticatedConnections: maxUnauthenticated, maxConnections },
-        `closed ${unlogged} idle connection(s): over the connection caps`,
+        `closed ${unlogged} connection(s): ${why}`,
       );
       lastLog = now;
       unlogged = 0;
@@ -179,6 +188,10 @@ export function installConnectionGuard(server: Server, limits: ConnectionLimits,
     if (!found) return;
     const { entry } = found;
     entry.busy++;
+    if (entry.busy > MAX_REQUESTS_PER_CONNECTION && !entry.closed) {
+      evict(entry, `over ${MAX_REQUESTS_PER_CONNECTION} pipelined requests`);
+      return;
+    }
     res.once('close', () => {
       entry.busy--;
       // Active just now: to the back of the eviction order.

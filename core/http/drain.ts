@@ -63,10 +63,26 @@ export function installDrain(app: FastifyInstance): Drain {
   // Every stream in flight listens to it (`clientGone`) until it ends: one listener per request, by design.
   setMaxListeners(0, state.controller.signal);
   states.set(server, state);
-  server.on('request', (_req: IncomingMessage, res: ServerResponse) => {
+  // The answers of each connection: an answer queued behind others on a connection that closes
+  // (a pipelining client gone) may never emit its own `close`, so the connection's takes them out.
+  const bySocket = new WeakMap<object, Set<ServerResponse>>();
+  server.on('request', (req: IncomingMessage, res: ServerResponse) => {
+    const socket = req.socket;
+    if (socket.destroyed) return; // parsed from a chunk of a connection already closed
+    let answers = bySocket.get(socket);
+    if (!answers) {
+      const set = (answers = new Set());
+      bySocket.set(socket, set);
+      socket.once('close', () => {
+        for (const r of set) state.inFlight.delete(r);
+        set.clear();
+      });
+    }
+    answers.add(res);
     state.inFlight.add(res);
     res.once('close', () => {
       state.inFlight.delete(res);
+      answers.delete(res);
       // The connection is idle once its response is out: close it rather than wait for keep-alive.
       if (state.draining) setImmediate(() => server.closeIdleConnections());
     });
