@@ -10,20 +10,32 @@
 /** The scopes a named key may hold: those of the built-in routes (docs/security.md). */
 export const KEY_SCOPES = ['inference', 'models:read', 'models:write', 'system:read', 'system:admin', 'keys:admin'] as const;
 
-const compiled = new Map<string, RegExp>();
-
-function globToRegExp(pattern: string): RegExp {
-  let re = compiled.get(pattern);
-  if (!re) {
-    const body = pattern
-      .replace(/[.+^${}()|[\]\\]/g, '\\$&')
-      .replace(/\*/g, '.*')
-      .replace(/\?/g, '.');
-    re = new RegExp(`^${body}$`, 'i');
-    if (compiled.size > 10_000) compiled.clear();
-    compiled.set(pattern, re);
+/**
+ * Whether glob `pattern` (`*` any run of characters, `?` one) matches all of `text`, both already
+ * lower-cased. Greedy, going back only to the last `*` seen: at most pattern × text steps, where
+ * a regular expression of many stars backtracks exponentially on a near miss (docs/security.md).
+ */
+function globMatch(pattern: string, text: string): boolean {
+  let p = 0;
+  let s = 0;
+  let star = -1;
+  let resume = 0;
+  while (s < text.length) {
+    if (p < pattern.length && (pattern[p] === '?' || pattern[p] === text[s])) {
+      p++;
+      s++;
+    } else if (p < pattern.length && pattern[p] === '*') {
+      star = p++;
+      resume = s;
+    } else if (star >= 0) {
+      p = star + 1;
+      s = ++resume;
+    } else {
+      return false;
+    }
   }
-  return re;
+  while (pattern[p] === '*') p++;
+  return p === pattern.length;
 }
 
 /**
@@ -33,9 +45,10 @@ function globToRegExp(pattern: string): RegExp {
  */
 export function modelAllowed(patterns: readonly string[] | null | undefined, model: string): boolean {
   if (!patterns) return true;
-  const bare = model.endsWith(':latest') ? model.slice(0, -':latest'.length) : null;
+  const name = model.toLowerCase();
+  const bare = name.endsWith(':latest') ? name.slice(0, -':latest'.length) : null;
   return patterns.some((p) => {
-    const re = globToRegExp(p);
-    return re.test(model) || (bare !== null && re.test(bare));
+    const pattern = p.toLowerCase();
+    return globMatch(pattern, name) || (bare !== null && globMatch(pattern, bare));
   });
 }

@@ -62,7 +62,8 @@ export const engineCommands = (): CliCommand[] => [
         if (!binary) throw new CliError('llama-server is not built; run `lia engine build`');
         const probe = await probeBinary(binary, cacheRoot(io.env));
         if (!probe.ok) throw new CliError(`${binary}: ${probe.message}; GGUF models run on node-llama-cpp`);
-        for (const { variant, signal } of leftOutVariants(io.env)) io.stderr.write(`llama-server: ${variant} left out of this build (it died of ${signal} here)\n`);
+        for (const { variant, signal } of leftOutVariants(io.env))
+          io.stderr.write(`llama-server: ${variant} left out of this build (it died of ${signal} here)\n`);
         io.stderr.write(`llama-server: ${probe.message}\n`);
         io.stdout.write(`${binary}\n`);
         return 0;

@@ -121,7 +121,8 @@ export default definePlugin({
       const path = await located();
       const probe = await probeBinary(path, cacheRoot(env));
       if (probe.ok) return path;
-      if (!warned) ctx.log.warn({ engine: 'llama-server', signal: probe.signal, variant: probe.variant }, `${probe.message}; GGUF models run on node-llama-cpp`);
+      if (!warned)
+        ctx.log.warn({ engine: 'llama-server', signal: probe.signal, variant: probe.variant }, `${probe.message}; GGUF models run on node-llama-cpp`);
       warned = true;
       throw Errors.unavailable(`llama-server cannot compute on this machine's CPU (${probe.signal ?? 'the probe failed'}); see the log`);
     };

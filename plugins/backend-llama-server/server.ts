@@ -212,8 +212,7 @@ export class LlamaServer {
     const started = Date.now();
     const deadline = started + timeoutMs;
     for (;;) {
-      if (Date.now() > deadline)
-        throw Errors.engineFailed(`llama-server did not load the model within ${timeoutMs} ms`, { cause: new Error(this.logTail) });
+      if (Date.now() > deadline) throw Errors.engineFailed(`llama-server did not load the model within ${timeoutMs} ms`, { cause: new Error(this.logTail) });
       const ok = await Promise.race([
         exited,
         this.fetchJson('GET', '/health', undefined, AbortSignal.timeout(5000)).then(

@@ -13,6 +13,20 @@ const INTEGER_KEYS = ['top_k', 'seed', 'num_predict', 'num_ctx', 'repeat_last_n'
 const FLOAT_KEYS = ['temperature', 'top_p', 'min_p', 'repeat_penalty', 'presence_penalty', 'frequency_penalty'] as const;
 
 /**
+ * Bounds of the options that size what an engine allocates per request and slot (docs/security.md,
+ * "Request bounds"): the penalty window (`repeat_last_n`: a ring of that many tokens, -1 is the
+ * whole context) and the stop words the engine matches against the output. The context size
+ * (`num_ctx`) is bounded by the memory budget at load instead (scheduler.ts). A request past a
+ * bound is a 400 naming the option and the limit; a stored parameter past it is left out.
+ */
+export const OPTION_BOUNDS = {
+  repeat_last_n: { min: -1, max: 131_072 },
+  num_ctx: { min: 0, max: 16_777_216 },
+  stopWords: 64,
+  stopLength: 1024,
+} as const;
+
+/**
  * Reads the sampling options from `raw`. With `strict` (request bodies) a wrong type is a 400;
  * without it (stored parameters) a bad value is skipped.
  */
@@ -27,11 +41,20 @@ export function parseSamplingOptions(raw: unknown, strict = true): SamplingOptio
   const bad = (key: string, type: string): void => {
     if (strict) throw Errors.badRequest(`option "${key}" must be of type ${type}`, { param: `options.${key}` });
   };
+  const outside = (key: string, min: number, max: number): void => {
+    if (strict) throw Errors.badRequest(`option "${key}" must be between ${min} and ${max}`, { param: `options.${key}` });
+  };
   for (const key of INTEGER_KEYS) {
     const v = src[key];
     if (v === undefined || v === null) continue;
-    if (typeof v !== 'number' || !Number.isFinite(v)) bad(key, 'integer');
-    else out[key] = Math.trunc(v);
+    if (typeof v !== 'number' || !Number.isFinite(v)) {
+      bad(key, 'integer');
+      continue;
+    }
+    const n = Math.trunc(v);
+    const bound = key === 'repeat_last_n' || key === 'num_ctx' ? OPTION_BOUNDS[key] : null;
+    if (bound && (n < bound.min || n > bound.max)) outside(key, bound.min, bound.max);
+    else out[key] = n;
   }
   for (const key of FLOAT_KEYS) {
     const v = src[key];
@@ -44,7 +67,12 @@ export function parseSamplingOptions(raw: unknown, strict = true): SamplingOptio
     // Stored parameters keep a single stop word as a string.
     if (!strict && typeof stop === 'string') out.stop = [stop];
     else if (!Array.isArray(stop) || stop.some((s) => typeof s !== 'string')) bad('stop', 'array');
-    else out.stop = stop as string[];
+    else if (stop.length > OPTION_BOUNDS.stopWords || (stop as string[]).some((s) => s.length > OPTION_BOUNDS.stopLength)) {
+      if (strict)
+        throw Errors.badRequest(`option "stop" takes at most ${OPTION_BOUNDS.stopWords} strings of at most ${OPTION_BOUNDS.stopLength} characters`, {
+          param: 'options.stop',
+        });
+    } else out.stop = stop as string[];
   }
   return out;
 }

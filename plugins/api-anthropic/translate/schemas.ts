@@ -92,7 +92,7 @@ export const MessagesBody = Type.Object(
     ...Conversation,
     /** Required, as Anthropic requires it: the most tokens to generate. */
     max_tokens: Type.Integer({ minimum: 1 }),
-    stop_sequences: Type.Optional(Type.Array(Type.String())),
+    stop_sequences: Type.Optional(Type.Array(Type.String({ maxLength: 1024 }), { maxItems: 64 })),
     temperature: Type.Optional(Type.Number({ minimum: 0, maximum: 1 })),
     top_p: Type.Optional(Type.Number({ minimum: 0, maximum: 1 })),
     top_k: Type.Optional(Type.Integer({ minimum: 0 })),

@@ -41,9 +41,9 @@ const Common = {
    * Extension (not OpenAI's): the context length per sequence, Ollama's `options.num_ctx`. Unset:
    * the model's stored `num_ctx`, else the engine's `contextLength`.
    */
-  num_ctx: Opt(Type.Integer({ minimum: 1 })),
-  /** A string or a list of them. */
-  stop: Type.Optional(Type.Union([Type.String(), Type.Array(Type.String()), Type.Null()])),
+  num_ctx: Opt(Type.Integer({ minimum: 1, maximum: 16_777_216 })),
+  /** A string or a list of them (at most 64 of 1,024 characters: the engine matches each against the output). */
+  stop: Type.Optional(Type.Union([Type.String({ maxLength: 1024 }), Type.Array(Type.String({ maxLength: 1024 }), { maxItems: 64 }), Type.Null()])),
   /** Only 1 is served (see docs/openai.md). */
   n: Opt(Type.Integer({ minimum: 1, maximum: 128 })),
   /** Defaults to false. */
