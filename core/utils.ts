@@ -20,6 +20,6 @@ export { PROJECT_ROOT, projectPath } from './paths.js';
 export { responseError } from './cli/client.js';
 export { runTool, firstLine, ToolError, type ToolResult } from './host/run-tool.js';
 export { openaiWire, streamLines, nsSince, type WireCall } from './wire/openai.js';
-export { checkImage, fetchImage, imageFromDataUrl, imageMimeType, isRemoteImage, type CheckedImage } from './wire/images.js';
+export { checkImage, fetchImage, IMAGE_BOUNDS, imageFromDataUrl, imageMimeType, isRemoteImage, type CheckedImage } from './wire/images.js';
 /** TypeBox, for option and route schemas, so that a plugin needs no copy of its own. */
 export { Type, type Static, type TObject, type TSchema } from '@sinclair/typebox';

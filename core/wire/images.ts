@@ -1,9 +1,10 @@
 /**
  * Images as the engine takes them: base64 text (Ollama's `images`; the payload of a `data:` URL on
  * the OpenAI and Anthropic surfaces). {@link checkImage} is the one check every surface's images
- * go through before a backend sees them: valid base64, not empty, at most the size limit, and one
+ * go through before a backend sees them: valid base64, not empty, at most the size limit, one
  * of the formats llama.cpp's image loader reads (PNG, JPEG, GIF, WebP, BMP), told by its first
- * bytes, never by a declared type. An image that passes and still does not decode (a truncated
+ * bytes, never by a declared type, and dimensions within {@link IMAGE_BOUNDS} as its header
+ * declares them, read before anything decodes the image. An image that passes and still does not decode (a truncated
  * PNG) is refused by the backend with a 400 of its own.
  *
  * @module
@@ -36,6 +37,69 @@ export interface CheckedImage {
   mime: string;
   /** Decoded size in bytes. */
   bytes: number;
+  /** The dimensions its header declares, in pixels. */
+  width: number;
+  height: number;
+}
+
+/**
+ * Bounds on what an image may declare, checked before anything decodes it: llama.cpp's loader
+ * decodes the whole bitmap (3 bytes a pixel) before its projector resizes it, so a 54-byte BMP
+ * header declaring 26,000 × 26,000 pixels would cost 2 GB. At most 8,192 pixels a side (Anthropic
+ * takes 8,000) and 25 megapixels per image (a 48 MP phone photo is refused, a 12 MP one taken),
+ * and 50 megapixels across a request's images. docs/security.md, "Request bounds".
+ */
+export const IMAGE_BOUNDS = { side: 8192, pixels: 25_000_000, requestPixels: 50_000_000 } as const;
+
+/** The width and height a PNG, GIF, BMP, WebP or JPEG header declares; null when it cannot be read. */
+export function imageDimensions(b: Buffer, mime: string): { width: number; height: number } | null {
+  const at = (n: number) => b.length >= n;
+  switch (mime) {
+    case 'image/png':
+      // IHDR is the first chunk: width and height at 16 and 20.
+      return at(24) && b.toString('latin1', 12, 16) === 'IHDR' ? { width: b.readUInt32BE(16), height: b.readUInt32BE(20) } : null;
+    case 'image/gif':
+      return at(10) ? { width: b.readUInt16LE(6), height: b.readUInt16LE(8) } : null;
+    case 'image/bmp': {
+      if (!at(26)) return null;
+      // A BITMAPCOREHEADER (12 bytes) has 16-bit sizes; the later headers 32-bit, a negative height top-down.
+      if (b.readUInt32LE(14) === 12) return { width: b.readUInt16LE(18), height: b.readUInt16LE(20) };
+      return { width: Math.abs(b.readInt32LE(18)), height: Math.abs(b.readInt32LE(22)) };
+    }
+    case 'image/webp': {
+      const chunk = at(16) ? b.toString('latin1', 12, 16) : '';
+      if (chunk === 'VP8X' && at(30)) return { width: 1 + b.readUIntLE(24, 3), height: 1 + b.readUIntLE(27, 3) };
+      if (chunk === 'VP8L' && at(25)) {
+        const bits = b.readUInt32LE(21);
+        return { width: 1 + (bits & 0x3fff), height: 1 + ((bits >>> 14) & 0x3fff) };
+      }
+      if (chunk === 'VP8 ' && at(30)) return { width: b.readUInt16LE(26) & 0x3fff, height: b.readUInt16LE(28) & 0x3fff };
+      return null;
+    }
+    case 'image/jpeg': {
+      // Walk the segments to the first start-of-frame marker (C0-CF but C4, C8, CC).
+      let i = 2;
+      while (i + 9 <= b.length) {
+        if (b[i] !== 0xff) return null;
+        const marker = b[i + 1]!;
+        if (marker === 0xff) {
+          i++;
+          continue;
+        }
+        if (marker >= 0xc0 && marker <= 0xcf && marker !== 0xc4 && marker !== 0xc8 && marker !== 0xcc) {
+          return { width: b.readUInt16BE(i + 7), height: b.readUInt16BE(i + 5) };
+        }
+        if (marker === 0xd8 || (marker >= 0xd0 && marker <= 0xd7) || marker === 0x01) {
+          i += 2;
+          continue;
+        }
+        i += 2 + b.readUInt16BE(i + 2);
+      }
+      return null;
+    }
+    default:
+      return null;
+  }
 }
 
 /**
@@ -51,7 +115,16 @@ export function checkImage(b64: string, maxBytes: number, param = 'images'): Che
   if (bytes > maxBytes) throw Errors.badRequest(`an image is ${bytes} bytes; the limit is ${maxBytes} (the engine's maxImageBytes)`, { param });
   const mime = SIGNATURES.find((s) => s.test(head(text)))?.mime;
   if (!mime) throw Errors.badRequest('an image is not a PNG, JPEG, GIF, WebP or BMP file', { param });
-  return { mime, bytes };
+  const size = imageDimensions(Buffer.from(text, 'base64'), mime);
+  if (!size || size.width === 0 || size.height === 0) throw Errors.badRequest(`an image's ${mime.slice(6).toUpperCase()} header gives no size`, { param });
+  const { width, height } = size;
+  if (width > IMAGE_BOUNDS.side || height > IMAGE_BOUNDS.side || width * height > IMAGE_BOUNDS.pixels) {
+    throw Errors.badRequest(
+      `an image of ${width} × ${height} pixels is over the limit of ${IMAGE_BOUNDS.side} pixels a side and ${IMAGE_BOUNDS.pixels / 1e6} megapixels`,
+      { param },
+    );
+  }
+  return { mime, bytes, width, height };
 }
 
 /** Whether an image reference is a remote URL (`http://`, `https://`) rather than base64 data. */

@@ -7,7 +7,7 @@
  * @module
  */
 import { currentPrincipal, Errors } from 'lia/plugin';
-import { checkImage, checkSchemaBounds, fetchImage, isRemoteImage, mayUse } from 'lia/utils';
+import { checkImage, checkSchemaBounds, fetchImage, IMAGE_BOUNDS, isRemoteImage, mayUse } from 'lia/utils';
 import type { LoadedModel } from 'lia/plugin';
 import type { Admission, ChatMessage, ChatParams, GenerationEvent, OutputFormat, SamplingOptions, ToolChoice, ToolDefinition } from 'lia/plugin/contracts';
 import type {
@@ -407,6 +407,7 @@ async function checkImages(
   if (images.length === 0) return [];
   if (!model.capabilities.includes('vision')) throw unsupported(asked, 'vision');
   const out: string[] = [];
+  let pixels = 0;
   for (const image of images) {
     if (typeof image !== 'string') throw Errors.badRequest('an image must be base64 text', { param });
     let data = image;
@@ -414,7 +415,10 @@ async function checkImages(
       if (!o.remote) throw Errors.badRequest('remote image URLs are not fetched; send the image inline as base64 (a data: URL)', { param });
       data = await fetchImage(image, o.maxBytes, param);
     }
-    checkImage(data, o.maxBytes, param);
+    const { width, height } = checkImage(data, o.maxBytes, param);
+    pixels += width * height;
+    if (pixels > IMAGE_BOUNDS.requestPixels)
+      throw Errors.badRequest(`the request's images are over ${IMAGE_BOUNDS.requestPixels / 1e6} megapixels in all`, { param });
     out.push(data);
   }
   return out;

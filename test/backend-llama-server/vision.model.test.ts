@@ -23,7 +23,7 @@ import { TINY_VISION_IMAGE_TOKENS } from '../../scripts/fixtures/tiny-vision.js'
 import { ROOT } from '../helpers/fixtures.js';
 import { createModel, uploadBlob } from '../helpers/models.js';
 import { ollamaClient, startEngineAppliance } from '../engine/helpers.js';
-import { corruptPng, solidPng } from './images.js';
+import { corruptPng, imageHeader, solidPng } from './images.js';
 import { requireLlamaServer } from '../helpers/engines.js';
 
 requireLlamaServer();
@@ -234,6 +234,24 @@ t.test("an image to a model without vision is a 400 naming the capability, in ea
   });
   t.equal(msg.status, 400);
   t.match(msg.json, { type: 'error', error: { type: 'invalid_request_error', message: /does not support vision/ } });
+});
+
+t.test('image bombs are refused by their declared size, per image and per request, before the engine decodes them', async (t) => {
+  const bomb = imageHeader('bmp', 26_000, 26_000).toString('base64');
+  const one = await post('/api/chat', { model: 'vision', messages: [{ role: 'user', content: 'x', images: [bomb] }], stream: false });
+  t.equal(one.status, 400);
+  t.match(one.json.error, /26000 × 26000 pixels is over the limit/);
+  const hundred = await post('/api/chat', { model: 'vision', messages: [{ role: 'user', content: 'x', images: Array(100).fill(bomb) }], stream: false });
+  t.equal(hundred.status, 400, 'a 7 KB body of 100 bombs');
+  const big = imageHeader('png', 4096, 4096).toString('base64');
+  const three = await post('/v1/chat/completions', {
+    model: 'vision',
+    messages: [{ role: 'user', content: [1, 2, 3].map(() => ({ type: 'image_url', image_url: { url: `data:image/png;base64,${big}` } })) }],
+  });
+  t.equal(three.status, 400, 'three 16.7 MP images: each within the bound, over 50 MP in all');
+  t.match(three.json.error, { type: 'invalid_request_error', message: /over 50 megapixels in all/ });
+  const after = await ollama.chat({ model: 'vision', messages: [{ role: 'user', content: 'still there?', images: [png] }], options: { num_predict: 2 } });
+  t.equal(after.done, true, 'the model still answers');
 });
 
 t.test('corrupt, non-image and oversized images are 400s, never a crash', async (t) => {

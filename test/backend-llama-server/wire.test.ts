@@ -7,7 +7,7 @@ import t from 'tap';
 import { isAppError } from '../../core/errors.js';
 import { checkImage, imageFromDataUrl, imageMimeType } from '../../core/wire/images.js';
 import { openaiWire } from '../../core/wire/openai.js';
-import { solidPng } from './images.js';
+import { imageHeader, solidPng } from './images.js';
 
 const png = solidPng(4, 4).toString('base64');
 
@@ -22,11 +22,12 @@ function refusal(fn: () => unknown): { status: number; message: string; param?: 
 }
 
 t.test('checkImage takes PNG, JPEG, GIF, WebP and BMP by their first bytes', async (t) => {
-  t.same(checkImage(png, 1 << 20), { mime: 'image/png', bytes: solidPng(4, 4).length });
-  t.equal(checkImage(Buffer.from([0xff, 0xd8, 0xff, 0xe0, 0, 0x10]).toString('base64'), 100).mime, 'image/jpeg');
-  t.equal(checkImage(Buffer.from('GIF89a....').toString('base64'), 100).mime, 'image/gif');
-  t.equal(checkImage(Buffer.from('RIFF\0\0\0\0WEBPVP8 ').toString('base64'), 100).mime, 'image/webp');
-  t.equal(checkImage(Buffer.from('BM\0\0\0\0').toString('base64'), 100).mime, 'image/bmp');
+  t.same(checkImage(png, 1 << 20), { mime: 'image/png', bytes: solidPng(4, 4).length, width: 4, height: 4 });
+  const b64 = (format: Parameters<typeof imageHeader>[0], w: number, h: number) => imageHeader(format, w, h).toString('base64');
+  t.match(checkImage(b64('jpeg', 640, 480), 100), { mime: 'image/jpeg', width: 640, height: 480 });
+  t.match(checkImage(b64('gif', 320, 200), 100), { mime: 'image/gif', width: 320, height: 200 });
+  t.match(checkImage(b64('webp', 1024, 768), 100), { mime: 'image/webp', width: 1024, height: 768 });
+  t.match(checkImage(b64('bmp', 800, 600), 100), { mime: 'image/bmp', width: 800, height: 600 });
   t.equal(checkImage(`${png.slice(0, 20)}\n${png.slice(20)}`, 1 << 20).mime, 'image/png', 'line breaks inside are ignored');
   t.equal(imageMimeType(png), 'image/png');
 });
@@ -47,6 +48,36 @@ t.test('checkImage refuses with a 400 naming the field', async (t) => {
   t.match(
     refusal(() => checkImage(png, 10)),
     { status: 400, message: /limit is 10/ },
+  );
+});
+
+t.test('image bombs: refused by the size their header declares, before anything decodes them', async (t) => {
+  const bomb = imageHeader('bmp', 26_000, 26_000).toString('base64');
+  t.equal(bomb.length, 72, 'a 54-byte BMP header, 72 base64 characters');
+  t.match(
+    refusal(() => checkImage(bomb, 1 << 20)),
+    { status: 400, message: 'an image of 26000 × 26000 pixels is over the limit of 8192 pixels a side and 25 megapixels' },
+  );
+  t.match(
+    refusal(() => checkImage(imageHeader('png', 8000, 8000).toString('base64'), 1 << 20)),
+    { status: 400, message: /8000 × 8000 pixels is over/ },
+  );
+  t.match(
+    refusal(() => checkImage(imageHeader('jpeg', 9000, 100).toString('base64'), 1 << 20)),
+    { status: 400, message: /9000 × 100 pixels/ },
+  );
+  t.match(
+    refusal(() => checkImage(imageHeader('webp', 16_000, 16_000).toString('base64'), 1 << 20)),
+    { status: 400, message: /16000 × 16000/ },
+  );
+  t.match(
+    refusal(() => checkImage(imageHeader('gif', 65_535, 65_535).toString('base64'), 1 << 20)),
+    { status: 400, message: /65535 × 65535/ },
+  );
+  t.match(checkImage(imageHeader('jpeg', 4032, 3024).toString('base64'), 1 << 20), { width: 4032, height: 3024 }, "a 12 MP phone photo's size is fine");
+  t.match(
+    refusal(() => checkImage(Buffer.from('BM\0\0').toString('base64'), 100)),
+    { status: 400, message: /BMP header gives no size/ },
   );
 });
 
