@@ -79,6 +79,22 @@ function freePort(): Promise<number> {
 }
 
 /**
+ * Strings sent to a server with each lone UTF-16 surrogate replaced by U+FFFD: JSON.stringify
+ * writes a lone one as an escape (`"\ud800"`) that llama.cpp's JSON parser refuses.
+ */
+function wellFormed(_key: string, value: unknown): unknown {
+  if (typeof value !== 'string' || !/[\uD800-\uDFFF]/.test(value)) return value;
+  return value.replace(/[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g, '\uFFFD');
+}
+
+/** The exceptions a server's request handler reports for input it cannot take (answered with HTTP 500). */
+const INPUT_FAULT = /unordered_map::at|out_of_range|invalid (?:utf-?8|string)|jinja|chat template/i;
+
+function inputFault(message: string): string {
+  return /unordered_map::at|out_of_range/.test(message) ? "a character of the input is not in the model's vocabulary" : message.slice(0, 200);
+}
+
+/**
  * The line of a server's log that says why a load failed (llama.cpp's last line naming an error),
  * its file paths replaced by their last component and cut to 200 characters; empty when none.
  */
@@ -151,8 +167,12 @@ export class LlamaServer {
   /** The model's vocabulary size, as the server reports it (0 when it does not). */
   vocabulary = 0;
 
+  /** Resolves with how the process ended: its signal, or `exit code N`. */
+  readonly #ended: Promise<string>;
+
   private constructor(child: ChildProcess, port: number, key: string) {
     this.#child = child;
+    this.#ended = new Promise((resolve) => child.once('exit', (code, signal) => resolve(signal ?? `exit code ${code}`)));
     this.#base = `http://127.0.0.1:${port}`;
     this.#key = key;
     this.#agent = new Agent({ connect: { timeout: 10_000 }, headersTimeout: 0, bodyTimeout: 0, keepAliveTimeout: 30_000 });
@@ -262,12 +282,18 @@ export class LlamaServer {
       res = await request(this.#base + path, {
         method,
         headers: { authorization: `Bearer ${this.#key}`, ...(body !== undefined ? { 'content-type': 'application/json' } : {}) },
-        ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
+        ...(body !== undefined ? { body: JSON.stringify(body, wellFormed) } : {}),
         signal,
         dispatcher: this.#agent,
       });
     } catch (err) {
       if (signal.aborted) throw signal.reason;
+      // A connection refused or reset by a server that is dying: once it has ended, an engine
+      // crash, which the engine retries on a fresh server (context-growth.ts).
+      const ended = await Promise.race([this.#ended, new Promise<null>((r) => setTimeout(r, 1000, null))]);
+      if (ended !== null && !this.#stopping) {
+        throw Errors.engineCrashed(`llama-server ended (${ended}) before it answered`, { cause: err, crash: { engine: 'llama-server', signal: ended } });
+      }
       throw Errors.engineFailed(`llama-server did not answer (${(err as Error).message})`);
     }
     if (res.statusCode >= 200 && res.statusCode < 300) return res;
@@ -290,6 +316,10 @@ export class LlamaServer {
     // llama.cpp's media loader fails with a server error for an image it cannot decode; the image
     // is the request's, so it is the request's fault.
     if (/failed to load image/i.test(message)) throw Errors.badRequest(`an image could not be decoded (${message})`, { param: 'images' });
+    // The server survived an exception of its request handler (a 400 or a 500): its tokenizer looking up a
+    // character the vocabulary lacks (a GGUF without byte tokens), a template refusing the
+    // messages. The input is the client's, so is the fault.
+    if (INPUT_FAULT.test(message)) throw Errors.badRequest(`the model cannot take this input (${inputFault(message)})`);
     if (res.statusCode >= 400 && res.statusCode < 500 && res.statusCode !== 401 && res.statusCode !== 404) {
       throw Errors.badRequest(message ? `the engine refused the request: ${message}` : `the engine refused the request (HTTP ${res.statusCode})`);
     }

@@ -8,6 +8,9 @@
  * when the backend clamps the context to the model's trained length (the error then says so) or
  * the scheduler finds the larger context does not fit the memory budget.
  *
+ * A request whose engine process died before its first event (`AppError.crash`: sent just as the
+ * server was killed) is started over once too, on the server the scheduler loads again.
+ *
  * @module
  */
 import { isAppError, type LoadedModel } from 'lia/plugin';
@@ -35,6 +38,7 @@ export async function withContextGrowth(
   countPrompt?: (model: LoadedModel) => Promise<number>,
 ): Promise<Attempt> {
   let asked: number | undefined;
+  let restarted = false;
   for (let step = 0; ; step++) {
     const { lease, events } = await attempt(asked);
     const iterator = events[Symbol.asyncIterator]();
@@ -45,6 +49,13 @@ export async function withContextGrowth(
       const loaded = lease.model.contextLength;
       // Clamped below what was asked: the model's trained context is the limit, and the error says so.
       const clamped = asked !== undefined && loaded < asked;
+      // The engine died before its first event (a request sent just as its server was killed):
+      // once more, on the server the scheduler starts again, as the requests after it get.
+      if (isAppError(err) && err.crash && !restarted) {
+        restarted = true;
+        lease.release();
+        continue;
+      }
       if (!isAppError(err) || err.code !== 'LIA_ERR_CONTEXT_LENGTH_EXCEEDED' || clamped || step >= MAX_STEPS) {
         lease.release();
         throw err;
