@@ -14,8 +14,7 @@
  *
  * @module
  */
-import { mkdtemp, rm, unlink } from 'node:fs/promises';
-import os from 'node:os';
+import { rm, unlink } from 'node:fs/promises';
 import path from 'node:path';
 import { Errors } from 'lia/plugin';
 import type { InferenceBackend, LoadedModel } from 'lia/plugin';
@@ -39,6 +38,7 @@ import { fitted } from './fit.js';
 import { generateOn, type RunCall } from './generate.js';
 import { detokenize, ServerRanker, tokenize } from './ranking.js';
 import { LlamaServer, type ServerSpec } from './server.js';
+import { privateDir } from './temp-dirs.js';
 import { commonPrefix, MIN_SHARED_CHARS, SERIAL_PROMPT_CHARS, SlotTable, type Slot } from './slots.js';
 
 export interface LlamaServerBackendOptions {
@@ -120,7 +120,7 @@ export function llamaServerBackend(o: LlamaServerBackendOptions): LlamaServerBac
       const rerank = model.capabilities.includes('rerank');
       const batchSize = options.batchSize ?? o.batchSize;
       // Snapshots for copying one slot's prompt into another (generation servers only).
-      const slotDir = embedding || rerank ? undefined : await mkdtemp(path.join(os.tmpdir(), 'lia-slots-'));
+      const slotDir = embedding || rerank ? undefined : await privateDir('slots');
       const prompting = embedding || rerank ? { untemplated: false } : promptingOf(model, await o.chatTemplate?.(model));
       const dropSlotDir = () => (slotDir ? rm(slotDir, { recursive: true, force: true }).catch(() => undefined) : Promise.resolve());
       const spec = (contextPerSlot: number): ServerSpec => ({

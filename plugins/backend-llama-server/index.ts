@@ -19,6 +19,7 @@ import { Type } from 'lia/utils';
 import { llamaServerBackend } from './backend.js';
 import { cacheRoot, cachedBinary } from './build.js';
 import { probeBinary } from './probe.js';
+import { sweepStaleDirs } from './temp-dirs.js';
 import { engineCommands } from './cli.js';
 
 /** Flags LIA sets itself: a later copy would win, and some would expose or mislead the server. */
@@ -145,6 +146,8 @@ export default definePlugin({
       chatTemplate: (model) => ctx.hooks.backends.handler(model.format)?.chatTemplate?.(model),
     });
     ctx.hooks.backends.register(backend);
+    // The temporary folders an appliance that died left behind.
+    void sweepStaleDirs().then((n) => n > 0 && ctx.log.info({ removed: n }, 'removed the temporary folders of servers of an appliance that ended'));
     // Servers are the scheduler's models: it unloads them (stopping each process) at shutdown.
     void app;
   },

@@ -14,12 +14,13 @@
  */
 import { createHash } from 'node:crypto';
 import { readFileSync, realpathSync, statSync } from 'node:fs';
-import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { isAppError } from 'lia/plugin';
 import { writeProbeModel } from './probe-model.js';
 import { LlamaServer } from './server.js';
+import { privateDir } from './temp-dirs.js';
 
 export interface ProbeResult {
   /** The binary computed the probe's completion. */
@@ -101,7 +102,7 @@ export function variantOf(output: string): string | null {
 
 /** Runs the probe on `binary` now (about a second), nothing remembered. */
 export async function runProbe(binary: string, timeoutMs = 120_000): Promise<ProbeResult> {
-  const dir = await mkdtemp(path.join(os.tmpdir(), 'lia-probe-'));
+  const dir = await privateDir('probe');
   let variant = null as string | null;
   let output = '';
   try {

@@ -11,6 +11,7 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
+import { existsSync } from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
 import { Agent, request, type Dispatcher } from 'undici';
@@ -65,6 +66,14 @@ interface Props {
   total_slots?: number;
   modalities?: { vision?: boolean };
 }
+
+/**
+ * The server is started through util-linux's `setpriv --pdeathsig KILL` where it is installed
+ * (Debian's essential util-linux): the kernel kills it when the appliance's process ends, however
+ * it ends (a SIGKILL, an out-of-memory kill), so no server lives on with parent 1 holding its
+ * model's memory. setpriv then execs the server in place: the child's pid is the server's.
+ */
+const DEATH_SIGNAL: readonly string[] = process.platform === 'linux' && existsSync('/usr/bin/setpriv') ? ['/usr/bin/setpriv', '--pdeathsig', 'KILL', '--'] : [];
 
 /** A free loopback TCP port (the kernel's pick, released for llama-server to bind). */
 function freePort(): Promise<number> {
@@ -198,7 +207,8 @@ export class LlamaServer {
     const key = randomBytes(24).toString('base64url');
     for (let attempt = 0; ; attempt++) {
       const port = await freePort();
-      const child = spawn(spec.binary, serverArgs(spec, port), {
+      const [file, ...argv] = [...DEATH_SIGNAL, spec.binary, ...serverArgs(spec, port)] as [string, ...string[]];
+      const child = spawn(file, argv, {
         // ggml looks for its CPU variants beside the binary and in the working folder: only the former.
         cwd: path.dirname(spec.binary),
         stdio: ['ignore', 'pipe', 'pipe'],
