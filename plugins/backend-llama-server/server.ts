@@ -1,8 +1,10 @@
 /**
- * One `llama-server` process serving one loaded model on a loopback port. It is started with the
- * scheduler's load options (threads, batch threads, slots, context per slot, batch size), the
- * model's projector (`--mmproj`) and a random key (sent in the environment, never on the command
- * line), so no other local process can use it. {@link LlamaServer.start} resolves once `/health`
+ * One `llama-server` process serving one loaded model on a Unix socket in a folder only the
+ * appliance's user may enter (0700; a loopback port where the socket's path would be too long). It
+ * is started with the scheduler's load options (threads, batch threads, slots, context per slot,
+ * batch size), the model's projector (`--mmproj`) and a random key (sent in the environment, never
+ * on the command line): no other local account can reach the server, so none can hold its HTTP
+ * threads, and no other process of the same user can use it without the key. {@link LlamaServer.start} resolves once `/health`
  * answers 200 and `/props` tells the context per slot; an exit before that rejects with the end of
  * its log, an exit after it is reported to `onExit` (the scheduler forgets the model and the next
  * request starts a fresh server).
@@ -12,11 +14,13 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
+import { unlink } from 'node:fs/promises';
 import net from 'node:net';
 import path from 'node:path';
 import { Agent, request, type Dispatcher } from 'undici';
 import { Errors } from 'lia/plugin';
 import { promptTooLong } from 'lia/prompts';
+import { privateDir } from './temp-dirs.js';
 
 /** What a server is started with. */
 export interface ServerSpec {
@@ -75,6 +79,22 @@ interface Props {
  */
 const DEATH_SIGNAL: readonly string[] = process.platform === 'linux' && existsSync('/usr/bin/setpriv') ? ['/usr/bin/setpriv', '--pdeathsig', 'KILL', '--'] : [];
 
+/** Where a server listens: a Unix socket's path, or a loopback port. */
+type Address = { socket: string } | { port: number };
+
+/** The longest socket path the kernel takes is 107 bytes; a longer one falls back to a loopback port. */
+const MAX_SOCKET_PATH = 100;
+
+let socketDir: Promise<string | null> | null = null;
+
+/** A fresh address: a socket in this process's private folder, else a free loopback port. */
+async function freeAddress(): Promise<Address> {
+  socketDir ??= privateDir('sockets').catch(() => null);
+  const dir = await socketDir;
+  const socket = dir ? path.join(dir, `${randomBytes(6).toString('hex')}.sock`) : '';
+  return dir && Buffer.byteLength(socket) <= MAX_SOCKET_PATH ? { socket } : { port: await freePort() };
+}
+
 /** A free loopback TCP port (the kernel's pick, released for llama-server to bind). */
 function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
@@ -120,16 +140,14 @@ export function loadErrorLine(log: string): string {
     .slice(0, 200);
 }
 
-/** The command-line arguments of a server for `spec` on `port`. */
-export function serverArgs(spec: ServerSpec, port: number): string[] {
+/** The command-line arguments of a server for `spec` at `address`. */
+export function serverArgs(spec: ServerSpec, address: Address): string[] {
   return [
     '--model',
     spec.model,
     ...(spec.projector ? ['--mmproj', spec.projector] : []),
-    '--host',
-    '127.0.0.1',
-    '--port',
-    String(port),
+    // llama.cpp listens on a Unix socket for a host that ends in `.sock`.
+    ...('socket' in address ? ['--host', address.socket] : ['--host', '127.0.0.1', '--port', String(address.port)]),
     '--threads',
     String(spec.threads),
     '--threads-batch',
@@ -179,12 +197,20 @@ export class LlamaServer {
   /** Resolves with how the process ended: its signal, or `exit code N`. */
   readonly #ended: Promise<string>;
 
-  private constructor(child: ChildProcess, port: number, key: string) {
+  readonly #socket: string | null;
+
+  private constructor(child: ChildProcess, address: Address, key: string) {
     this.#child = child;
     this.#ended = new Promise((resolve) => child.once('exit', (code, signal) => resolve(signal ?? `exit code ${code}`)));
-    this.#base = `http://127.0.0.1:${port}`;
+    this.#socket = 'socket' in address ? address.socket : null;
+    this.#base = 'socket' in address ? 'http://localhost' : `http://127.0.0.1:${address.port}`;
     this.#key = key;
-    this.#agent = new Agent({ connect: { timeout: 10_000 }, headersTimeout: 0, bodyTimeout: 0, keepAliveTimeout: 30_000 });
+    this.#agent = new Agent({
+      connect: { timeout: 10_000, ...(this.#socket ? { socketPath: this.#socket } : {}) },
+      headersTimeout: 0,
+      bodyTimeout: 0,
+      keepAliveTimeout: 30_000,
+    });
     child.stderr?.on('data', (d: Buffer) => (this.#log = (this.#log + d.toString()).slice(-4000)));
     child.stdout?.on('data', (d: Buffer) => (this.#log = (this.#log + d.toString()).slice(-4000)));
   }
@@ -206,22 +232,22 @@ export class LlamaServer {
   static async start(spec: ServerSpec, onExit: (err: Error) => void, env: NodeJS.ProcessEnv = process.env): Promise<LlamaServer> {
     const key = randomBytes(24).toString('base64url');
     for (let attempt = 0; ; attempt++) {
-      const port = await freePort();
-      const [file, ...argv] = [...DEATH_SIGNAL, spec.binary, ...serverArgs(spec, port)] as [string, ...string[]];
+      const address = await freeAddress();
+      const [file, ...argv] = [...DEATH_SIGNAL, spec.binary, ...serverArgs(spec, address)] as [string, ...string[]];
       const child = spawn(file, argv, {
         // ggml looks for its CPU variants beside the binary and in the working folder: only the former.
         cwd: path.dirname(spec.binary),
         stdio: ['ignore', 'pipe', 'pipe'],
-        env: { ...env, LLAMA_API_KEY: key, LLAMA_ARG_HOST: '127.0.0.1' },
+        env: { ...env, LLAMA_API_KEY: key, LLAMA_ARG_HOST: 'socket' in address ? address.socket : '127.0.0.1' },
       });
-      const server = new LlamaServer(child, port, key);
+      const server = new LlamaServer(child, address, key);
       if (spec.onOutput) for (const out of [child.stdout, child.stderr]) out?.on('data', (d: Buffer) => spec.onOutput!(d.toString()));
       try {
         await server.#ready(spec.startTimeoutMs);
       } catch (err) {
         const lost = /couldn't bind|address already in use/i.test(server.#log);
         await server.stop();
-        if (lost && attempt < 3) continue; // another process took the port in between
+        if (lost && attempt < 3) continue; // another process took the port in between (or the socket's name)
         throw err;
       }
       child.once('exit', (code, signal) => {
@@ -370,5 +396,6 @@ export class LlamaServer {
       clearTimeout(timer);
     }
     await this.#agent.close().catch(() => undefined);
+    if (this.#socket) await unlink(this.#socket).catch(() => undefined);
   }
 }

@@ -1,5 +1,6 @@
 /**
- * The private temporary folders of this plugin's servers (slot snapshots, the probe's model), each
+ * The private temporary folders of this plugin's servers (slot snapshots, the probe's model, the
+ * servers' sockets), each
  * named after the appliance process that made it (`lia-slots-<pid>-XXXXXX`), so that the folders
  * an appliance left when it died (a SIGKILL leaves no time to remove them) are removed at the next
  * start: {@link sweepStaleDirs} removes every such folder whose process is gone.
@@ -10,10 +11,10 @@ import { mkdtemp, readdir, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 
-const NAME = /^lia-(?:slots|probe)-(\d+)-/;
+const NAME = /^lia-(?:slots|probe|sockets)-(\d+)-/;
 
 /** A new private folder (0700) for `kind`, in the system's temporary folder. */
-export function privateDir(kind: 'slots' | 'probe'): Promise<string> {
+export function privateDir(kind: 'slots' | 'probe' | 'sockets'): Promise<string> {
   return mkdtemp(path.join(os.tmpdir(), `lia-${kind}-${process.pid}-`));
 }
 

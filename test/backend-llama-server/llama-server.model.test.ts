@@ -4,7 +4,9 @@
  * ollama client; a server killed with SIGKILL is started again by the next request while the API
  * stays up; and the scheduler's slots, threads and keep-alive reach the process it starts.
  */
-import { readFile } from 'node:fs/promises';
+import { execFileSync } from 'node:child_process';
+import { readFile, stat } from 'node:fs/promises';
+import path from 'node:path';
 import t from 'tap';
 import type { LlamaServerBackend } from '../../plugins/backend-llama-server/backend.js';
 import { SERVER_OVERHEAD_BYTES } from '../../plugins/backend-llama-server/backend.js';
@@ -45,7 +47,19 @@ t.test('a model the backends setting gives llama-server runs in a llama-server p
   t.equal(arg('--parallel'), '2', "the engine's slots (numParallel)");
   t.equal(arg('--threads'), '1', "the engine's threads");
   t.equal(arg('--ctx-size'), '512', 'the context per slot times the slots');
-  t.equal(arg('--host'), '127.0.0.1', 'on loopback only');
+  const socket = arg('--host')!;
+  t.match(socket, /\/lia-sockets-\d+-\w+\/[0-9a-f]{12}\.sock$/, 'on a Unix socket, no TCP port');
+  t.notOk(args.includes('--port'));
+  t.equal((await stat(path.dirname(socket))).mode & 0o777, 0o700, "in a folder only the appliance's user may enter");
+  t.ok((await stat(socket)).isSocket());
+  if (process.getuid?.() === 0) {
+    // Another local account (nobody) cannot even connect, so it cannot hold the server's threads.
+    const script = `require('net').connect(${JSON.stringify(socket)}).on('connect', () => { console.log('connected'); process.exit(0) }).on('error', (e) => { console.log(e.code); process.exit(0) })`;
+    const out = execFileSync('setpriv', ['--reuid', 'nobody', '--regid', 'nogroup', '--clear-groups', '--', process.execPath, '-e', script], { encoding: 'utf8' });
+    t.equal(out.trim(), 'EACCES', 'a local user other than the appliance is refused at the socket');
+  } else {
+    t.comment('not root: the refusal of another local account is shown by the folder mode alone');
+  }
   t.same(args.filter(Boolean).slice(-2), ['--poll', '0'], "the plugin's args come last");
   t.notOk(
     args.some((a) => a.includes('API_KEY') || a === '--api-key'),
