@@ -5,6 +5,7 @@
  * answers), and allow-lists compare names as the store does (case-insensitively, `:latest`
  * included).
  */
+import { createHash } from 'node:crypto';
 import t from 'tap';
 import { createFakeModel, FAKE_BACKEND, startTestAppliance } from '../../core/testing/index.js';
 
@@ -18,6 +19,7 @@ const app = await startTestAppliance({
 });
 t.teardown(() => app.close());
 await createFakeModel(app, 'stories', 'once upon');
+await createFakeModel(app, 'secret', 'the secret weights say:');
 
 const json = { 'content-type': 'application/json' };
 const as = (key: string | null) => ({ ...json, ...(key ? { authorization: `Bearer ${key}` } : {}) });
@@ -78,4 +80,36 @@ t.test('an allow-list compares names as the store does: Stories:Latest is storie
     t.equal(res.status, 200, model);
     await res.arrayBuffer();
   }
+});
+
+t.test("a key's allow-list covers the blobs of the models outside it: no create from them, no HEAD oracle", async (t) => {
+  const { key } = await create({ name: 'stories-writer', scopes: ['inference', 'models:write', 'models:read'], models: ['stories*'] });
+  const bytes = 'the secret weights say:';
+  const digest = `sha256:${createHash('sha256').update(bytes).digest('hex')}`;
+  const head = (k: string) => app.fetch(`/api/blobs/${digest}`, { method: 'HEAD', headers: { authorization: `Bearer ${k}` } });
+  t.equal((await head(app.key)).status, 200, 'the blob is in the store');
+  t.equal((await head(key)).status, 404, "to the restricted key, another model's blob is not there");
+
+  const made = await post('/api/create', { model: 'stories-x', files: { 'model.fake': digest }, stream: false }, key);
+  t.equal(made.status, 403);
+  t.match(await made.json(), { error: /may not use blob sha256:[0-9a-f]{64} \("files\.model\.fake"\): it belongs to models outside the key's allow-list/ });
+  const generate = await post('/api/generate', { model: 'stories-x', prompt: 'hi', stream: false }, key);
+  t.equal(generate.status, 404, 'no model was made');
+  await generate.arrayBuffer();
+
+  const wrong = await app.fetch(`/api/blobs/${digest}`, { method: 'POST', headers: { authorization: `Bearer ${key}` }, body: 'other bytes' });
+  t.equal(wrong.status, 400, 'bytes that do not match the digest prove nothing');
+  await wrong.arrayBuffer();
+  t.equal((await head(key)).status, 404);
+
+  // Sending the bytes themselves proves the key holds them: then the model may be made.
+  const upload = await app.fetch(`/api/blobs/${digest}`, { method: 'POST', headers: { authorization: `Bearer ${key}` }, body: bytes });
+  t.equal(upload.status, 200);
+  await upload.arrayBuffer();
+  t.equal((await head(key)).status, 200);
+  const own = await post('/api/create', { model: 'stories-x', files: { 'model.fake': digest }, stream: false }, key);
+  t.equal(own.status, 200, await own.text());
+  const own200 = await post('/api/generate', { model: 'stories-x', prompt: 'hi', stream: false }, key);
+  t.equal(own200.status, 200);
+  await own200.arrayBuffer();
 });

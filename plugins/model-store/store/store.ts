@@ -275,6 +275,13 @@ export class ModelStoreService implements ModelStore {
     await this.collectGarbage(stored);
   }
 
+  /** The full names of the stored models whose manifest uses blob `digest` (as config or layer). */
+  async modelsUsing(digest: string): Promise<string[]> {
+    return (await this.manifests())
+      .filter((m) => m.manifest.config.digest === digest || m.manifest.layers.some((l) => l.digest === digest))
+      .map((m) => fullName(m.name));
+  }
+
   /** Removes the blobs of `removed` that no remaining manifest uses (and its laid-out folder). */
   async collectGarbage(removed: StoredManifest): Promise<void> {
     const remaining = await this.manifests();
