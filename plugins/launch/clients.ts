@@ -65,6 +65,9 @@ export const CLIENTS: readonly AgentClient[] = [
         ANTHROPIC_DEFAULT_SONNET_MODEL: t.model,
         ANTHROPIC_DEFAULT_HAIKU_MODEL: t.model,
         ANTHROPIC_SMALL_FAST_MODEL: t.model,
+        // The window the model is served with: Claude Code otherwise takes an unknown model's as
+        // its largest (a million tokens), says so, and compacts far too late.
+        CLAUDE_CODE_AUTO_COMPACT_WINDOW: String(t.contextLength),
         NODE_EXTRA_CA_CERTS: t.caFile,
       },
       args: [],

@@ -70,8 +70,15 @@ export async function launchKey(
   const file = secretFile(env, client.url, name);
   const kept = (await readFile(file, 'utf8').catch(() => '')).trim();
   if (kept && (await works(client.url, ca, kept))) return { key: kept, how: 'reused' };
-  const { keys } = await client.json<{ keys: Array<{ name: string }> }>('GET', '/system/api-keys');
-  const exists = keys.some((k) => k.name === keyName(name));
+  const { keys } = await client.json<{ keys: Array<{ name: string; scopes?: string[]; models?: string[] | null }> }>('GET', '/system/api-keys');
+  const found = keys.find((k) => k.name === keyName(name));
+  // A key of that name made by someone else may hold more than inference: it is never handed on.
+  if (found && (found.scopes?.length !== 1 || found.scopes[0] !== 'inference')) {
+    throw new CliError(
+      `a key named "${keyName(name)}" exists with the scopes ${JSON.stringify(found.scopes ?? [])}; lia launch gives agents an inference-only key of that name: revoke it (lia key revoke ${keyName(name)}) or rename it, then launch again`,
+    );
+  }
+  const exists = found !== undefined;
   const body = exists
     ? await client.json<{ key: string }>('POST', `/system/api-keys/${encodeURIComponent(keyName(name))}/rotate`)
     : await client.json<{ key: string }>('POST', '/system/api-keys', { name: keyName(name), scopes: ['inference'] });

@@ -57,6 +57,7 @@ t.test('lia launch --print shows each client’s settings with a key of its own'
       /unset ANTHROPIC_API_KEY/,
       /export ANTHROPIC_MODEL=scripted:latest|export ANTHROPIC_MODEL=scripted/,
       /export NODE_EXTRA_CA_CERTS=\S*lia-ca\.crt/,
+      /export CLAUDE_CODE_AUTO_COMPACT_WINDOW=32768\n/,
       /\nclaude\n$/,
     ],
     codex: [
@@ -120,6 +121,26 @@ t.test('lia launch runs the client with the settings and the user’s arguments,
   const dir = path.join(a.dir, 'home', '.config', 'lia', 'launch');
   const [host] = await readdir(dir);
   t.equal((await stat(path.join(dir, host!, 'claude.key'))).mode & 0o777, 0o600, 'the kept secret is readable by its owner only');
+});
+
+t.test('lia launch never hands on a key of its name that holds more than inference', async (t) => {
+  const a = await startAgentAppliance('unused');
+  t.teardown(a.close);
+  await scriptedModel(a, 'scripted', { toolCalls: [], answer: 'hi' });
+  const made = await a.app.fetch('/system/api-keys', {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ name: 'launch-claude', scopes: ['system:admin', 'inference'] }),
+  });
+  t.equal(made.status, 201);
+  const { key: held } = (await made.json()) as { key: string };
+  const r = await lia(a, ['launch', 'claude', '--model', 'scripted', '--print'], { HOME: path.join(a.dir, 'home') });
+  t.not(r.code, 0);
+  t.match(r.stderr, /a key named "launch-claude" exists with the scopes \["system:admin","inference"\]; .*revoke it \(lia key revoke launch-claude\)/);
+  t.notMatch(r.stdout, /lia_/, 'no key is printed');
+  const still = await a.app.fetch('/system/status', { headers: { authorization: `Bearer ${held}` } });
+  t.equal(still.status, 200, 'the existing key was not rotated');
+  await still.arrayBuffer();
 });
 
 t.test('lia launch says how to install a missing client', async (t) => {
