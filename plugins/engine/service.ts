@@ -88,7 +88,7 @@ export class EngineService implements InferenceService {
     return {
       model: model.name,
       loadNs: lease.loadNs,
-      events: leased(lease, asker.settle, observed(model.name, asker.label, started, this.#observe, think ? splitThinking(events) : events)),
+      events: leased(lease, asker.settle, observed(model.name, asker, started, this.#observe, think ? splitThinking(events) : events)),
     };
   }
 
@@ -124,7 +124,7 @@ export class EngineService implements InferenceService {
     return {
       model: model.name,
       loadNs: lease.loadNs,
-      events: leased(lease, asker.settle, observed(model.name, asker.label, started, this.#observe, think ? splitThinking(events) : events)),
+      events: leased(lease, asker.settle, observed(model.name, asker, started, this.#observe, think ? splitThinking(events) : events)),
     };
   }
 
@@ -451,6 +451,8 @@ function notAllowed(model: string): Error {
 /** The asking principal's admission for one request: its label for events, and its release. */
 interface Admitted {
   label: { principal?: string };
+  /** The prompt's tokens as estimated before it was tokenized ({@link estimateTokens}). */
+  promptTokens: number;
   /** The request's options, `num_predict` lowered to the principal's cap. */
   options: SamplingOptions;
   /** The request's signal, also aborted when the principal's credential is withdrawn (revoked, rotated). */
@@ -489,6 +491,7 @@ function admitted(model: string, promptTokens: number, options: SamplingOptions,
   };
   return {
     label: principal ? { principal: principal.id } : {},
+    promptTokens,
     options: capped,
     signal: principal?.signal ? AbortSignal.any([signal, principal.signal]) : signal,
     done,
@@ -502,35 +505,58 @@ function admitted(model: string, promptTokens: number, options: SamplingOptions,
 
 /**
  * Reports a generation's first token (time since `started`, queue and load included), the gaps
- * between its tokens, and its token counts when it is done. Text never leaves this function.
+ * between its tokens, and its token counts when it is done. A stream that ends without its `done`
+ * event (its client left, the drain aborted it, the engine failed) is reported finished with the
+ * tokens it produced and the prompt's estimate, so usage counts what it cost. Text never leaves
+ * this function.
  */
 function observed(
   model: string,
-  label: { principal?: string },
+  asker: Pick<Admitted, 'label' | 'promptTokens'>,
   started: bigint,
   observe: Observe,
   source: AsyncIterable<GenerationEvent>,
 ): AsyncIterable<GenerationEvent> {
+  const { label } = asker;
   return {
     [Symbol.asyncIterator]() {
       const it = source[Symbol.asyncIterator]();
       let last: bigint | null = null;
+      let tokens = 0;
+      let finished = false;
+      const cut = () => {
+        if (finished) return;
+        finished = true;
+        observe({ type: 'finished', model, promptTokens: asker.promptTokens, completionTokens: tokens, ...label });
+      };
       return {
         async next() {
-          const r = await it.next();
-          if (r.done) return r;
+          let r: IteratorResult<GenerationEvent>;
+          try {
+            r = await it.next();
+          } catch (err) {
+            cut();
+            throw err;
+          }
+          if (r.done) {
+            cut();
+            return r;
+          }
           const event = r.value;
           if (event.type === 'token') {
+            tokens++;
             const now = process.hrtime.bigint();
             if (last === null) observe({ type: 'first-token', model, seconds: Number(now - started) / 1e9 });
             else observe({ type: 'token-gap', model, seconds: Number(now - last) / 1e9 });
             last = now;
-          } else if (event.type === 'done') {
+          } else if (event.type === 'done' && !finished) {
+            finished = true;
             observe({ type: 'finished', model, promptTokens: event.promptTokens, completionTokens: event.completionTokens, ...label });
           }
           return r;
         },
         async return(value?: unknown) {
+          cut();
           await it.return?.();
           return { done: true as const, value: value as GenerationEvent };
         },
