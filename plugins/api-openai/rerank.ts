@@ -29,6 +29,11 @@ export const RerankBody = Type.Object(
     /** Cohere's chunking limits: accepted and ignored (a pair longer than the model's context is cut to fit). */
     max_chunks_per_doc: Opt(Type.Integer({ minimum: 1 })),
     max_tokens_per_doc: Opt(Type.Integer({ minimum: 1 })),
+    /**
+     * LIA's, as Ollama's embed takes it: a query and document pair longer than the model's
+     * context is cut to fit (true, the default) or refused with a 400 (false).
+     */
+    truncate: Opt(Type.Boolean()),
   },
   open,
 );
@@ -51,7 +56,7 @@ export function documentTexts(body: RerankBody): string[] {
 
 /** The engine's request for a body whose model is `model` (the alias resolved). */
 export function toRerankRequest(body: RerankBody, model: string): InferenceRerankRequest {
-  return { model, query: body.query, documents: documentTexts(body) };
+  return { model, query: body.query, documents: documentTexts(body), ...(typeof body.truncate === 'boolean' ? { truncate: body.truncate } : {}) };
 }
 
 export interface RerankResult {

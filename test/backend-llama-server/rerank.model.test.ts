@@ -117,6 +117,12 @@ t.test('with the binary built, a reranker ranks on llama-server as node-llama-cp
     t.equal(cut.status, 200, `${model}: a document past the context is cut, not refused (${JSON.stringify(cut.json).slice(0, 200)})`);
     t.ok(cut.json.usage?.prompt_tokens <= 2 * 512, `${model}: at most the context per pair (${cut.json.usage?.prompt_tokens})`);
   }
+  const megabyte = 'cats and dogs '.repeat(75_000);
+  for (const model of ['reranker', 'reranker-cpp']) {
+    const refused = await post(app, '/v1/rerank', { model, query: QUERY, documents: ['short', megabyte], truncate: false });
+    t.equal(refused.status, 400, `${model}: truncate false and a 1 MB document is a 400`);
+    t.match(refused.json, { error: { type: 'invalid_request_error', message: /documents\[1\] and the query take \d+ tokens, more than the context/ } });
+  }
   const strict = await post(app, '/v1/rerank', { model: 'reranker', query: 'cats '.repeat(600), documents: ['short'] });
   t.equal(strict.status, 400, 'a query that leaves no room for a document is a 400');
   t.match(strict.json, { error: { type: 'invalid_request_error', message: /query is longer than the context/ } });
