@@ -1,15 +1,16 @@
 /**
- * Plugin "backend-llama-server": a second local engine. It runs llama.cpp's own `llama-server`,
- * one process per loaded model (with `--mmproj` for a model with a vision projector), and talks to
- * it over loopback HTTP with the OpenAI wire codec backend-upstream uses too. The scheduler drives
- * it like any backend: keep-alive, the queue, slots and threads, metrics, keys and allow-lists
- * apply unchanged, and a server that dies is started again by the next request.
+ * Plugin "backend-llama-server": llama.cpp's own `llama-server`, one process per loaded model
+ * (with `--mmproj` for a model with a vision projector), reached over HTTP on a private Unix
+ * socket with the OpenAI wire codec backend-upstream uses too. The scheduler drives it like any
+ * backend: keep-alive, the queue, slots and threads, metrics, keys and allow-lists apply
+ * unchanged, and a server that dies is started again by the next request.
  *
- * node-llama-cpp (backend-llama-cpp) stays the default for GGUF; this backend gets the models that
- * need what only it serves (`vision`), rerankers while its binary is built (it ranks a request's
- * documents in one batch), and those the `backends` configuration gives it (per format or per
- * model). The binary comes from `lia engine build` (cached outside the project) or from
- * the `binary` option. See docs/backends.md.
+ * Wherever its binary is built and passes the engine probe (probe.ts), GGUF text models and
+ * rerankers run here (`prefers`), as do the models that need what only it serves (`vision`) and
+ * those the `backends` configuration gives it; node-llama-cpp (backend-llama-cpp), whose GGUF
+ * handler this backend runs the format with, serves embedding models and every GGUF model on a
+ * machine without a usable binary. The binary comes from `lia engine build` (cached outside the
+ * project), the Debian package, or the `binary` option. See docs/backends.md.
  *
  * @module
  */
