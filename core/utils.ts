@@ -14,6 +14,7 @@ export { readTextOrNull } from './fs/read.js';
 export { flushToDisk, writeFileAtomic, type AtomicWriteOptions } from './fs/write-atomic.js';
 export { VERSION } from './version.js';
 export { formatBytes } from './format/bytes.js';
+export { table } from './format/table.js';
 export { humanNumber } from './format/human-number.js';
 export { checkSchemaBounds, SCHEMA_MAX_DEPTH, SCHEMA_MAX_NODES } from './format/json-bounds.js';
 export { PROJECT_ROOT, projectPath } from './paths.js';

@@ -6,6 +6,7 @@
  *
  * @module
  */
+import { table } from 'lia/utils';
 import { readFile } from 'node:fs/promises';
 import { CliError, type CliArgs, type CliCommand } from 'lia/plugin';
 
@@ -137,14 +138,7 @@ export const commands: CliCommand[] = [
           String(k.usage.prompt_tokens + k.usage.completion_tokens),
         ]);
       }
-      const widths = rows[0]!.map((_, i) => Math.max(...rows.map((r) => r[i]!.length)));
-      for (const r of rows)
-        io.stdout.write(
-          `${r
-            .map((c, i) => c.padEnd(widths[i]!))
-            .join('  ')
-            .trimEnd()}\n`,
-        );
+      io.stdout.write(table(rows, 2));
       return 0;
     },
   },

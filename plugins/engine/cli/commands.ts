@@ -12,7 +12,7 @@
  */
 import { createInterface } from 'node:readline';
 import { CliError, type ApiClient, type CliArgs, type CliCommand, type CliIO } from 'lia/plugin';
-import { formatBytes } from 'lia/utils';
+import { formatBytes, table } from 'lia/utils';
 
 interface ChatChunk {
   message?: { content?: string };
@@ -59,20 +59,6 @@ function until(iso: string, now = Date.now()): string {
   const [n, unit] =
     s < 60 ? [s, 'second'] : s < 3600 ? [Math.round(s / 60), 'minute'] : s < 86400 ? [Math.round(s / 3600), 'hour'] : [Math.round(s / 86400), 'day'];
   return n === 1 ? `About a${unit === 'hour' ? 'n' : ''} ${unit} from now` : `${n} ${unit}s from now`;
-}
-
-function table(rows: string[][]): string {
-  const widths = rows[0]!.map((_, i) => Math.max(...rows.map((r) => r[i]!.length)));
-  return (
-    rows
-      .map((r) =>
-        r
-          .map((c, i) => (i === r.length - 1 ? c : c.padEnd(widths[i]! + 4)))
-          .join('')
-          .trimEnd(),
-      )
-      .join('\n') + '\n'
-  );
 }
 
 const seconds = (ns: number): string => (ns >= 1e9 ? `${(ns / 1e9).toFixed(6)}s` : `${(ns / 1e6).toFixed(6)}ms`);

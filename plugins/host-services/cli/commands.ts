@@ -6,15 +6,11 @@
  *
  * @module
  */
+import { table } from 'lia/utils';
 import { CliError, type ApiClient, type CliCommand, type CliIO } from 'lia/plugin';
 import type { SystemStatus } from 'lia/plugin/contracts';
 
 const JSON_OPTION = { json: { type: 'boolean' } } as const;
-
-function table(rows: string[][]): string {
-  const widths = rows[0]!.map((_, i) => Math.max(...rows.map((r) => (r[i] ?? '').length)));
-  return rows.map((r) => r.map((c, i) => (i === r.length - 1 ? c : c.padEnd(widths[i]!))).join('  ')).join('\n') + '\n';
-}
 
 async function show<T>(io: CliIO, json: unknown, path: string, render: (body: T) => string, method = 'GET', body?: unknown): Promise<number> {
   const client: ApiClient = await io.client();
@@ -58,15 +54,18 @@ export const commands: CliCommand[] = [
     options: JSON_OPTION,
     run: (args, io) =>
       show<SystemStatus>(io, args.values['json'], '/system/status', (s) =>
-        table([
-          ['Host name', s.hostname],
-          ['Version', s.version],
-          ['Uptime', duration(s.uptime_seconds)],
-          ['CPU', `${s.cpu_percent}%`],
-          ['Memory', `${s.memory.used_percent}% of ${s.memory.total_gb} GB`],
-          ['Model disk', `${s.disk.models.used} used, ${s.disk.models.free} free of ${s.disk.models.total}`],
-          ['Disk total', s.disk.total],
-        ]),
+        table(
+          [
+            ['Host name', s.hostname],
+            ['Version', s.version],
+            ['Uptime', duration(s.uptime_seconds)],
+            ['CPU', `${s.cpu_percent}%`],
+            ['Memory', `${s.memory.used_percent}% of ${s.memory.total_gb} GB`],
+            ['Model disk', `${s.disk.models.used} used, ${s.disk.models.free} free of ${s.disk.models.total}`],
+            ['Disk total', s.disk.total],
+          ],
+          2,
+        ),
       ),
   },
   {
@@ -82,7 +81,7 @@ export const commands: CliCommand[] = [
           rows.push([String(d.index ?? i), d.name, `${d.vram_used_mb} MB`, `${d.vram_total_mb} MB`, d.temp_c === null ? '-' : `${d.temp_c} °C`]);
         }
         const notes = [g.stale ? 'stale: the GPU monitor is stopped' : '', g.error ? `last probe failed: ${g.error}` : ''].filter(Boolean);
-        return table(rows) + notes.map((n) => `${n}\n`).join('');
+        return table(rows, 2) + notes.map((n) => `${n}\n`).join('');
       }),
   },
   {
@@ -92,10 +91,13 @@ export const commands: CliCommand[] = [
     options: JSON_OPTION,
     run: (args, io) =>
       show<{ manager: string; services: ServiceEntry[] }>(io, args.values['json'], '/system/services', (b) =>
-        table([
-          ['SERVICE', 'STATE', 'SUB', 'PID', 'ENABLED', 'SINCE'],
-          ...b.services.map((s) => [s.name, s.state, s.sub_state, s.main_pid === null ? '-' : String(s.main_pid), s.enabled ? 'yes' : 'no', s.since ?? '-']),
-        ]),
+        table(
+          [
+            ['SERVICE', 'STATE', 'SUB', 'PID', 'ENABLED', 'SINCE'],
+            ...b.services.map((s) => [s.name, s.state, s.sub_state, s.main_pid === null ? '-' : String(s.main_pid), s.enabled ? 'yes' : 'no', s.since ?? '-']),
+          ],
+          2,
+        ),
       ),
   },
   ...SERVICE_ACTIONS.map((action): CliCommand => ({
@@ -148,10 +150,13 @@ export const commands: CliCommand[] = [
         '/system/network',
         (n) =>
           `Host name  ${n.hostname}\nmDNS       ${n.mdns.enabled ? `${n.mdns.hostname ?? '(probing)'} via ${n.mdns.responder}` : 'off'}\n` +
-          table([
-            ['INTERFACE', 'MAC', 'ADDRESSES'],
-            ...n.interfaces.map((i) => [i.name, i.mac ?? '-', i.addresses.map((a) => `${a.address}/${a.prefix}`).join(' ')]),
-          ]),
+          table(
+            [
+              ['INTERFACE', 'MAC', 'ADDRESSES'],
+              ...n.interfaces.map((i) => [i.name, i.mac ?? '-', i.addresses.map((a) => `${a.address}/${a.prefix}`).join(' ')]),
+            ],
+            2,
+          ),
       ),
   },
   {

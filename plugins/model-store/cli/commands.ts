@@ -13,7 +13,7 @@ import path from 'node:path';
 import { ProgressView, type ProgressLine } from './progress-view.js';
 import { ModelfileError, parseModelfile } from '../modelfile/parse.js';
 import { CliError, type ApiClient, type CliCommand, type CliIO } from 'lia/plugin';
-import { formatBytes, responseError } from 'lia/utils';
+import { formatBytes, responseError, table } from 'lia/utils';
 
 interface TagsResponse {
   models: Array<{ name: string; digest: string; size: number; modified_at: string }>;
@@ -39,21 +39,6 @@ function ago(iso: string, now = Date.now()): string {
     }
   }
   return 'just now';
-}
-
-/** Prints rows as aligned columns. */
-function table(rows: string[][]): string {
-  const widths = rows[0]!.map((_, i) => Math.max(...rows.map((r) => r[i]!.length)));
-  return (
-    rows
-      .map((r) =>
-        r
-          .map((c, i) => (i === r.length - 1 ? c : c.padEnd(widths[i]! + 4)))
-          .join('')
-          .trimEnd(),
-      )
-      .join('\n') + '\n'
-  );
 }
 
 /** Runs a pull/push/create stream through a progress view. */
