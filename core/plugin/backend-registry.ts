@@ -7,7 +7,7 @@
  * decide the same way on first use.
  *
  * A backend may also run a format with another backend's handler (`InferenceBackend.runs`, as
- * `backend-llama-server` runs GGUF): it is never a format's default, so it conflicts with nobody,
+ * `backend-llama-server` runs GGUF): it never owns the format, so it conflicts with nobody,
  * but the `backends` key may choose it for a format or for one model (a key with a `:`, such as
  * `llava:7b`), a model that needs a capability the format's backend lacks (`vision`) goes to one
  * that declares it, and a model with a capability another backend serves better

@@ -2,10 +2,11 @@
  * The `llama-server` inference backend: each loaded model is a {@link LlamaServer} process, which
  * it talks to with `lia/utils`' OpenAI wire codec (`/v1/chat/completions`, `/v1/completions`,
  * `/v1/embeddings`), the same translation backend-upstream speaks to remote engines. It runs GGUF
- * models with the handler backend-llama-cpp declares (`runs: ['gguf']`), so it is never the
- * format's default: the registry sends it a model that needs `vision` (which node-llama-cpp does
- * not serve), a reranker while its binary is built (`prefers: ['rerank']`; ranking.ts), and any
- * model the `backends` configuration gives it.
+ * models with the handler backend-llama-cpp declares (`runs: ['gguf']`: backend-llama-cpp stays
+ * the format's own backend, which reads and describes the files). Where its binary is built and
+ * passes the probe it is the default engine of GGUF text and rerankers (`prefers: ['completion',
+ * 'rerank']`); it also gets the models that need `vision` (which node-llama-cpp does not serve)
+ * and any model the `backends` configuration gives it.
  *
  * What the OpenAI wire cannot carry is done with llama-server's own endpoints, so a request asks
  * the same of both GGUF engines: Ollama's generate (`context`, request templates: generate.ts),

@@ -1,8 +1,10 @@
 /**
  * Builds llama.cpp's own `llama-server` from the llama.cpp source that node-llama-cpp ships
- * (`node_modules/node-llama-cpp/llama/gitRelease.bundle`, a git bundle of the very release the
- * default engine runs), CPU only, with cmake and Ninja (or Make). `lia engine build` runs it with
- * a progress display; the benchmark (`bench/engine/llama-server.ts`) calls the same code.
+ * (`node_modules/node-llama-cpp/llama/gitRelease.bundle`, a git bundle of the very release
+ * node-llama-cpp's own binaries are built from), CPU only, with cmake and Ninja (or Make), LIA's
+ * patches applied (`patches/`), and probes the result on this CPU (probe.ts). `lia engine build`
+ * runs it with a progress display; the benchmark (`bench/engine/llama-server.ts`) calls the same
+ * code.
  *
  * The result is cached per llama.cpp release under {@link cacheRoot}
  * (`~/.cache/lia/llama-server/<commit>/`, or `$LIA_CACHE_DIR/llama-server/<commit>/`): the
