@@ -55,8 +55,10 @@ t.test('a model the backends setting gives llama-server runs in a llama-server p
   if (process.getuid?.() === 0) {
     // Another local account (nobody) cannot even connect, so it cannot hold the server's threads.
     const script = `require('net').connect(${JSON.stringify(socket)}).on('connect', () => { console.log('connected'); process.exit(0) }).on('error', (e) => { console.log(e.code); process.exit(0) })`;
+    // A bare environment: the test runner's NODE_OPTIONS hook would write where nobody may not.
     const out = execFileSync('setpriv', ['--reuid', 'nobody', '--regid', 'nogroup', '--clear-groups', '--', process.execPath, '-e', script], {
       encoding: 'utf8',
+      env: { PATH: process.env['PATH'] ?? '/usr/bin:/bin' },
     });
     t.equal(out.trim(), 'EACCES', 'a local user other than the appliance is refused at the socket');
   } else {
