@@ -28,6 +28,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { projectPath } from 'lia/utils';
 import { forgetProbes, runProbe, type ProbeResult } from './probe.js';
+import { alive } from './temp-dirs.js';
 
 /**
  * Options beyond the CPU-only defaults, the same as the benchmark's: the CPU backend as loadable
@@ -400,15 +401,5 @@ async function lock(file: string, report: (p: BuildProgress) => void): Promise<(
     if (!told) report({ kind: 'step', text: `waiting for the build that process ${holder} runs` });
     told = true;
     await new Promise((r) => setTimeout(r, 2000));
-  }
-}
-
-function alive(pid: number): boolean {
-  if (!Number.isInteger(pid) || pid <= 0) return false;
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === 'EPERM';
   }
 }

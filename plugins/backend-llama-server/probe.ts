@@ -33,8 +33,13 @@ export interface ProbeResult {
   message: string;
 }
 
-/** The CPU's model name and feature flags, as the kernel lists them (empty off Linux). */
+/** The CPU's model name and feature flags, as the kernel lists them (read once per process). */
+let signature: string | null = null;
 function cpuSignature(): string {
+  return (signature ??= readCpuSignature());
+}
+
+function readCpuSignature(): string {
   try {
     const info = readFileSync('/proc/cpuinfo', 'utf8');
     const field = (name: string) => new RegExp(`^${name}\\s*:\\s*(.*)$`, 'm').exec(info)?.[1] ?? '';

@@ -18,7 +18,9 @@ export function privateDir(kind: 'slots' | 'probe' | 'sockets'): Promise<string>
   return mkdtemp(path.join(os.tmpdir(), `lia-${kind}-${process.pid}-`));
 }
 
-function alive(pid: number): boolean {
+/** Whether process `pid` is running (one of another user's counts: EPERM). */
+export function alive(pid: number): boolean {
+  if (!Number.isInteger(pid) || pid <= 0) return false;
   try {
     process.kill(pid, 0);
     return true;

@@ -25,13 +25,24 @@ function restricted(): boolean {
   return Array.isArray(currentPrincipal()?.models);
 }
 
-/** Whether the current principal may name blob `digest` (see the module comment). */
+/**
+ * The first of `digests` the current principal may not name (see the module comment), null when
+ * it may name them all; the stored manifests are read once for all of them.
+ */
+export async function forbiddenBlob(store: ModelStoreService, digests: readonly string[]): Promise<string | null> {
+  if (!restricted()) return null;
+  const unproven = digests.filter((d) => {
+    const k = key(d);
+    return k === null || !uploaded.has(k);
+  });
+  if (unproven.length === 0) return null;
+  const users = await store.modelsUsing(unproven);
+  return unproven.find((d) => (users.get(d) ?? []).length > 0 && !users.get(d)!.some((name) => principalMayUse(name))) ?? null;
+}
+
+/** Whether the current principal may name blob `digest`. */
 export async function mayUseBlob(store: ModelStoreService, digest: string): Promise<boolean> {
-  if (!restricted()) return true;
-  const k = key(digest);
-  if (k !== null && uploaded.has(k)) return true;
-  const users = await store.modelsUsing(digest);
-  return users.length === 0 || users.some((name) => principalMayUse(name));
+  return (await forbiddenBlob(store, [digest])) === null;
 }
 
 /** Records that the current principal sent blob `digest`'s bytes. */

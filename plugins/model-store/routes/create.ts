@@ -11,7 +11,7 @@ import { checkCreate, createModel, type CreateSpec } from '../store/create.js';
 import { parseName } from '../store/names.js';
 import { digestHex, normalizeDigest } from '../store/paths.js';
 import type { ModelStoreService } from '../store/store.js';
-import { mayUseBlob } from './blob-access.js';
+import { forbiddenBlob } from './blob-access.js';
 import { modelField, objectBody, optObject, optString, wantsStream } from './body.js';
 import { sendProgress } from './progress.js';
 
@@ -60,16 +60,19 @@ export function registerCreateRoute(app: FastifyInstance, store: ModelStoreServi
       messages: messages(body['messages']),
     };
     // The blobs named are models' weights too (blob-access.ts); a malformed digest is checkCreate's 400.
-    for (const [file, digest] of Object.entries(files ?? {})) {
-      const normal = typeof digest === 'string' && digestHex(digest) ? normalizeDigest(digest) : null;
-      if (normal && !(await mayUseBlob(store, normal))) {
-        throw Errors.forbidden(
-          `this API key may not use blob ${digest} ("files.${file}"): it belongs to models outside the key's allow-list; upload the file itself`,
-          {
-            param: 'files',
-          },
-        );
-      }
+    const named = Object.entries(files ?? {}).flatMap(([file, d]) => (typeof d === 'string' && digestHex(d) ? [[file, normalizeDigest(d)] as const] : []));
+    const forbidden = await forbiddenBlob(
+      store,
+      named.map(([, d]) => d),
+    );
+    if (forbidden) {
+      const [file] = named.find(([, d]) => d === forbidden)!;
+      throw Errors.forbidden(
+        `this API key may not use blob ${files![file]} ("files.${file}"): it belongs to models outside the key's allow-list; upload the file itself`,
+        {
+          param: 'files',
+        },
+      );
     }
     await checkCreate(store, spec);
     return sendProgress(reply, wantsStream(body), async (emit) => {

@@ -275,11 +275,13 @@ export class ModelStoreService implements ModelStore {
     await this.collectGarbage(stored);
   }
 
-  /** The full names of the stored models whose manifest uses blob `digest` (as config or layer). */
-  async modelsUsing(digest: string): Promise<string[]> {
-    return (await this.manifests())
-      .filter((m) => m.manifest.config.digest === digest || m.manifest.layers.some((l) => l.digest === digest))
-      .map((m) => fullName(m.name));
+  /** For each of `digests`, the full names of the stored models whose manifest uses it (as config or layer). */
+  async modelsUsing(digests: readonly string[]): Promise<Map<string, string[]>> {
+    const users = new Map(digests.map((d) => [d, [] as string[]]));
+    for (const m of await this.manifests()) {
+      for (const d of new Set([m.manifest.config.digest, ...m.manifest.layers.map((l) => l.digest)])) users.get(d)?.push(fullName(m.name));
+    }
+    return users;
   }
 
   /** Removes the blobs of `removed` that no remaining manifest uses (and its laid-out folder). */
