@@ -9,4 +9,3 @@ export { promptTooLong } from './wire/context-length.js';
 export { renderGoTemplate } from './wire/go-template.js';
 export { familyJinjaTemplate, goTemplateFamily, type TemplateFamily } from './wire/chat-families.js';
 export { shapeEmbedding } from './wire/embedding-shape.js';
-export { forcedCallOf, forcedChoice, type ForcedChoice } from './wire/forced-call.js';

@@ -88,6 +88,23 @@ export interface GeneratedLogprob extends TokenLogprob {
 /** Structured-output constraint: `'json'` (any JSON) or a JSON schema object. */
 export type OutputFormat = 'json' | Record<string, unknown>;
 
+/**
+ * What the whole answer is sampled under, decided once by the engine's request plan for a local
+ * model: an output format, or a forced tool call (`toolChoice` `'required'` or named), both a JSON
+ * schema in the subset every GGUF engine compiles alike (docs/backends.md, *One request plan*).
+ * A backend given one renders the prompt as always (the messages, the `tools` documented,
+ * `think`), samples the answer as a raw completion of that prompt under the grammar, and streams
+ * it as `token` events; it leaves `format` and `toolChoice` alone (the plan turned them into this)
+ * and parses no call: the plan turns a forced call's text into the `tool_calls` event. A backend
+ * that forwards to another server (a remote model) is given `format` and `toolChoice` instead.
+ */
+export interface AnswerConstraint {
+  /** `'json'`: any JSON object; else the schema. */
+  schema: 'json' | Record<string, unknown>;
+  /** The schema as llama.cpp's GBNF grammar, which every GGUF engine samples under as it is. */
+  grammar: string;
+}
+
 export interface GenerateParams {
   /** Text to continue. With `raw` false the backend applies the chat template around it. */
   prompt: string;
@@ -103,6 +120,8 @@ export interface GenerateParams {
    */
   template?: string;
   format?: OutputFormat;
+  /** See {@link ChatParams.constraint}; set instead of `format` for a local model. */
+  constraint?: AnswerConstraint;
   options: SamplingOptions;
   /**
    * Token ids of an earlier exchange (a previous `done` event's `context`), evaluated before the
@@ -127,6 +146,8 @@ export interface ChatParams {
   /** Forces a tool call (see {@link ToolChoice}). Defaults to `'auto'`. */
   toolChoice?: ToolChoice;
   format?: OutputFormat;
+  /** The schema the answer is sampled under (see {@link AnswerConstraint}); set instead of `format` and a forced `toolChoice` for a local model. */
+  constraint?: AnswerConstraint;
   options: SamplingOptions;
   /**
    * Asks for log probabilities: each `token` (and `thinking`) event then carries `logprobs`, one

@@ -10,8 +10,8 @@
  *
  * What the OpenAI wire cannot carry is done with llama-server's own endpoints, so a request asks
  * the same of both GGUF engines: Ollama's generate (`context`, request templates: generate.ts),
- * output formats and forced tool calls (constrained.ts), a conversation past the trained context
- * (fit.ts). Slot placement and prompt copying are slots.ts and {@link ServedModel}.
+ * an answer under the plan's schema (constrained.ts: output formats and forced tool calls). Slot
+ * placement and prompt copying are slots.ts and {@link ServedModel}.
  *
  * @module
  */
@@ -31,11 +31,10 @@ import type {
   SamplingOptions,
 } from 'lia/plugin/contracts';
 import type { RankParams, RankResult, TokenizeParams, TokenizeResult } from 'lia/plugin/contracts';
-import { familyJinjaTemplate, forcedChoice, goTemplateFamily } from 'lia/prompts';
+import { familyJinjaTemplate, goTemplateFamily } from 'lia/prompts';
 import { openaiWire, streamLines, type WireCall } from 'lia/utils';
-import { forcedCall, formatted } from './constrained.js';
+import { constrained, promptLength } from './constrained.js';
 import { embedOn } from './embeddings.js';
-import { fitted } from './fit.js';
 import { generateOn, type RunCall } from './generate.js';
 import { detokenize, ServerRanker, tokenize } from './ranking.js';
 import { LlamaServer, type ServerSpec } from './server.js';
@@ -225,11 +224,19 @@ class ServedModel implements LoadedModel {
     this.#slots = new SlotTable(server.slots);
   }
 
-  generate(p: GenerateParams, signal: AbortSignal): AsyncIterable<GenerationEvent> {
+  generate(params: GenerateParams, signal: AbortSignal): AsyncIterable<GenerationEvent> {
+    // The plan's answer: a raw completion of the templated prompt (generate.ts), under its grammar.
+    const { constraint, ...rest } = params;
+    const p: GenerateParams = constraint ? { ...rest, format: constraint.schema === 'json' ? 'json' : constraint.schema } : rest;
     const run: RunCall = (build) =>
       this.#stream(
         () => {
           const call = withNativeSampling(build(), p.options);
+          if (constraint) {
+            delete call.body['response_format'];
+            delete call.body['json_schema'];
+            call.body['grammar'] = constraint.grammar;
+          }
           // A templated prompt is a chat turn: thinking switched off as for chat.
           if (p.think === false && call.path === '/v1/chat/completions') call.body['chat_template_kwargs'] = { enable_thinking: false };
           return call;
@@ -240,25 +247,28 @@ class ServedModel implements LoadedModel {
     return generateOn(this.server, this.model.name, p, run, signal, this.untemplated);
   }
 
-  chat(params: ChatParams, signal: AbortSignal): AsyncIterable<GenerationEvent> {
-    const answer = (p: ChatParams): AsyncIterable<GenerationEvent> => {
-      const forced = forcedChoice(p.toolChoice);
-      if (forced || p.format !== undefined) {
-        const run: RunCall = (build) => this.#stream(() => withNativeSampling(build(), p.options), forced ? undefined : p.logprobs, signal);
-        return forced ? forcedCall(this.server, this.model.name, p, forced, run, signal) : formatted(this.server, this.model.name, p, run, signal);
-      }
-      return this.#stream(
-        () => {
-          const call = withNativeSampling(openaiWire.chat(this.model.name, p), p.options);
-          // Thinking switched off in the prompt where the template can (Qwen3's `enable_thinking`).
-          if (p.think === false) call.body['chat_template_kwargs'] = { enable_thinking: false };
-          return call;
-        },
-        p.logprobs,
-        signal,
-      );
-    };
-    return fitted(this.server, this.model.name, params, answer, signal);
+  /** A chat; with an answer schema (the engine's plan), a raw completion of the rendered prompt under it (constrained.ts). */
+  chat(p: ChatParams, signal: AbortSignal): AsyncIterable<GenerationEvent> {
+    if (p.constraint) {
+      const { constraint } = p;
+      const run: RunCall = (build) => this.#stream(() => withNativeSampling(build(), p.options), p.logprobs, signal);
+      return constrained(this.server, this.model.name, p, constraint, run, signal);
+    }
+    return this.#stream(
+      () => {
+        const call = withNativeSampling(openaiWire.chat(this.model.name, p), p.options);
+        // Thinking switched off in the prompt where the template can (Qwen3's `enable_thinking`).
+        if (p.think === false) call.body['chat_template_kwargs'] = { enable_thinking: false };
+        return call;
+      },
+      p.logprobs,
+      signal,
+    );
+  }
+
+  /** The prompt's length as the server evaluates it: rendered by the model's template, counted by its tokenizer (BOS included). */
+  countChatTokens(p: ChatParams, signal: AbortSignal): Promise<number> {
+    return promptLength(this.server, this.model.name, p, signal);
   }
 
   /** The events of one request; `build` runs at the first step, so its 400s reach the consumer as the stream's error. */
@@ -443,8 +453,7 @@ class ServedModel implements LoadedModel {
 /**
  * What llama-server reads under its own names: the repeat penalty and its window on every route
  * (the OpenAI wire's `repetition_penalty`, vLLM's name, is not one of them), the stop sequence
- * that ended the text (its `verbose` answer), and on the completions route an output format as
- * `json_schema` (it reads `response_format` on the chat route only).
+ * that ended the text (its `verbose` answer).
  */
 function withNativeSampling(call: WireCall, o: SamplingOptions): WireCall {
   if (o.repeat_penalty !== undefined) {
@@ -457,11 +466,6 @@ function withNativeSampling(call: WireCall, o: SamplingOptions): WireCall {
     // trimmed to that one value.
     call.body['verbose'] = true;
     call.body['response_fields'] = ['stopping_word'];
-  }
-  const format = call.body['response_format'] as { type?: string; json_schema?: { schema?: unknown } } | undefined;
-  if (call.path === '/v1/completions' && format) {
-    delete call.body['response_format'];
-    call.body['json_schema'] ??= format.type === 'json_schema' ? (format.json_schema?.schema ?? {}) : { type: 'object' };
   }
   return call;
 }
@@ -482,5 +486,5 @@ function aborted(signal: AbortSignal): Promise<never> {
  */
 function promptKey(call: WireCall): string {
   const b = call.body;
-  return JSON.stringify([call.path, b['chat_template_kwargs'] ?? null, b['tools'] ?? null, b['response_format'] ?? null, b['messages'] ?? b['prompt'] ?? null]);
+  return JSON.stringify([call.path, b['chat_template_kwargs'] ?? null, b['tools'] ?? null, b['grammar'] ?? null, b['messages'] ?? b['prompt'] ?? null]);
 }

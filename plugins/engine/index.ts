@@ -19,7 +19,8 @@ import { generateRoute } from './routes/generate.js';
 import { heartbeatRoute } from './routes/heartbeat.js';
 import { psRoutes } from './routes/ps.js';
 import { Scheduler } from './scheduler.js';
-import { DEFAULT_MAX_IMAGE_BYTES, EngineService } from './service.js';
+import { DEFAULT_MAX_IMAGE_BYTES } from './images.js';
+import { EngineService } from './service.js';
 import { inferenceBatchThreads, inferenceThreads } from './threads.js';
 
 export default definePlugin({

@@ -1,17 +1,15 @@
 /**
  * The engine's pure parts, table-driven: keep_alive parsing, thread and memory policy, option
- * validation and layering, sampling defaults, Go-template handling, chat-history conversion, the
- * schemas of forced tool calls and the GGUF memory estimate (read from the real fixtures).
+ * validation and layering, sampling defaults, Go-template handling, chat-history conversion and the
+ * GGUF memory estimate (read from the real fixtures).
  */
 import t from 'tap';
 import { ChatMLChatWrapper, Llama3ChatWrapper } from 'node-llama-cpp';
 import { estimateBytes, fileBytes, readShape } from '../../plugins/backend-llama-cpp/estimate.js';
-import { forcedToolSchema, parseForcedCall, toGrammarSchema } from '../../plugins/backend-llama-cpp/runner/forced-tools.js';
 import { toChatHistory, toFunctions, toolCallId, toToolCalls } from '../../plugins/backend-llama-cpp/runner/history.js';
 import { maxTokensFor, toLlamaSampling } from '../../plugins/backend-llama-cpp/runner/sampling.js';
 import { StopDetector } from '../../plugins/backend-llama-cpp/runner/stops.js';
-import { toolFields } from '../../plugins/engine/service.js';
-import { forcedChoice, goTemplateFamily, renderGoTemplate } from 'lia/prompts';
+import { goTemplateFamily, renderGoTemplate } from 'lia/prompts';
 import { wrapperForGoTemplate } from '../../plugins/backend-llama-cpp/runner/templates.js';
 import { parseGoDuration, parseKeepAlive } from '../../plugins/engine/keep-alive.js';
 import { cgroupMemoryLimit, memoryBudget } from '../../plugins/engine/memory.js';
@@ -156,91 +154,6 @@ t.test('chat history: tool calls and their results, tools as handler-less functi
     ]),
     [{ id: /^call_/, function: { index: 0, name: 'f', arguments: { a: 1 } } }, { function: { index: 1, name: 'g', arguments: {} } }],
   );
-});
-
-t.test('tool choice at the inference service: what the backend gets, and 400s before a load', async (t) => {
-  const tools = [
-    { type: 'function' as const, function: { name: 'f' } },
-    { type: 'function' as const, function: { name: 'g' } },
-  ];
-  t.same(toolFields(tools, undefined), { tools }, 'auto by default');
-  t.same(toolFields(tools, 'auto'), { tools });
-  t.same(toolFields(tools, 'none'), {}, 'none drops the tools');
-  t.same(toolFields(undefined, 'none'), {});
-  t.same(toolFields(tools, 'required'), { tools, toolChoice: 'required' });
-  t.same(toolFields(tools, { name: 'g' }), { tools, toolChoice: { name: 'g' } });
-  t.throws(() => toolFields([], 'required'), { statusCode: 400, message: /needs tools/ });
-  t.throws(() => toolFields(undefined, { name: 'f' }), { statusCode: 400, message: /needs tools/ });
-  t.throws(() => toolFields(tools, { name: 'h' }), { statusCode: 400, message: /"h" is not one of the tools/ });
-  t.throws(() => toolFields(tools, 'sometimes' as never), { statusCode: 400, message: /invalid tool choice/ });
-});
-
-t.test('forced tool calls: the grammar schema, the parsed call, unsupported schemas', async (t) => {
-  const weather = {
-    type: 'function' as const,
-    function: { name: 'get_weather', parameters: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] } },
-  };
-  const time = { type: 'function' as const, function: { name: 'get_time' } };
-  t.equal(forcedChoice(undefined), undefined);
-  t.equal(forcedChoice('auto'), undefined);
-  t.equal(forcedChoice('none'), undefined);
-  t.equal(forcedChoice('required'), 'required');
-  t.same(forcedChoice({ name: 'f' }), { name: 'f' });
-
-  t.same(forcedToolSchema([weather, time], { name: 'get_weather' }), { type: 'object', properties: { city: { type: 'string' } } }, 'named: the parameters');
-  t.same(forcedToolSchema([weather, time], { name: 'get_time' }), { type: 'object', properties: {} }, 'no parameters: {}');
-  t.same(
-    forcedToolSchema([weather, time], 'required'),
-    {
-      oneOf: [
-        { type: 'object', properties: { name: { const: 'get_weather' }, arguments: { type: 'object', properties: { city: { type: 'string' } } } } },
-        { type: 'object', properties: { name: { const: 'get_time' }, arguments: { type: 'object', properties: {} } } },
-      ],
-    },
-    'required: one branch per tool, name first',
-  );
-  t.throws(() => forcedToolSchema([], 'required'), { name: 'ToolSchemaError' });
-  t.throws(() => forcedToolSchema([weather], { name: 'nope' }), { name: 'ToolSchemaError' });
-
-  // Rewrites into what node-llama-cpp's grammar builder compiles.
-  t.same(toGrammarSchema({ anyOf: [{ type: 'string' }, { type: 'null' }] }, 'p'), { oneOf: [{ type: 'string' }, { type: 'null' }] });
-  t.same(toGrammarSchema({ type: ['integer', 'null'] }, 'p'), { oneOf: [{ type: 'integer' }, { type: 'null' }] });
-  t.same(toGrammarSchema({ type: 'string', format: 'email', maxLength: 9 }, 'p'), { type: 'string', maxLength: 9 }, 'unknown formats dropped');
-  t.same(toGrammarSchema({ type: 'string', format: 'date' }, 'p'), { type: 'string', format: 'date' });
-  t.same(toGrammarSchema({ type: 'string', enum: ['c', 'f'] }, 'p'), { enum: ['c', 'f'] });
-  t.same(toGrammarSchema({ properties: { a: { $ref: '#/definitions/A' } }, definitions: { A: { type: 'boolean' } } }, 'p'), {
-    type: 'object',
-    properties: { a: { $ref: '#/$defs/A' } },
-    $defs: { A: { type: 'boolean' } },
-  });
-  t.same(toGrammarSchema({ type: 'array', items: [{ type: 'number' }], additionalItems: false }, 'p'), {
-    type: 'array',
-    prefixItems: [{ type: 'number' }],
-    maxItems: 1,
-  });
-  t.match(toGrammarSchema({}, 'p'), { oneOf: Array }, 'no type: any JSON value');
-  for (const [bad, message] of [
-    [{ allOf: [] }, /"allOf" is not supported/],
-    [{ not: {} }, /"not" is not supported/],
-    [{ $ref: 'https://example.com/s.json' }, /only local references/],
-    [{ type: 'object', oneOf: [{ type: 'object' }] }, /next to "type"/],
-    [{ const: { a: 1 } }, /constants/],
-    [{ type: 'date' }, /unknown type/],
-    [7, /must be a JSON schema object/],
-  ] as const) {
-    t.throws(() => toGrammarSchema(bad, 'p'), { name: 'ToolSchemaError', message }, JSON.stringify(bad));
-  }
-  t.throws(() => forcedToolSchema([{ type: 'function', function: { name: 'f', parameters: { type: 'string' } } }], 'required'), {
-    message: /must be a JSON schema of type "object"/,
-  });
-
-  t.match(parseForcedCall('{"city": "Paris"}', [weather], { name: 'get_weather' }), [
-    { id: /^call_[a-z0-9]{8}$/, function: { index: 0, name: 'get_weather', arguments: { city: 'Paris' } } },
-  ]);
-  t.match(parseForcedCall('{"name": "get_time", "arguments": {}}', [weather, time], 'required'), [{ function: { name: 'get_time', arguments: {} } }]);
-  t.equal(parseForcedCall('{"city": "Par', [weather], { name: 'get_weather' }), undefined, 'cut short: no call');
-  t.equal(parseForcedCall('{"name": "other", "arguments": {}}', [weather], 'required'), undefined, 'an unknown name: no call');
-  t.equal(parseForcedCall('[]', [weather], { name: 'get_weather' }), undefined, 'not an object: no call');
 });
 
 t.test('memory estimate from the GGUF header grows with context and slots', async (t) => {

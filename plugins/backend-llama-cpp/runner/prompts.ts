@@ -80,42 +80,14 @@ export class Prompts {
 
   /**
    * A conversation's prompt in the model's chat format (without BOS), its stop triggers, and the
-   * history it was rendered from. A conversation longer than the context loses its oldest messages
-   * until it fits, as Ollama truncates a chat: system messages and the last message always stay
-   * (then, if it still does not fit, a 400 as for generate). The cut is found by bisection, so a
-   * long history is rendered a few times, not once per message. `think` false renders it with
-   * the model's thinking switched off where its format can (see {@link wrapper}).
+   * history it was rendered from; a 400 when it leaves no room in the context (the engine then
+   * grows the context, or cuts the conversation once it cannot: its plan's context-fit.ts).
+   * `think` false renders it with the model's thinking switched off where its format can (see
+   * {@link wrapper}).
    */
   forChat(history: ChatHistoryItem[], functions?: ChatModelFunctions, think?: boolean): ChatPrompt {
-    const wrapper = this.wrapper(think);
-    const render = (items: ChatHistoryItem[]): ChatPrompt => {
-      const { tokens, stops } = this.#render(wrapper, items, functions);
-      return { history: items, tokens, stops, promptTokens: this.#length(tokens) };
-    };
-    const whole = render(history);
-    if (whole.promptTokens < this.contextLength) return whole;
-    // Droppable: every message but the system ones and the last, oldest first.
-    const droppable = history.flatMap((item, i) => (item.type !== 'system' && i < history.length - 1 ? [i] : []));
-    const without = (n: number) => {
-      const dropped = new Set(droppable.slice(0, n));
-      return render(history.filter((_, i) => !dropped.has(i)));
-    };
-    let best = without(droppable.length);
-    this.checkLength(best.tokens);
-    // The fewest drops that fit: fits(droppable.length) holds, fits(0) does not.
-    let lo = 0;
-    let hi = droppable.length;
-    while (hi - lo > 1) {
-      const mid = (lo + hi) >> 1;
-      const candidate = without(mid);
-      if (candidate.promptTokens < this.contextLength) {
-        hi = mid;
-        best = candidate;
-      } else {
-        lo = mid;
-      }
-    }
-    return best;
+    const { tokens, stops } = this.#render(this.wrapper(think), history, functions);
+    return { history, tokens, stops, promptTokens: this.checkLength(tokens) };
   }
 
   /** A conversation's prompt length as evaluated (BOS included), whole: nothing dropped to fit. */

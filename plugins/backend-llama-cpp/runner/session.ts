@@ -26,8 +26,6 @@ import { Embedder } from './embedding.js';
 import { Ranker } from './ranking.js';
 import { detokenize, tokenize } from './tokens.js';
 import { RequestError } from './errors.js';
-import { forcedChoice, type ForcedChoice } from 'lia/prompts';
-import { parseForcedCall } from './forced-tools.js';
 import { generation, meterPrompt, now, prefill, WHOLE_PROMPT, type Emit } from './generation.js';
 import { Grammars } from './grammars.js';
 import { versionWarning } from './llama-internals.js';
@@ -141,7 +139,7 @@ export class ModelSession {
 
   /** Raw or templated text completion (`/api/generate`). */
   async generate(params: GenerateParams, signal: AbortSignal, emit: Emit): Promise<void> {
-    const grammar = await this.#grammars.forFormat(params.format);
+    const grammar = await this.#grammars.forAnswer(params.constraint);
     const sampling = toLlamaSampling(params.options, this.info.contextLength);
     if (params.suffix) {
       if (params.logprobs !== undefined) throw new RequestError('logprobs are not available with suffix');
@@ -189,24 +187,23 @@ export class ModelSession {
   }
 
   /**
-   * A conversation with the model's chat template (`/api/chat`). Without tools the rendered prompt
-   * is completed like a templated generate (LlamaCompletion with the format's stop triggers):
-   * LlamaChat renders and tokenizes the history again and runs a heavier loop per token (measured,
-   * bench-random-135m: 0.963 of generate's decode rate and 0.5 ms more to the first token). The
-   * text goes out as the model writes it, a `<think>…</think>` section included (the engine splits
-   * it when asked). Tools need LlamaChat's function calling; its thought segments are put back
-   * between the same tags (see {@link thoughtsAsText}). `params.think` false renders the prompt
-   * with the model's thinking switched off where the format can (prompts.ts, `wrapper`).
+   * A conversation with the model's chat template (`/api/chat`). Without tools, or with an answer
+   * schema (the engine's plan: an output format or a forced tool call, the tools documented in the
+   * prompt), the rendered prompt is completed like a templated generate (LlamaCompletion with the
+   * format's stop triggers, under the schema's grammar): LlamaChat renders and tokenizes the
+   * history again and runs a heavier loop per token (measured, bench-random-135m: 0.963 of
+   * generate's decode rate and 0.5 ms more to the first token). The text goes out as the model
+   * writes it, a `<think>…</think>` section included (the engine splits it when asked). Tools the
+   * model may call need LlamaChat's function calling; its thought segments are put back between
+   * the same tags (see {@link thoughtsAsText}). `params.think` false renders the prompt with the
+   * model's thinking switched off where the format can (prompts.ts, `wrapper`). A prompt longer
+   * than the context is a 400 (the engine grows the context or cuts the conversation).
    */
   async chat(params: ChatParams, signal: AbortSignal, emit: Emit): Promise<void> {
     const tools = params.tools ?? [];
-    if (tools.length > 0 && params.format) throw new RequestError('"format" and "tools" cannot be used together');
-    const forced = forcedChoice(params.toolChoice);
-    if (params.logprobs !== undefined && tools.length > 0 && params.toolChoice !== 'none') {
-      throw new RequestError('logprobs are not available with tools');
-    }
-    if (forced) return this.#forcedToolCall(params, forced, signal, emit);
-    const grammar = await this.#grammars.forFormat(params.format);
+    const constrained = params.constraint !== undefined;
+    if (params.logprobs !== undefined && tools.length > 0 && !constrained) throw new RequestError('logprobs are not available with tools the model may call');
+    const grammar = await this.#grammars.forAnswer(params.constraint);
     const functions = tools.length > 0 ? toFunctions(tools) : undefined;
     const sampling = toLlamaSampling(params.options, this.info.contextLength);
     const wrapper = this.#prompts.wrapper(params.think);
@@ -218,8 +215,8 @@ export class ModelSession {
       await prefill(slot.seq, this.#prompts.withBos(tokens), signal);
       const maxTokens = maxTokensFor(params.options, this.info.contextLength, promptTokens);
       // A format that opens the thought in the prompt (Qwen 3.5): the output starts inside it.
-      if (opensThought(wrapper)) emit({ type: 'token', text: '<think>' });
-      if (functions === undefined) {
+      if (opensThought(wrapper) && !constrained) emit({ type: 'token', text: '<think>' });
+      if (functions === undefined || constrained) {
         const { done } = await this.#complete(slot, prompt, { sampling, maxTokens, grammar, signal, emit, started, logprobs: params.logprobs });
         emit(metered(done));
         return;
@@ -304,51 +301,6 @@ export class ModelSession {
         }),
       (generated) => this.#model.detokenize(generated, false, tokens.slice(-8)),
     );
-  }
-
-  /**
-   * A chat turn that must be one tool call (`toolChoice` `required` or named; see forced-tools.ts):
-   * the prompt is the one {@link chat} builds (tools documented), the answer is sampled under the
-   * call's JSON-schema grammar and never streamed as text. The parsed call goes out as one
-   * `tool_calls` event before `done`. Cut by the token limit, the answer has no call and ends with
-   * reason `length`. Stop sequences do not apply (they would cut the JSON).
-   */
-  async #forcedToolCall(params: ChatParams, choice: ForcedChoice, signal: AbortSignal, emit: Emit): Promise<void> {
-    const tools = params.tools ?? [];
-    const grammar = await this.#grammars.forToolCall(tools, choice);
-    const sampling = toLlamaSampling(params.options, this.info.contextLength);
-    // LlamaCompletion prepends BOS itself, as for generate.
-    const { tokens, promptTokens } = this.#prompts.forChat(toChatHistory(params.messages), toFunctions(tools));
-    await this.#slots.with(this.#prompts.withBos(tokens), async (slot) => {
-      const started = now();
-      const metered = meterPrompt(slot.seq);
-      await prefill(slot.seq, this.#prompts.withBos(tokens), signal);
-      const maxTokens = maxTokensFor(params.options, this.info.contextLength, promptTokens);
-      const { result, done } = await generation(
-        signal,
-        { request: [] },
-        () => undefined,
-        started,
-        promptTokens,
-        (o) =>
-          slot.completion.generateCompletionWithMeta(tokens, {
-            ...sampling,
-            ...o,
-            customStopTriggers: [],
-            maxTokens,
-            ...WHOLE_PROMPT,
-            grammar,
-          }),
-      );
-      const text = result?.response ?? '';
-      const calls = parseForcedCall(text, tools, choice);
-      if (calls) emit({ type: 'tool_calls', calls });
-      else if (done.type === 'done' && done.reason !== 'length') {
-        // The grammar admits only complete calls, so this is an engine fault, not the client's.
-        throw new Error(`the forced tool call is not a valid call: ${JSON.stringify(text.slice(0, 200))}`);
-      }
-      emit(metered(done));
-    });
   }
 
   /**

@@ -1,0 +1,67 @@
+/**
+ * A request's images before a model is loaded for them, and the check that the loaded model takes
+ * them (the engine's `maxImageBytes` and `remoteImages`).
+ *
+ * @module
+ */
+import { Errors } from 'lia/plugin';
+import type { ResolvedModel } from 'lia/plugin/contracts';
+import { checkImage, fetchImage, IMAGE_BOUNDS, isRemoteImage } from 'lia/utils';
+import type { Admitted } from './admission.js';
+import type { Lease } from './scheduler.js';
+
+/** The largest image a request may carry by default: 5 MiB (decoded), Anthropic's limit per image. */
+export const DEFAULT_MAX_IMAGE_BYTES = 5 * 1024 * 1024;
+
+/**
+ * A request's images before a model is loaded for them: the model able to see (the `vision`
+ * capability, which a projector layer gives), a remote URL fetched where the operator allows it
+ * (`remoteImages`; else a 400, as fetching what a client names reaches the appliance's network),
+ * and each image well-formed and within the size limit (`checkImage`). Returns them as base64.
+ */
+export async function checkImages(
+  model: ResolvedModel,
+  asked: string,
+  images: readonly string[],
+  o: { maxBytes: number; remote: boolean },
+  param: string,
+): Promise<string[]> {
+  if (images.length === 0) return [];
+  if (!model.capabilities.includes('vision')) throw unsupported(asked, 'vision');
+  const out: string[] = [];
+  let pixels = 0;
+  for (const image of images) {
+    if (typeof image !== 'string') throw Errors.badRequest('an image must be base64 text', { param });
+    let data = image;
+    if (isRemoteImage(image)) {
+      if (!o.remote) throw Errors.badRequest('remote image URLs are not fetched; send the image inline as base64 (a data: URL)', { param });
+      data = await fetchImage(image, o.maxBytes, param);
+    }
+    const { width, height } = checkImage(data, o.maxBytes, param);
+    pixels += width * height;
+    if (pixels > IMAGE_BOUNDS.requestPixels)
+      throw Errors.badRequest(`the request's images are over ${IMAGE_BOUNDS.requestPixels / 1e6} megapixels in all`, { param });
+    out.push(data);
+  }
+  return out;
+}
+
+/**
+ * The loaded model takes images: the backend that runs it serves `vision` (a model with a
+ * projector on a backend without it, when no enabled backend takes images, is a 400 saying what
+ * to enable). Releases the slot and the admission when it does not.
+ */
+export function visionServed(lease: Lease, asked: string, asker: Admitted): void {
+  if (lease.model.capabilities.includes('vision')) return;
+  lease.release();
+  asker.fail(
+    Errors.badRequest(`"${asked}" has a vision projector, but the backend that runs it takes no images; enable backend-llama-server (docs/backends.md)`, {
+      param: 'model',
+    }),
+  );
+}
+
+/** A 400 naming the capability a model lacks (as `/api/show` lists them). */
+export function unsupported(model: string, capability: string): Error {
+  return Errors.badRequest(`"${model}" does not support ${capability} (the "${capability}" capability in /api/show)`, { param: 'model' });
+}
