@@ -325,7 +325,7 @@ export class LlamaServer {
     } catch (err) {
       if (signal.aborted) throw signal.reason;
       // A connection refused or reset by a server that is dying: once it has ended, an engine
-      // crash, which the engine retries on a fresh server (context-growth.ts).
+      // crash, which the engine retries on a fresh server (the engine's plan/context-fit.ts).
       const ended = await Promise.race([this.#ended, new Promise<null>((r) => setTimeout(r, 1000, null))]);
       if (ended !== null && !this.#stopping) {
         throw Errors.engineCrashed(`llama-server ended (${ended}) before it answered`, { cause: err, crash: { engine: 'llama-server', signal: ended } });
