@@ -27,6 +27,7 @@ export { AppError, Errors, defineError, isAppError, type AppErrorOptions, type E
 export { startNdjson, clientGone, type StreamWriter } from './streaming/ndjson.js';
 export { startSse, type SseOptions } from './streaming/sse.js';
 export { primed } from './streaming/primed.js';
+export { pump, type StreamFrames } from './streaming/pump.js';
 export { currentPrincipal } from './http/request-principal.js';
 export type { Scope } from './http/scopes.js';
 export type { Config } from './config/schema.js';

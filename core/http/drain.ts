@@ -37,11 +37,6 @@ export function drainSignal(server: object): AbortSignal | undefined {
   return states.get(server)?.controller.signal;
 }
 
-/** Whether the server is draining (closing): new requests are refused. */
-export function isDraining(server: object): boolean {
-  return states.get(server)?.draining ?? false;
-}
-
 export interface DrainResult {
   /** Requests in flight when the drain began. */
   inFlight: number;

@@ -7,9 +7,8 @@
  * @module
  */
 import type { FastifyReply } from 'fastify';
-import { clientLeft } from '../http/client-left.js';
 import { drainSignal } from '../http/drain.js';
-import { toAppError } from '../http/error-handler.js';
+import { failStream } from './fail.js';
 import { holdFirstTurn } from './first-turn.js';
 
 export interface StreamWriter<T> {
@@ -40,13 +39,9 @@ export function startNdjson<T>(reply: FastifyReply, contentType = 'application/x
       if (!res.writableEnded) res.end();
     },
     fail(err) {
-      const e = toAppError(err);
-      if (clientLeft(res)) {
-        reply.log.info({ reason: e.message }, 'client went away mid-stream');
-        return;
-      }
-      if (e.statusCode >= 500) reply.log.error({ err }, 'stream failed');
-      if (!res.writableEnded && !closed) res.end(JSON.stringify({ error: e.message }) + '\n');
+      failStream(reply, err, (e) => {
+        if (!closed) res.write(JSON.stringify({ error: e.message }) + '\n');
+      });
     },
     get closed() {
       return closed;

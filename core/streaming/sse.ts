@@ -9,8 +9,8 @@
  */
 import type { FastifyReply } from 'fastify';
 import type { AppError } from '../errors.js';
-import { clientLeft } from '../http/client-left.js';
-import { defaultErrorBody, toAppError } from '../http/error-handler.js';
+import { defaultErrorBody } from '../http/error-handler.js';
+import { failStream } from './fail.js';
 import { holdFirstTurn } from './first-turn.js';
 import type { StreamWriter } from './ndjson.js';
 
@@ -53,14 +53,7 @@ export function startSse<T>(reply: FastifyReply, options: SseOptions = {}): Stre
       if (!res.writableEnded) res.end();
     },
     fail(err) {
-      const e = toAppError(err);
-      if (clientLeft(res)) {
-        reply.log.info({ reason: e.message }, 'client went away mid-stream');
-        return;
-      }
-      if (e.statusCode >= 500) reply.log.error({ err }, 'stream failed');
-      frame(errorFrame(e));
-      if (!res.writableEnded) res.end();
+      failStream(reply, err, (e) => frame(errorFrame(e)));
     },
     get closed() {
       return closed;

@@ -16,11 +16,6 @@ export type Transformers = typeof TransformersModule;
 
 let loading: Promise<Transformers> | undefined;
 
-/** Whether the library has been imported in this process (for tests and `lia` diagnostics). */
-export function transformersLoaded(): boolean {
-  return loading !== undefined;
-}
-
 /** Imports the library once and configures it for offline use. */
 export function transformers(): Promise<Transformers> {
   loading ??= import('@huggingface/transformers').then(

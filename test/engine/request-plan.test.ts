@@ -7,7 +7,7 @@
 import t from 'tap';
 import type { GenerationEvent, ResolvedModel, ToolDefinition } from '../../core/contracts/index.js';
 import { forcedCallSchema, formatSchema } from '../../plugins/engine/plan/answer-schema.js';
-import { asForcedCall, callOf, forcedChoice } from '../../plugins/engine/plan/forced-call.js';
+import { asForcedCall, callOf } from '../../plugins/engine/plan/forced-call.js';
 import { planChat, planGenerate, toolChoice } from '../../plugins/engine/plan/request-plan.js';
 
 const weather: ToolDefinition = {
@@ -41,10 +41,6 @@ t.test('tool choice: what the backend gets, and the 400s before a load', async (
   t.throws(() => toolChoice(undefined, { name: 'f' }), { statusCode: 400, message: /needs tools/ });
   t.throws(() => toolChoice(tools, { name: 'h' }), { statusCode: 400, message: /"h" is not one of the tools/ });
   t.throws(() => toolChoice(tools, 'sometimes' as never), { statusCode: 400, message: /invalid tool choice/ });
-  t.equal(forcedChoice('auto'), undefined);
-  t.equal(forcedChoice('none'), undefined);
-  t.equal(forcedChoice('required'), 'required');
-  t.same(forcedChoice({ name: 'f' }), { name: 'f' });
 });
 
 t.test('a local model gets one answer schema; a remote one the fields as sent', async (t) => {

@@ -8,7 +8,7 @@
  * @module
  */
 import type { FastifyInstance, FastifyReply } from 'fastify';
-import { clientGone, primed, startSse, type Hooks } from 'lia/plugin';
+import { clientGone, primed, pump, startSse, type Hooks } from 'lia/plugin';
 import { CREDENTIAL_HEADERS } from '../auth.js';
 import { anthropicErrorBody } from '../errors.js';
 import { translateCountRequest, translateMessagesRequest } from '../translate/request.js';
@@ -45,21 +45,7 @@ export function messagesRoutes(app: FastifyInstance, hooks: Hooks): void {
       // Anthropic names every frame after its `type` and ends without OpenAI's `[DONE]`.
       const sse = startSse<StreamEvent>(reply, { errorFrame: anthropicErrorBody, eventName: (body) => (body as { type: string }).type });
       const translator = new StreamTranslator(meta);
-      const writeAll = (list: StreamEvent[]) => {
-        for (const e of list) sse.write(e);
-      };
-      try {
-        writeAll(translator.start());
-        for await (const event of events) {
-          if (sse.closed) return sse.end();
-          writeAll(translator.next(event));
-        }
-        writeAll(translator.finish());
-        sse.end();
-      } catch (err) {
-        // A client that left is only logged; a shutdown past its grace period gets the error frame.
-        sse.fail(err);
-      }
+      await pump(sse, events, { start: () => translator.start(), next: (event) => translator.next(event), finish: () => translator.finish() });
     },
   );
 

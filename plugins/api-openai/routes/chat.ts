@@ -8,7 +8,8 @@
  */
 import type { FastifyInstance } from 'fastify';
 import { ChatCompletionBody } from '../translate/schemas.js';
-import { startSse, type Hooks } from 'lia/plugin';
+import { pump, startSse, type Hooks } from 'lia/plugin';
+import type { GenerationEvent } from 'lia/plugin/contracts';
 import { openaiErrorBody } from '../errors.js';
 import { ChatChunker, ChatCollector, type ChatCompletionChunk } from '../translate/chat-response.js';
 import { translateChatRequest } from '../translate/chat-request.js';
@@ -32,20 +33,15 @@ export function chatRoute(app: FastifyInstance, hooks: Hooks, options: RouteOpti
 
       const sse = startSse<ChatCompletionChunk>(reply, { errorFrame: openaiErrorBody });
       const chunker = new ChatChunker(meta, undefined, native.logprobs !== undefined);
-      try {
-        sse.write(chunker.first());
-        for await (const event of events) {
-          if (sse.closed) return sse.end();
+      const frames = {
+        start: () => [chunker.first()],
+        next: (event: GenerationEvent) => {
           const chunk = chunker.next(event);
-          if (chunk) sse.write(chunk);
-        }
-        sse.write(chunker.last());
-        if (includeUsage) sse.write(chunker.usage());
-        sse.done();
-      } catch (err) {
-        // A client that left is only logged; a shutdown past its grace period gets the error frame.
-        sse.fail(err);
-      }
+          return chunk ? [chunk] : [];
+        },
+        finish: () => (includeUsage ? [chunker.last(), chunker.usage()] : [chunker.last()]),
+      };
+      await pump(sse, events, frames, 'done');
     },
   );
 }

@@ -8,8 +8,8 @@
  */
 import type { FastifyInstance } from 'fastify';
 import { CompletionBody } from '../translate/schemas.js';
-import { clientGone, primed, startSse, type Hooks } from 'lia/plugin';
-import type { GenerationStream } from 'lia/plugin/contracts';
+import { clientGone, primed, pump, startSse, type Hooks } from 'lia/plugin';
+import type { GenerationEvent, GenerationStream } from 'lia/plugin/contracts';
 import { openaiErrorBody } from '../errors.js';
 import {
   CompletionCollector,
@@ -67,27 +67,34 @@ export function completionsRoute(app: FastifyInstance, hooks: Hooks, options: Ro
     const sse = startSse<TextCompletion>(reply, { errorFrame: openaiErrorBody });
     const chunk = (index: number, text: string, finish: 'stop' | 'length' | null = null, logprobs: CompletionLogprobs | null = null): TextCompletion =>
       textCompletion(meta, [{ text, index, logprobs, finish_reason: finish }]);
-    try {
-      const usages: Usage[] = [];
-      for (let i = 0; i < tr.natives.length; i++) {
-        if (i > 0) generation = await start(i);
-        if (tr.echo && tr.prompts[i]) sse.write(chunk(i, tr.prompts[i]!));
-        const c = new CompletionCollector();
-        for await (const event of generation.events) {
-          if (sse.closed) return sse.end();
-          if (event.type === 'token' && event.text.length > 0) {
-            sse.write(chunk(i, event.text, null, withLogprobs ? legacyLogprobs(event.logprobs ?? [], c.text.length) : null));
-          }
-          c.add(event);
+    // One prompt's generation after the other, each with its echo and its closing chunk.
+    const usages: Usage[] = [];
+    for (let i = 0; i < tr.natives.length; i++) {
+      if (i > 0) {
+        try {
+          generation = await start(i);
+        } catch (err) {
+          return sse.fail(err);
         }
-        sse.write(chunk(i, '', c.reason));
-        usages.push(c.usage);
       }
-      if (tr.includeUsage) sse.write(textCompletion(meta, [], sumUsage(usages)));
-      sse.done();
-    } catch (err) {
-      // A client that left is only logged; a shutdown past its grace period gets the error frame.
-      sse.fail(err);
+      const c = new CompletionCollector();
+      const frames = {
+        start: () => (tr.echo && tr.prompts[i] ? [chunk(i, tr.prompts[i]!)] : []),
+        next: (event: GenerationEvent) => {
+          const text = event.type === 'token' && event.text.length > 0 ? event.text : undefined;
+          const out =
+            text === undefined
+              ? []
+              : [chunk(i, text, null, withLogprobs && event.type === 'token' ? legacyLogprobs(event.logprobs ?? [], c.text.length) : null)];
+          c.add(event);
+          return out;
+        },
+        finish: () => [chunk(i, '', c.reason)],
+      };
+      if (!(await pump(sse, generation.events, frames, 'open'))) return;
+      usages.push(c.usage);
     }
+    if (tr.includeUsage) sse.write(textCompletion(meta, [], sumUsage(usages)));
+    sse.done();
   });
 }

@@ -8,7 +8,7 @@
  * @module
  */
 import type { FastifyInstance } from 'fastify';
-import { startSse, type Hooks } from 'lia/plugin';
+import { pump, startSse, type Hooks } from 'lia/plugin';
 import { ResponseEmitter, type ResponseStreamEvent } from '../translate/responses-events.js';
 import { translateResponseRequest } from '../translate/responses-request.js';
 import { ResponseBody } from '../translate/responses-schema.js';
@@ -32,20 +32,6 @@ export function responsesRoute(app: FastifyInstance, hooks: Hooks, options: Rout
     }
 
     const sse = startSse<ResponseStreamEvent>(reply, { errorFrame: (e) => emitter.error(e), eventName });
-    const write = (list: ResponseStreamEvent[]): void => {
-      for (const e of list) sse.write(e);
-    };
-    try {
-      write(emitter.start());
-      for await (const event of events) {
-        if (sse.closed) return sse.end();
-        write(emitter.next(event));
-      }
-      write(emitter.finish());
-      sse.end();
-    } catch (err) {
-      // A client that left is only logged; a shutdown past its grace period gets the error frame.
-      sse.fail(err);
-    }
+    await pump(sse, events, { start: () => emitter.start(), next: (event) => emitter.next(event), finish: () => emitter.finish() });
   });
 }

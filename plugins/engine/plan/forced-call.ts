@@ -8,17 +8,10 @@
  *
  * @module
  */
-import type { GenerationEvent, ToolCall, ToolChoice, ToolDefinition } from 'lia/plugin/contracts';
+import type { GenerationEvent, ToolCall, ToolDefinition } from 'lia/plugin/contracts';
 
 /** A forced choice: any of the tools, or the named one. */
 export type ForcedChoice = 'required' | { name: string };
-
-/** The choice when it forces a call, else undefined (`auto`, `none`, unset). */
-export function forcedChoice(choice: ToolChoice | undefined): ForcedChoice | undefined {
-  if (choice === 'required') return 'required';
-  if (choice !== null && typeof choice === 'object' && typeof choice.name === 'string') return { name: choice.name };
-  return undefined;
-}
 
 /**
  * The events of a forced call's answer: its text held back and, at `done`, the call it makes. A

@@ -7,7 +7,7 @@
  * @module
  */
 import type { FastifyReply } from 'fastify';
-import { primed, startNdjson } from 'lia/plugin';
+import { primed, pump, startNdjson } from 'lia/plugin';
 import type { GeneratedLogprob, GenerationEvent, ToolCall } from 'lia/plugin/contracts';
 import type { GenerationStream } from 'lia/plugin/contracts';
 
@@ -73,21 +73,13 @@ export async function respond(
   }
 
   const out = startNdjson<Record<string, unknown>>(reply);
-  try {
-    for await (const e of events) {
-      if (out.closed) break;
-      if (e.type === 'token') out.write({ ...head(), ...opts.shape.chunk(e.text), ...logprobsOf(e.logprobs), done: false });
-      else if (e.type === 'thinking') out.write({ ...head(), ...opts.shape.chunk('', undefined, e.text), ...logprobsOf(e.logprobs), done: false });
-      else if (e.type === 'tool_calls') out.write({ ...head(), ...opts.shape.chunk('', e.calls), done: false });
-      else {
-        out.write(last(e, '', undefined));
-        break;
-      }
-    }
-    out.end();
-  } catch (err) {
-    out.fail(err);
-  }
+  const line = (e: GenerationEvent): Record<string, unknown> => {
+    if (e.type === 'token') return { ...head(), ...opts.shape.chunk(e.text), ...logprobsOf(e.logprobs), done: false };
+    if (e.type === 'thinking') return { ...head(), ...opts.shape.chunk('', undefined, e.text), ...logprobsOf(e.logprobs), done: false };
+    if (e.type === 'tool_calls') return { ...head(), ...opts.shape.chunk('', e.calls), done: false };
+    return last(e, '', undefined);
+  };
+  await pump(out, events, { next: (e) => [line(e)] });
   return reply;
 }
 
