@@ -122,7 +122,7 @@ class Compiler {
     const ws = this.#primitive('ws');
     const parts = properties.map(([key, value]) => `${literal(key)} ":" ${ws} ${this.#rule(this.#expr(value as Schema))}`);
     const declared = parts.join(` "," ${ws} `);
-    if (extra === undefined || extra === false) return `"{" ${declared || ''} "}"`.replace('"{"  "}"', '"{" "}"');
+    if (extra === undefined || extra === false) return parts.length === 0 ? '"{" "}"' : `"{" ${declared} "}"`;
     const value = extra === true ? this.#primitive('value') : this.#rule(this.#expr(extra as Schema));
     const pair = this.#rule(`${this.#primitive('string')} ":" ${ws} ${value}`);
     if (parts.length === 0) return `"{" (${pair} ("," ${ws} ${pair})*)? "}"`;
