@@ -224,19 +224,11 @@ class ServedModel implements LoadedModel {
     this.#slots = new SlotTable(server.slots);
   }
 
-  generate(params: GenerateParams, signal: AbortSignal): AsyncIterable<GenerationEvent> {
-    // The plan's answer: a raw completion of the templated prompt (generate.ts), under its grammar.
-    const { constraint, ...rest } = params;
-    const p: GenerateParams = constraint ? { ...rest, format: constraint.schema === 'json' ? 'json' : constraint.schema } : rest;
+  generate(p: GenerateParams, signal: AbortSignal): AsyncIterable<GenerationEvent> {
     const run: RunCall = (build) =>
       this.#stream(
         () => {
           const call = withNativeSampling(build(), p.options);
-          if (constraint) {
-            delete call.body['response_format'];
-            delete call.body['json_schema'];
-            call.body['grammar'] = constraint.grammar;
-          }
           // A templated prompt is a chat turn: thinking switched off as for chat.
           if (p.think === false && call.path === '/v1/chat/completions') call.body['chat_template_kwargs'] = { enable_thinking: false };
           return call;

@@ -41,11 +41,17 @@ export async function* generateOn(
   const p = withTemplate(rest, untemplated);
   const templated = !params.raw;
   let prompt: string | undefined = p.raw && templated ? p.prompt : undefined;
-  let build = () => openaiWire.generate(model, p);
-  // The OpenAI wire cannot carry context; a format on the chat route would have llama-server's chat
-  // parser hold the JSON back until it parses (constrained.ts): both go as a raw completion of the
-  // prompt the model's template makes.
-  if (context.length > 0 || (p.format !== undefined && !p.raw)) {
+  // The plan's answer grammar, on whichever route the request goes.
+  const grammar = p.constraint?.grammar;
+  const constrain = (call: WireCall): WireCall => {
+    if (grammar !== undefined) call.body['grammar'] = grammar;
+    return call;
+  };
+  let build = () => constrain(openaiWire.generate(model, p));
+  // The OpenAI wire cannot carry context; an answer grammar on the chat route would have
+  // llama-server's chat parser hold the JSON back until it parses (constrained.ts): both go as a raw
+  // completion of the prompt the model's template makes.
+  if (context.length > 0 || (grammar !== undefined && !p.raw)) {
     if (params.raw) throw Errors.badRequest('raw mode does not support template, system, or context', { param: 'context' });
     if (p.images?.length)
       throw Errors.badRequest('images cannot be combined with context or format on this engine: send them to /api/chat', { param: 'images' });
@@ -56,7 +62,7 @@ export async function* generateOn(
       const call = openaiWire.generate(model, { ...p, raw: true, prompt: text });
       // An empty first string gives the model's BOS, then the earlier exchange, then the new turn.
       if (context.length > 0) call.body['prompt'] = ['', ...context, text];
-      return call;
+      return constrain(call);
     };
   }
   let answer = '';

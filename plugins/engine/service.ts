@@ -79,8 +79,6 @@ export class EngineService implements InferenceService {
           ...(req.suffix ? { suffix: req.suffix } : {}),
           ...(req.template ? { template: req.template } : {}),
           ...(req.context?.length ? { context: req.context } : {}),
-          ...(req.logprobs !== undefined ? { logprobs: req.logprobs } : {}),
-          ...(req.stream === false ? { whole: true } : {}),
           ...plan.fields,
         },
         signal,

@@ -64,14 +64,7 @@ export interface ChatAsk {
 /** Plans a chat on `model` (`asked`: the name the client used, for errors). */
 export function planChat(model: ResolvedModel, asked: string, ask: ChatAsk): Plan {
   const { tools, choice } = toolChoice(ask.tools, ask.toolChoice);
-  const format = ask.format === null || ask.format === '' ? undefined : ask.format;
-  const split = thinks(model, ask.think, asked);
-  const common: PlannedFields = {
-    ...(ask.logprobs !== undefined ? { logprobs: ask.logprobs } : {}),
-    ...(ask.stream === false ? { whole: true } : {}),
-    ...thinkField(ask.think, split),
-  };
-  const readThinking = (events: AsyncIterable<GenerationEvent>) => (split ? splitThinking(events) : events);
+  const { format, common, readThinking } = planCommon(model, asked, ask);
   if (model.remote) {
     const toolChoiceField = choice === undefined ? {} : { toolChoice: choice };
     return {
@@ -86,16 +79,30 @@ export function planChat(model: ResolvedModel, asked: string, ask: ChatAsk): Pla
   return { fields, read: (events) => asForcedCall(events, tools!, choice), options: withoutStops };
 }
 
-/** Plans a generate's output format (a generate has no tools); thinking as for a chat. */
-export function planGenerate(model: ResolvedModel, asked: string, ask: Pick<ChatAsk, 'format' | 'think'>): Plan {
-  const format = ask.format === null || ask.format === '' ? undefined : ask.format;
-  const split = thinks(model, ask.think, asked);
+/** Plans a generate: its output format, thinking, log probabilities (a generate has no tools). */
+export function planGenerate(model: ResolvedModel, asked: string, ask: Omit<ChatAsk, 'tools' | 'toolChoice'>): Plan {
+  const { format, common, readThinking } = planCommon(model, asked, ask);
   const constraint = model.remote ? undefined : constraintOf(format);
-  const fields: PlannedFields = {
-    ...thinkField(ask.think, split),
-    ...(constraint ? { constraint } : model.remote && format !== undefined ? { format } : {}),
+  const formatField = constraint ? { constraint } : format !== undefined ? { format } : {};
+  return { fields: { ...common, ...formatField }, read: readThinking, options: asGiven };
+}
+
+/** What a chat and a generate plan alike: the format given (none for `null` or `""`), log probabilities, a whole answer, thinking. */
+function planCommon(
+  model: ResolvedModel,
+  asked: string,
+  ask: Omit<ChatAsk, 'tools' | 'toolChoice'>,
+): { format: OutputFormat | undefined; common: PlannedFields; readThinking: Plan['read'] } {
+  const split = thinks(model, ask.think, asked);
+  return {
+    format: ask.format === null || ask.format === '' ? undefined : ask.format,
+    common: {
+      ...(ask.logprobs !== undefined ? { logprobs: ask.logprobs } : {}),
+      ...(ask.stream === false ? { whole: true } : {}),
+      ...thinkField(ask.think, split),
+    },
+    readThinking: (events) => (split ? splitThinking(events) : events),
   };
-  return { fields, read: (events) => (split ? splitThinking(events) : events), options: asGiven };
 }
 
 /** An output format as the schema its answer is sampled under; none without a format. */
