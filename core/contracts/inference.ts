@@ -118,9 +118,11 @@ export interface InferenceDetokenizeRequest {
 }
 
 /**
- * A running generation. The promise that returns it settles only once the model is loaded and a
- * slot is held, so errors before the first token (unknown model, queue full) are thrown, not
- * streamed. `events` ends with one `done` event, or throws (the route writes an error frame).
+ * A running generation. The promise that returns it settles only once the engine has produced its
+ * first event (the model loaded, a slot held, the prompt read), so every failure before any output
+ * (unknown model, queue full, a prompt the context cannot hold, an engine that died) rejects it
+ * with its own status, and a route may write the response head as soon as it has the stream.
+ * `events` ends with one `done` event, or throws (the route writes an error frame).
  */
 export interface GenerationStream {
   /** The model name as resolved by the store (what responses echo in `model`). */

@@ -8,7 +8,7 @@
  * @module
  */
 import type { FastifyInstance, FastifyReply } from 'fastify';
-import { clientGone, primed, pump, startSse, type Hooks } from 'lia/plugin';
+import { clientGone, pump, startSse, type Hooks } from 'lia/plugin';
 import { CREDENTIAL_HEADERS } from '../auth.js';
 import { anthropicErrorBody } from '../errors.js';
 import { translateCountRequest, translateMessagesRequest } from '../translate/request.js';
@@ -30,11 +30,9 @@ export function messagesRoutes(app: FastifyInstance, hooks: Hooks): void {
       if (ignored.length > 0) request.log.debug({ ignored }, 'accepted without effect');
       const signal = clientGone(reply);
       const generation = await hooks.inference.get().chat(stream ? native : { ...native, stream: false }, signal);
-      // As in the OpenAI routes: the engine works on the first event while the id is set up.
-      const first = primed(generation.events);
       const meta = { id: newId('msg_'), model: generation.model };
       requestIdHeader(reply, meta.id);
-      const events = await first;
+      const { events } = generation;
 
       if (!stream) {
         const collector = new MessageCollector(meta);

@@ -5,7 +5,7 @@
  * @module
  */
 import type { FastifyReply } from 'fastify';
-import { clientGone, Errors, isAppError, primed, type Hooks } from 'lia/plugin';
+import { clientGone, Errors, isAppError, type Hooks } from 'lia/plugin';
 import type { GenerationEvent, InferenceChatRequest } from 'lia/plugin/contracts';
 import { newId, unixSeconds, type ResponseMeta } from '../translate/ids.js';
 
@@ -36,7 +36,7 @@ export function requestIdHeader(reply: FastifyReply, id: string): void {
   reply.raw.setHeader('x-request-id', id);
 }
 
-/** An opened native chat: its answer's meta (id, time, model) and its first-event-primed events. */
+/** An opened native chat: its answer's meta (id, time, model) and and its events. */
 export interface OpenedChat {
   meta: ResponseMeta;
   events: AsyncIterable<GenerationEvent>;
@@ -45,10 +45,9 @@ export interface OpenedChat {
 }
 
 /**
- * Opens a native chat for a `/v1` route: resolves the model alias, calls the engine (an unknown
- * model is a 404 naming `model`), and waits for the first event, so that a failure before any
- * output keeps its status. Priming sends the request to the engine at once; the id and the
- * `x-request-id` header are set up while the engine works on it, off the time to first token.
+ * Opens a native chat for a `/v1` route: resolves the model alias and calls the engine (an unknown
+ * model is a 404 naming `model`). The engine's promise settles with the first event in hand
+ * (`GenerationStream`), so a failure before any output keeps its status.
  */
 export async function startChat(hooks: Hooks, native: InferenceChatRequest, options: RouteOptions, reply: FastifyReply, idPrefix: string): Promise<OpenedChat> {
   const requested = native.model;
@@ -57,8 +56,7 @@ export async function startChat(hooks: Hooks, native: InferenceChatRequest, opti
     .get()
     .chat({ ...native, model: resolveAlias(requested, options) }, signal)
     .catch((err) => withModelParam(err, requested));
-  const first = primed(generation.events);
   const meta: ResponseMeta = { id: newId(idPrefix), created: unixSeconds(), model: generation.model };
   requestIdHeader(reply, meta.id);
-  return { meta, events: await first, signal };
+  return { meta, events: generation.events, signal };
 }

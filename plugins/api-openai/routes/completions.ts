@@ -8,7 +8,7 @@
  */
 import type { FastifyInstance } from 'fastify';
 import { CompletionBody } from '../translate/schemas.js';
-import { clientGone, primed, pump, startSse, type Hooks } from 'lia/plugin';
+import { clientGone, pump, startSse, type Hooks } from 'lia/plugin';
 import type { GenerationEvent, GenerationStream } from 'lia/plugin/contracts';
 import { openaiErrorBody } from '../errors.js';
 import {
@@ -35,16 +35,12 @@ export function completionsRoute(app: FastifyInstance, hooks: Hooks, options: Ro
     }
     const inference = hooks.inference.get();
     const signal = clientGone(reply);
-    const call = (i: number): Promise<GenerationStream> => inference.generate(tr.natives[i]!, signal).catch((err) => withModelParam(err, requested));
-    const prime = async (g: GenerationStream): Promise<GenerationStream> => ({ ...g, events: await primed(g.events) });
-    const start = async (i: number): Promise<GenerationStream> => prime(await call(i));
-    // As in the chat route: the first prompt goes to the engine at once, and the id and header are
-    // set up while the engine works on it.
-    const called = await call(0);
-    const first = prime(called);
-    const meta: ResponseMeta = { id: newId('cmpl-'), created: unixSeconds(), model: called.model };
+    // Each prompt's generation settles with its first event in hand (GenerationStream), so a
+    // failure before any output keeps its status.
+    const start = (i: number): Promise<GenerationStream> => inference.generate(tr.natives[i]!, signal).catch((err) => withModelParam(err, requested));
+    let generation = await start(0);
+    const meta: ResponseMeta = { id: newId('cmpl-'), created: unixSeconds(), model: generation.model };
     requestIdHeader(reply, meta.id);
-    let generation = await first;
     const withLogprobs = tr.natives[0]!.logprobs !== undefined;
 
     if (!tr.stream) {

@@ -1,13 +1,13 @@
 /**
  * Turns a {@link GenerationStream} into Ollama's answer: NDJSON chunks (the default) or one object
- * (`"stream": false`). The first event is awaited before anything is written, so a failure before
- * the first token (a runner crash, a bad schema) is a normal JSON error with its status; a failure
- * later is an `{"error"}` line. A client that goes away stops the generation at once.
+ * (`"stream": false`). The engine hands the stream over with its first event in hand, so a
+ * failure before the first token (a runner crash, a bad schema) is a normal JSON error with its
+ * status; a failure later is an `{"error"}` line. A client that goes away stops the generation at once.
  *
  * @module
  */
 import type { FastifyReply } from 'fastify';
-import { primed, pump, startNdjson } from 'lia/plugin';
+import { pump, startNdjson } from 'lia/plugin';
 import type { GeneratedLogprob, GenerationEvent, ToolCall } from 'lia/plugin/contracts';
 import type { GenerationStream } from 'lia/plugin/contracts';
 
@@ -51,7 +51,7 @@ export async function respond(
     ...metrics(done, Number(process.hrtime.bigint() - opts.started), gen.loadNs),
   });
 
-  const events = await primed(gen.events);
+  const { events } = gen;
 
   if (!opts.stream) {
     let text = '';
