@@ -14,6 +14,10 @@
  * (`InferenceBackend.prefers`: backend-llama-server's `rerank`) goes there while that backend is
  * available on this machine ({@link BackendRegistry.forModel}).
  *
+ * A plugin may also register a format it recognises without running it ({@link
+ * BackendRegistry.addFormat}, as the `gguf` plugin does): backends that `runs` it serve it with
+ * that handler when no enabled backend declares the format in `formats`.
+ *
  * @module
  */
 import { ConfigError } from '../config/load.js';
@@ -49,6 +53,8 @@ export class BackendRegistry {
   #modelChoices = new Map<string, string>();
   #where = 'the configuration';
   #chosen: Chosen | null = null;
+  /** Formats registered without a backend (addFormat). */
+  readonly #formats: FormatHandler[] = [];
 
   /** Adds a backend; a second one of the same name, or a malformed format name, is an error. */
   register(backend: InferenceBackend): void {
@@ -60,6 +66,18 @@ export class BackendRegistry {
       seen.add(h.name);
     }
     this.#items.push(backend);
+    this.#chosen = null;
+  }
+
+  /**
+   * Adds a format that no backend of its own declares: the backends that `runs` it serve it with
+   * this handler (the first registered of them is the format's backend) when no enabled backend
+   * declares a handler of the same name in `formats`; otherwise that backend's handler is used.
+   */
+  addFormat(handler: FormatHandler): void {
+    if (!FORMAT_NAME.test(handler.name)) throw new Error(`format name "${handler.name}" must match ${FORMAT_NAME}`);
+    if (this.#formats.some((h) => h.name === handler.name)) throw new Error(`the "${handler.name}" format is added twice`);
+    this.#formats.push(handler);
     this.#chosen = null;
   }
 
@@ -195,6 +213,11 @@ export class BackendRegistry {
         list.push({ backend, handler });
         claimants.set(handler.name, list);
       }
+    }
+    // A format added on its own: the first backend that runs it, unless a backend declares it.
+    for (const handler of this.#formats) {
+      const runner = claimants.has(handler.name) ? undefined : this.#items.find((b) => b.runs?.includes(handler.name));
+      if (runner) claimants.set(handler.name, [{ backend: runner, handler }]);
     }
     const chosen: Chosen = new Map();
     for (const [format, wanted] of Object.entries(this.#choices)) {

@@ -10,8 +10,7 @@ import type { FastifyBaseLogger } from 'fastify';
 import type { FormatHandler, InferenceBackend } from 'lia/plugin';
 import type { LoadOptions, MemoryEstimate } from 'lia/plugin/contracts';
 import type { ResolvedModel } from 'lia/plugin/contracts';
-import { estimateBytes, fileBytes, readShape, RUNNER_OVERHEAD_BYTES } from './estimate.js';
-import { ggufFormat } from './format.js';
+import { estimateBytes, fileBytes, readShape } from 'lia/gguf';
 import type { HugePagesMode } from './huge-pages.js';
 import { CpuPlacement, type CpuAffinityMode } from './placement.js';
 import { spawnRunner, startRunner, type RunnerModel, type SpawnOptions } from './runner-client.js';
@@ -22,8 +21,13 @@ import { spawnRunner, startRunner, type RunnerModel, type SpawnOptions } from '.
  */
 const SPARE_QUIET_MS = 1000;
 
+/** Resident memory of an idle runner process (Node + the llama.cpp bindings), with a margin (bench/results/2026-11-27-code-notes.md). */
+export const RUNNER_OVERHEAD_BYTES = 48 * 1024 * 1024;
+
 export interface LlamaCppBackendOptions {
   log: FastifyBaseLogger;
+  /** The `gguf` format's handler (the `gguf` plugin's hook). */
+  format: FormatHandler;
   /** `auto` (CUDA, Vulkan, then CPU) or `false` (CPU only). Defaults to `auto`. */
   gpu?: 'auto' | false;
   /** Prompt batch size in tokens when the engine does not say. Defaults to 512. */
@@ -41,7 +45,7 @@ export interface LlamaCppBackendOptions {
 
 export class LlamaCppBackend implements InferenceBackend {
   readonly name = 'llama-cpp';
-  readonly formats: readonly FormatHandler[] = [ggufFormat()];
+  readonly formats: readonly FormatHandler[];
   readonly #options: Required<LlamaCppBackendOptions>;
   readonly #runners = new Set<RunnerModel>();
   #spare: ChildProcess | null = null;
@@ -57,6 +61,7 @@ export class LlamaCppBackend implements InferenceBackend {
 
   constructor(options: LlamaCppBackendOptions) {
     this.#options = { gpu: 'auto', batchSize: 512, prewarm: true, cpuAffinity: 'off', hugePages: 'auto', ...options };
+    this.formats = [options.format];
     this.#placement = new CpuPlacement(this.#options.cpuAffinity);
   }
 

@@ -1,7 +1,8 @@
 /**
  * Plugin "backend-llama-cpp": registers the llama.cpp inference backend for GGUF models. It is the
  * only module of the appliance that imports node-llama-cpp; the engine plugin drives it through the
- * `InferenceBackend` contract of `core/contracts/backend.ts`.
+ * `InferenceBackend` contract of `core/contracts/backend.ts`. The GGUF format it serves is the
+ * `gguf` plugin's (its handler, templates and estimate), which it requires.
  *
  * @module
  */
@@ -13,6 +14,8 @@ export default definePlugin({
   name: 'backend-llama-cpp',
   apiVersion: 1,
   description: 'GGUF generation and embeddings with llama.cpp (node-llama-cpp), one runner process per model',
+  dependencies: ['gguf'],
+  requires: ['gguf'],
   options: Type.Object({
     gpu: Type.Union([Type.Literal('auto'), Type.Literal(false)], {
       default: 'auto',
@@ -43,7 +46,8 @@ export default definePlugin({
   env: { LIA_LLAMA_GPU: 'gpu', LIA_BATCH_SIZE: 'batchSize', LIA_LLAMA_PREWARM: 'prewarm', LIA_CPU_AFFINITY: 'cpuAffinity', LIA_HUGE_PAGES: 'hugePages' },
   async setup(app, ctx) {
     const { gpu, batchSize, prewarm, cpuAffinity, hugePages } = ctx.options;
-    const backend = new LlamaCppBackend({ log: ctx.log, gpu, batchSize, prewarm, cpuAffinity, hugePages });
+    const { format } = ctx.hooks.extensions.get('gguf');
+    const backend = new LlamaCppBackend({ log: ctx.log, format, gpu, batchSize, prewarm, cpuAffinity, hugePages });
     ctx.hooks.backends.register(backend);
     // The spare runner only while GGUF text models come here by default: not when `backends`, or
     // a backend that prefers text and is available (llama-server where it is built), takes them

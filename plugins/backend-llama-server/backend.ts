@@ -31,7 +31,7 @@ import type {
   SamplingOptions,
 } from 'lia/plugin/contracts';
 import type { RankParams, RankResult, TokenizeParams, TokenizeResult } from 'lia/plugin/contracts';
-import { familyJinjaTemplate, goTemplateFamily } from 'lia/prompts';
+import { familyJinjaTemplate, goTemplateFamily } from 'lia/gguf';
 import { openaiWire, streamLines, type WireCall } from 'lia/utils';
 import { constrained, promptLength } from './constrained.js';
 import { embedOn } from './embeddings.js';

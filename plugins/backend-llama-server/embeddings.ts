@@ -11,7 +11,7 @@
  */
 import { Errors } from 'lia/plugin';
 import type { EmbedParams, EmbedResult } from 'lia/plugin/contracts';
-import { shapeEmbedding } from 'lia/prompts';
+import { shapeEmbedding } from 'lia/gguf';
 import { tokenize } from './ranking.js';
 import type { LlamaServer } from './server.js';
 

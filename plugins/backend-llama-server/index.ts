@@ -7,9 +7,10 @@
  *
  * Wherever its binary is built and passes the engine probe (probe.ts), GGUF text models and
  * rerankers run here (`prefers`), as do the models that need what only it serves (`vision`) and
- * those the `backends` configuration gives it; node-llama-cpp (backend-llama-cpp), whose GGUF
- * handler this backend runs the format with, serves embedding models and every GGUF model on a
- * machine without a usable binary. The binary comes from `lia engine build` (cached outside the
+ * those the `backends` configuration gives it; node-llama-cpp (backend-llama-cpp) serves
+ * embedding models and every GGUF model on a machine without a usable binary. The GGUF format
+ * (its handler, templates and memory estimate) is the `gguf` plugin's, which it requires; with
+ * backend-llama-cpp disabled, every GGUF model runs here. The binary comes from `lia engine build` (cached outside the
  * project), the Debian package, or the `binary` option. See docs/backends.md.
  *
  * @module
@@ -93,6 +94,8 @@ export default definePlugin({
     { additionalProperties: false },
   ),
   env: { LIA_LLAMA_SERVER: 'binary', LIA_CACHE_DIR: 'cacheDir', LIA_LLAMA_SERVER_ARGS: 'args' },
+  dependencies: ['gguf'],
+  requires: ['gguf'],
   commands: engineCommands,
   async setup(app, ctx) {
     const fixed = ctx.options.args.find((a) => RESERVED_ARGS.has(a.split('=')[0]!));
@@ -135,16 +138,17 @@ export default definePlugin({
         () => true,
         () => false,
       );
+    const gguf = ctx.hooks.extensions.get('gguf');
     const backend = llamaServerBackend({
       binary,
       available,
       batchSize: ctx.options.batchSize,
       startTimeoutMs: ctx.options.startTimeoutMs,
       args: ctx.options.args,
-      // The budget of a model comes from the handler of its format (backend-llama-cpp's for GGUF).
-      footprint: (model, options) => ctx.hooks.backends.handler(model.format)?.footprint?.(model, options),
-      // So is whether the weights carry a chat template, or the store's template layer prompts them.
-      chatTemplate: (model) => ctx.hooks.backends.handler(model.format)?.chatTemplate?.(model),
+      // The budget of a model comes from the GGUF format's handler (the gguf plugin's), and so
+      // does whether the weights carry a chat template, or the store's template layer prompts them.
+      footprint: (model, options) => gguf.format.footprint?.(model, options),
+      chatTemplate: (model) => gguf.format.chatTemplate?.(model),
     });
     ctx.hooks.backends.register(backend);
     // The temporary folders an appliance that died left behind.

@@ -19,7 +19,7 @@ import net from 'node:net';
 import path from 'node:path';
 import { Agent, request, type Dispatcher } from 'undici';
 import { Errors } from 'lia/plugin';
-import { promptTooLong } from 'lia/prompts';
+import { promptTooLong } from 'lia/gguf';
 import { privateDir } from './temp-dirs.js';
 
 /** What a server is started with. */

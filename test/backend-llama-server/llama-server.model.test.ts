@@ -10,7 +10,7 @@ import path from 'node:path';
 import t from 'tap';
 import type { LlamaServerBackend } from '../../plugins/backend-llama-server/backend.js';
 import { SERVER_OVERHEAD_BYTES } from '../../plugins/backend-llama-server/backend.js';
-import { readShape } from '../../plugins/backend-llama-cpp/estimate.js';
+import { readShape } from 'lia/gguf';
 import { createModel } from '../helpers/models.js';
 import { ollamaClient, startEngineAppliance } from '../engine/helpers.js';
 import { requireLlamaServer } from '../helpers/engines.js';

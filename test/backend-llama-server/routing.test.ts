@@ -110,3 +110,32 @@ t.test('a backends entry for the model or its format overrides the preference', 
   toServer.configure({ 'bge-reranker:latest': 'llama-server' }, 'test');
   t.equal((await toServer.forModel(reranker)).name, 'llama-server', 'a model entry is kept even when the backend is not available (its load says why)');
 });
+
+t.test('a format added on its own (the gguf plugin) is served by a backend that runs it when none declares it', async (t) => {
+  const alone = new BackendRegistry();
+  alone.addFormat(gguf);
+  alone.register(backend('llama-server', { runs: ['gguf'], capabilities: ['vision'] }));
+  alone.claim('backend-llama-server');
+  alone.configure({}, 'test');
+  t.equal(alone.forFormat('gguf').name, 'llama-server', 'node-llama-cpp disabled: llama-server is the format backend');
+  t.equal(alone.handler('gguf'), gguf, 'with the added handler');
+  t.equal((await alone.forModel({ ...text, capabilities: [...text.capabilities] })).name, 'llama-server');
+
+  const chosen = new BackendRegistry();
+  chosen.addFormat(gguf);
+  chosen.register(backend('llama-server', { runs: ['gguf'] }));
+  chosen.claim('backend-llama-server');
+  chosen.configure({ gguf: 'llama-server' }, 'test');
+  t.equal(chosen.forFormat('gguf').name, 'llama-server', 'a backends entry naming it is met');
+
+  const both = registry();
+  both.addFormat(gguf);
+  both.configure({}, 'test');
+  t.equal(both.forFormat('gguf').name, 'llama-cpp', 'a backend that declares the format keeps it');
+
+  const nobody = new BackendRegistry();
+  nobody.addFormat(gguf);
+  nobody.configure({}, 'test');
+  t.throws(() => nobody.forFormat('gguf'), /no enabled inference backend runs models in the "gguf" format/, 'no backend runs it: not served');
+  t.throws(() => nobody.addFormat(gguf), /added twice/);
+});

@@ -1,6 +1,6 @@
 /**
  * A GGUF without a chat template of its own (stories260K) whose store template layer names a
- * chat format is prompted in that format on llama-server (core/wire/chat-families.ts), as on
+ * chat format is prompted in that format on llama-server (plugins/gguf/prompts/chat-families.ts), as on
  * node-llama-cpp: a conversation's prompt is exactly the format's text, which the same model
  * evaluates to as many tokens when it is sent raw.
  */

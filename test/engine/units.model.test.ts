@@ -5,11 +5,10 @@
  */
 import t from 'tap';
 import { ChatMLChatWrapper, Llama3ChatWrapper } from 'node-llama-cpp';
-import { estimateBytes, fileBytes, readShape } from '../../plugins/backend-llama-cpp/estimate.js';
 import { toChatHistory, toFunctions, toolCallId, toToolCalls } from '../../plugins/backend-llama-cpp/runner/history.js';
 import { maxTokensFor, toLlamaSampling } from '../../plugins/backend-llama-cpp/runner/sampling.js';
 import { StopDetector } from '../../plugins/backend-llama-cpp/runner/stops.js';
-import { goTemplateFamily, renderGoTemplate } from 'lia/prompts';
+import { estimateBytes, fileBytes, goTemplateFamily, readShape, renderGoTemplate } from 'lia/gguf';
 import { wrapperForGoTemplate } from '../../plugins/backend-llama-cpp/runner/templates.js';
 import { parseGoDuration, parseKeepAlive } from '../../plugins/engine/keep-alive.js';
 import { cgroupMemoryLimit, memoryBudget } from '../../plugins/engine/memory.js';

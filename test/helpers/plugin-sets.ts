@@ -11,7 +11,9 @@ export const RUNTIME_ONLY: Record<string, PluginEntry> = {
   'host-gpu': false,
   'host-services': false,
   'model-store': false,
+  gguf: false,
   'backend-llama-cpp': false,
+  'backend-llama-server': false,
   'backend-transformers': false,
   engine: false,
   'api-openai': false,
@@ -21,7 +23,9 @@ export const RUNTIME_ONLY: Record<string, PluginEntry> = {
 /** The runtime and the host plugins, no models; mDNS off so tests do not multicast. */
 export const HOST_ONLY: Record<string, PluginEntry> = {
   'model-store': false,
+  gguf: false,
   'backend-llama-cpp': false,
+  'backend-llama-server': false,
   'backend-transformers': false,
   engine: false,
   'api-openai': false,

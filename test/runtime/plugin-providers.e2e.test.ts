@@ -42,6 +42,16 @@ t.test('api-openai without the engine stops the start naming both', async (t) =>
   t.match(store.err, /plugin "engine" requires "models", which no enabled plugin provides; enable "model-store", which provides it, or disable "engine"/);
 });
 
+t.test('an engine without the gguf plugin stops the start naming it', async (t) => {
+  const r = await serve('plugins:\n  gguf: false\n');
+  t.equal(r.code, 2);
+  t.match(r.err, /plugin "backend-llama-cpp" needs plugin "gguf", which is not enabled; enable "gguf" or disable "backend-llama-cpp"/);
+  const server = await serve('plugins:\n  gguf: false\n  backend-llama-cpp: false\n');
+  t.equal(server.code, 2);
+  t.match(server.err, /plugin "backend-llama-server" needs plugin "gguf", which is not enabled; enable "gguf" or disable "backend-llama-server"/);
+  t.notMatch(r.err, /\n\s+at /, 'no stack trace');
+});
+
 t.test('two plugins that provide one hook stop the start naming both', async (t) => {
   const r = await serve(`plugins:\n  claims-network: { module: ${JSON.stringify(CLAIMS_NETWORK)} }\n`);
   t.equal(r.code, 2);

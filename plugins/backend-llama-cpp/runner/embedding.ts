@@ -7,7 +7,7 @@
  */
 import type { LlamaEmbeddingContext, LlamaModel, Token } from 'node-llama-cpp';
 import type { EmbedParams, EmbedResult } from 'lia/plugin/contracts';
-import { shapeEmbedding } from 'lia/prompts';
+import { shapeEmbedding } from 'lia/gguf';
 import { RequestError } from './errors.js';
 
 export class Embedder {

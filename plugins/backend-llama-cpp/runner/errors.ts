@@ -3,7 +3,7 @@
  *
  * @module
  */
-import { promptTooLong } from 'lia/prompts';
+import { promptTooLong } from 'lia/gguf';
 
 /** An error caused by the request, not the engine: the parent answers 400 instead of 500. */
 export class RequestError extends Error {

@@ -8,7 +8,7 @@
 import { LlamaText, type ChatHistoryItem, type ChatModelFunctions, type ChatWrapper, type LlamaModel, type Token } from 'node-llama-cpp';
 import type { GenerateParams } from 'lia/plugin/contracts';
 import { ContextLengthError } from './errors.js';
-import { renderGoTemplate } from 'lia/prompts';
+import { renderGoTemplate } from 'lia/gguf';
 import { withoutThinking, wrapperForGoTemplate, type PromptFormat } from './templates.js';
 
 /**

@@ -22,7 +22,7 @@ import {
   type ChatWrapper,
   type LlamaModel,
 } from 'node-llama-cpp';
-import { goTemplateFamily, type TemplateFamily } from 'lia/prompts';
+import { goTemplateFamily, type TemplateFamily } from 'lia/gguf';
 
 function wrapperForFamily(family: TemplateFamily): ChatWrapper {
   switch (family) {

@@ -1,5 +1,5 @@
 /**
- * GGUF metadata, read with the bounded header reader of gguf-header.ts (the header only; the
+ * GGUF metadata, read with the bounded header reader of header.ts (the header only; the
  * model is never loaded, and no file can make the reading allocate more than a few MiB outside
  * the verbose view): the `details` of `/api/tags`, the `model_info` of `/api/show` and what the
  * model can do. The `gguf` format handler (`format.ts`) describes stored models with it.
@@ -9,7 +9,7 @@
 import { Errors } from 'lia/plugin';
 import type { FormatDescription } from 'lia/plugin/contracts';
 import { humanNumber } from 'lia/utils';
-import { GgufHeaderError, readGgufHeader, type GgufHeader } from './gguf-header.js';
+import { GgufHeaderError, readGgufHeader, type GgufHeader } from './header.js';
 
 /** llama.cpp's `LLAMA_POOLING_TYPE_RANK`: the pooled output is a relevance score. */
 const POOLING_RANK = 4;
@@ -96,7 +96,7 @@ function nest(metadata: Map<string, unknown>): Record<string, unknown> {
 }
 
 /**
- * Reads a GGUF file's header with the bounds of gguf-header.ts. A file that is not GGUF, or whose
+ * Reads a GGUF file's header with the bounds of header.ts. A file that is not GGUF, or whose
  * header is not plausible (see there), is a 400 naming the reason.
  */
 export async function readGguf(file: string, options: { verbose?: boolean } = {}): Promise<GgufSummary> {

@@ -50,6 +50,8 @@ export interface GgufHeader {
   tensorCount: number;
   /** Every entry kept, in file order; 64-bit integers become numbers, skipped arrays `[]`. */
   metadata: Map<string, unknown>;
+  /** The element count of every array entry, kept or skipped (a vocabulary's size without its tokens). */
+  arrayLengths: Map<string, number>;
   /** Elements per GGML tensor type, summed over the tensor infos. */
   elementsByType: Map<number, number>;
   /** Whether a classification head is among the tensors (`cls.weight` or `cls.output.weight`: a reranker's). */
@@ -219,11 +221,14 @@ async function parse(c: Cursor, options: GgufHeaderOptions): Promise<GgufHeader>
   if (kvCount > MAX_KV) throw new GgufHeaderError(`the header declares ${kvCount} metadata entries (at most ${MAX_KV} are accepted)`);
   if (tensorCount > MAX_TENSORS) throw new GgufHeaderError(`the header declares ${tensorCount} tensors (at most ${MAX_TENSORS} are accepted)`);
   let kept = 0;
+  /** The element count of the array read last at the top level. */
+  let topLength = 0;
 
   /** Reads (or skips) one array; `keep` false walks past it. */
   const array = async (keep: boolean, depth: number): Promise<unknown[] | typeof SKIPPED> => {
     const type = await c.u32();
     const length = await c.u64();
+    if (depth === 1) topLength = length;
     if (depth > MAX_ARRAY_DEPTH) throw new GgufHeaderError('arrays are nested too deeply');
     const fixed = FIXED_SIZE[type];
     const take = keep && length <= maxArray;
@@ -258,6 +263,7 @@ async function parse(c: Cursor, options: GgufHeaderOptions): Promise<GgufHeader>
   };
 
   const metadata = new Map<string, unknown>();
+  const arrayLengths = new Map<string, number>();
   for (let i = 0; i < kvCount; i++) {
     const key = await c.string(MAX_KEY);
     if (key === SKIPPED) throw new GgufHeaderError(`a metadata key is longer than ${MAX_KEY} bytes`);
@@ -267,6 +273,7 @@ async function parse(c: Cursor, options: GgufHeaderOptions): Promise<GgufHeader>
     if (type === T.Str) value = await c.string(wanted ? MAX_STRING : -1);
     else if (type === T.Arr) {
       value = await array(wanted, 1);
+      arrayLengths.set(key, topLength);
       if (value === SKIPPED && wanted) value = [];
     } else value = await c.scalar(type);
     if (wanted && value !== SKIPPED) metadata.set(key, value);
@@ -286,5 +293,5 @@ async function parse(c: Cursor, options: GgufHeaderOptions): Promise<GgufHeader>
     c.skip(8); // data offset
     elementsByType.set(ggmlType, (elementsByType.get(ggmlType) ?? 0) + elements);
   }
-  return { version, tensorCount, metadata, elementsByType, classifierHead };
+  return { version, tensorCount, metadata, arrayLengths, elementsByType, classifierHead };
 }

@@ -1,16 +1,14 @@
 /**
  * Memory estimate of a GGUF model before loading it, from its header alone (no native code runs
  * in the appliance process): weights (the file size; mmap pages them in), the KV cache of
- * `parallel` sequences of `contextLength` tokens in F16 and a compute buffer for one batch (the
- * format's `footprint`, which any llama.cpp engine shares), plus the runner process itself (the
- * backend's `estimateMemory`). The scheduler budgets with it; `/api/ps` shows the real figure.
+ * `parallel` sequences of `contextLength` tokens in F16 and a compute buffer for one batch. This
+ * is the format's `footprint`, which every llama.cpp engine shares; each engine adds its own
+ * process in its `estimateMemory`. The scheduler budgets with it; `/api/ps` shows the real figure.
  *
  * @module
  */
 import { stat } from 'node:fs/promises';
-
-/** Resident memory of an idle runner process (Node + the llama.cpp bindings), with a margin (bench/results/2026-11-27-code-notes.md). */
-export const RUNNER_OVERHEAD_BYTES = 48 * 1024 * 1024;
+import { readGgufHeader } from './header.js';
 
 /** The GGUF facts the estimate needs. */
 export interface GgufShape {
@@ -22,25 +20,23 @@ export interface GgufShape {
   vocab: number;
 }
 
+/** Arrays the shape does not need: walked past, never kept. */
 const IGNORED = ['tokenizer.ggml.merges', 'tokenizer.ggml.token_type', 'tokenizer.ggml.scores'];
 
-/** Reads the shape of a model from its GGUF header. */
+/** Reads the shape of a model from its GGUF header (the bounded reader of header.ts). */
 export async function readShape(modelPath: string): Promise<GgufShape> {
-  // Imported on first use: node-llama-cpp's JavaScript holds memory that an idle appliance
-  // without a loaded model should not pay for.
-  const { readGgufFileInfo } = await import('node-llama-cpp');
-  const info = await readGgufFileInfo(modelPath, { readTensorInfo: false, ignoreKeys: IGNORED, logWarnings: false });
-  const arch = info.architectureMetadata as Record<string, unknown> & { attention?: Record<string, unknown> };
+  const { metadata, arrayLengths } = await readGgufHeader(modelPath, { maxArrayLength: 0, ignoreKeys: IGNORED });
+  const arch = metadata.get('general.architecture');
+  const key = (name: string): unknown => metadata.get(`${typeof arch === 'string' ? arch : 'llama'}.${name}`);
   const num = (v: unknown, fallback: number): number => (typeof v === 'number' && v > 0 ? v : fallback);
-  const heads = num(arch.attention?.['head_count'], 1);
-  const tokens = (info.metadata as unknown as { tokenizer?: { ggml?: { tokens?: unknown[] } } }).tokenizer?.ggml?.tokens;
+  const heads = num(key('attention.head_count'), 1);
   return {
-    layers: num(arch['block_count'], 1),
-    embedding: num(arch['embedding_length'], 1),
+    layers: num(key('block_count'), 1),
+    embedding: num(key('embedding_length'), 1),
     heads,
-    kvHeads: num(arch.attention?.['head_count_kv'], heads),
-    trainedContext: num(arch['context_length'], 2048),
-    vocab: num(arch['vocab_size'], Array.isArray(tokens) ? tokens.length : 32000),
+    kvHeads: num(key('attention.head_count_kv'), heads),
+    trainedContext: num(key('context_length'), 2048),
+    vocab: num(key('vocab_size'), arrayLengths.get('tokenizer.ggml.tokens') || 32000),
   };
 }
 

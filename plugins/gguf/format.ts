@@ -13,8 +13,8 @@
 import type { FormatHandler } from 'lia/plugin';
 import type { ModelCapability, ModelFile } from 'lia/plugin/contracts';
 import { estimateBytes, fileBytes, readShape } from './estimate.js';
-import { readGguf, type GgufSummary } from './gguf.js';
-import { readGgufHeader } from './gguf-header.js';
+import { readGguf, type GgufSummary } from './summary.js';
+import { readGgufHeader } from './header.js';
 
 /** Ollama's layer types: the weights, and the vision projector that may come with them. */
 export const GGUF_MEDIA_TYPE = 'application/vnd.ollama.image.model';
