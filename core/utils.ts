@@ -20,7 +20,6 @@ export { checkSchemaBounds, SCHEMA_MAX_DEPTH, SCHEMA_MAX_NODES } from './format/
 export { PROJECT_ROOT, projectPath } from './paths.js';
 export { responseError } from './cli/client.js';
 export { runTool, firstLine, ToolError, type ToolResult } from './host/run-tool.js';
-export { openaiWire, streamLines, nsSince, type WireCall } from './wire/openai.js';
-export { checkImage, fetchImage, IMAGE_BOUNDS, imageFromDataUrl, imageMimeType, isRemoteImage, type CheckedImage } from './wire/images.js';
+export { imageFromDataUrl, imageMimeType, isRemoteImage } from './format/image-data.js';
 /** TypeBox, for option and route schemas, so that a plugin needs no copy of its own. */
 export { Type, type Static, type TObject, type TSchema } from '@sinclair/typebox';

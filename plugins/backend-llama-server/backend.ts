@@ -1,6 +1,6 @@
 /**
  * The `llama-server` inference backend: each loaded model is a {@link LlamaServer} process, which
- * it talks to with `lia/utils`' OpenAI wire codec (`/v1/chat/completions`, `/v1/completions`,
+ * it talks to with the `openai-wire` plugin's codec (`/v1/chat/completions`, `/v1/completions`,
  * `/v1/embeddings`), the same translation backend-upstream speaks to remote engines. It runs GGUF
  * models with the handler backend-llama-cpp declares (`runs: ['gguf']`: backend-llama-cpp stays
  * the format's own backend, which reads and describes the files). Where its binary is built and
@@ -32,7 +32,7 @@ import type {
 } from 'lia/plugin/contracts';
 import type { RankParams, RankResult, TokenizeParams, TokenizeResult } from 'lia/plugin/contracts';
 import { familyJinjaTemplate, goTemplateFamily } from 'lia/gguf';
-import { openaiWire, streamLines, type WireCall } from 'lia/utils';
+import { openaiWire, streamLines, type WireCall } from 'lia/openai-wire';
 import { constrained, promptLength } from './constrained.js';
 import { embedOn } from './embeddings.js';
 import { generateOn, type RunCall } from './generate.js';

@@ -11,7 +11,7 @@
  * @module
  */
 import type { AnswerConstraint, ChatParams, GenerationEvent } from 'lia/plugin/contracts';
-import { openaiWire, type WireCall } from 'lia/utils';
+import { openaiWire, type WireCall } from 'lia/openai-wire';
 import type { RunCall } from './generate.js';
 import type { LlamaServer } from './server.js';
 

@@ -21,7 +21,7 @@
 import { Errors } from 'lia/plugin';
 import type { GenerateParams, GenerationEvent } from 'lia/plugin/contracts';
 import { renderGoTemplate } from 'lia/gguf';
-import { openaiWire, type WireCall } from 'lia/utils';
+import { openaiWire, type WireCall } from 'lia/openai-wire';
 import { checkTokenIds, tokenize } from './ranking.js';
 import type { LlamaServer } from './server.js';
 

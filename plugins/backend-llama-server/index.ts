@@ -94,8 +94,8 @@ export default definePlugin({
     { additionalProperties: false },
   ),
   env: { LIA_LLAMA_SERVER: 'binary', LIA_CACHE_DIR: 'cacheDir', LIA_LLAMA_SERVER_ARGS: 'args' },
-  dependencies: ['gguf'],
-  requires: ['gguf'],
+  dependencies: ['gguf', 'openai-wire'],
+  requires: ['gguf', 'openai-wire'],
   commands: engineCommands,
   async setup(app, ctx) {
     const fixed = ctx.options.args.find((a) => RESERVED_ARGS.has(a.split('=')[0]!));

@@ -15,6 +15,8 @@ import { Pool } from './pool.js';
 export default definePlugin({
   name: 'backend-upstream',
   apiVersion: 1,
+  dependencies: ['openai-wire'],
+  requires: ['openai-wire'],
   uses: ['models'],
   description: 'Remote models served by upstream engines (OpenAI- or Ollama-compatible), with replicas and health checks',
   options: Options,

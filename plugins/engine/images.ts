@@ -6,7 +6,8 @@
  */
 import { Errors } from 'lia/plugin';
 import type { ResolvedModel } from 'lia/plugin/contracts';
-import { checkImage, fetchImage, IMAGE_BOUNDS, isRemoteImage } from 'lia/utils';
+import { isRemoteImage } from 'lia/utils';
+import { checkImage, fetchImage, IMAGE_BOUNDS } from './image-check.js';
 import type { Admitted } from './admission.js';
 import type { Lease } from './scheduler.js';
 

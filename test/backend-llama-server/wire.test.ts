@@ -5,8 +5,9 @@
  */
 import t from 'tap';
 import { isAppError } from '../../core/errors.js';
-import { checkImage, imageFromDataUrl, imageMimeType } from '../../core/wire/images.js';
-import { openaiWire } from '../../core/wire/openai.js';
+import { openaiWire } from 'lia/openai-wire';
+import { imageFromDataUrl, imageMimeType } from 'lia/utils';
+import { checkImage } from '../../plugins/engine/image-check.js';
 import { imageHeader, solidPng } from './images.js';
 
 const png = solidPng(4, 4).toString('base64');

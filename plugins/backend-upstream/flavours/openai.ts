@@ -5,7 +5,7 @@
  *
  * @module
  */
-import { openaiWire } from 'lia/utils';
+import { openaiWire } from 'lia/openai-wire';
 import type { Flavour } from './types.js';
 
 export const openai: Flavour = {

@@ -8,7 +8,7 @@
  */
 import type { ChatParams, EmbedParams, EmbedResult, GenerateParams, GenerationEvent } from 'lia/plugin/contracts';
 
-import { streamLines, type WireCall as UpstreamCall } from 'lia/utils';
+import { streamLines, type WireCall as UpstreamCall } from 'lia/openai-wire';
 
 export type { UpstreamCall };
 

@@ -1,6 +1,6 @@
 /**
  * Images as the engine takes them: base64 text (Ollama's `images`; the payload of a `data:` URL on
- * the OpenAI and Anthropic surfaces). {@link checkImage} is the one check every surface's images
+ * the OpenAI and Anthropic surfaces, see `lia/utils`' `imageFromDataUrl`). {@link checkImage} is the one check every surface's images
  * go through before a backend sees them: valid base64, not empty, at most the size limit, one
  * of the formats llama.cpp's image loader reads (PNG, JPEG, GIF, WebP, BMP), told by its first
  * bytes, never by a declared type, and dimensions within {@link IMAGE_BOUNDS} as its header
@@ -9,28 +9,10 @@
  *
  * @module
  */
-import { Errors } from '../errors.js';
-
-/** The formats taken, by their first bytes. */
-const SIGNATURES: ReadonlyArray<{ mime: string; test: (b: Buffer) => boolean }> = [
-  { mime: 'image/png', test: (b) => b.length >= 8 && b.readUInt32BE(0) === 0x89504e47 && b.readUInt32BE(4) === 0x0d0a1a0a },
-  { mime: 'image/jpeg', test: (b) => b.length >= 3 && b[0] === 0xff && b[1] === 0xd8 && b[2] === 0xff },
-  { mime: 'image/gif', test: (b) => b.length >= 6 && /^GIF8[79]a$/.test(b.toString('latin1', 0, 6)) },
-  { mime: 'image/webp', test: (b) => b.length >= 12 && b.toString('latin1', 0, 4) === 'RIFF' && b.toString('latin1', 8, 12) === 'WEBP' },
-  { mime: 'image/bmp', test: (b) => b.length >= 2 && b.toString('latin1', 0, 2) === 'BM' },
-];
+import { Errors } from 'lia/plugin';
+import { imageMimeType } from 'lia/utils';
 
 const BASE64 = /^[A-Za-z0-9+/]*={0,2}$/;
-
-function head(b64: string): Buffer {
-  return Buffer.from(b64.slice(0, 24), 'base64');
-}
-
-/** The media type of base64 image data by its first bytes; `application/octet-stream` when unknown. */
-export function imageMimeType(b64: string): string {
-  const b = head(b64);
-  return SIGNATURES.find((s) => s.test(b))?.mime ?? 'application/octet-stream';
-}
 
 /** What {@link checkImage} found. */
 export interface CheckedImage {
@@ -113,8 +95,8 @@ export function checkImage(b64: string, maxBytes: number, param = 'images'): Che
   const padding = text.endsWith('==') ? 2 : text.endsWith('=') ? 1 : 0;
   const bytes = Math.floor((text.length * 3) / 4) - padding;
   if (bytes > maxBytes) throw Errors.badRequest(`an image is ${bytes} bytes; the limit is ${maxBytes} (the engine's maxImageBytes)`, { param });
-  const mime = SIGNATURES.find((s) => s.test(head(text)))?.mime;
-  if (!mime) throw Errors.badRequest('an image is not a PNG, JPEG, GIF, WebP or BMP file', { param });
+  const mime = imageMimeType(text);
+  if (mime === 'application/octet-stream') throw Errors.badRequest('an image is not a PNG, JPEG, GIF, WebP or BMP file', { param });
   const size = imageDimensions(Buffer.from(text, 'base64'), mime);
   if (!size || size.width === 0 || size.height === 0) throw Errors.badRequest(`an image's ${mime.slice(6).toUpperCase()} header gives no size`, { param });
   const { width, height } = size;
@@ -125,25 +107,6 @@ export function checkImage(b64: string, maxBytes: number, param = 'images'): Che
     );
   }
   return { mime, bytes, width, height };
-}
-
-/** Whether an image reference is a remote URL (`http://`, `https://`) rather than base64 data. */
-export function isRemoteImage(image: string): boolean {
-  return /^https?:\/\//i.test(image.slice(0, 8));
-}
-
-/**
- * An image URL as the engine takes it: the base64 payload of a `data:` URL
- * (`data:image/png;base64,...`), or an `http(s)://` URL as it is, which the engine fetches only
- * where the operator allows it (`engine.remoteImages`; otherwise a 400). Any other URL is a 400
- * naming `param`.
- */
-export function imageFromDataUrl(url: string, param: string): string {
-  if (isRemoteImage(url)) return url;
-  const m = /^data:([^;,]*)((?:;[^;,]*)*),/i.exec(url.slice(0, 256));
-  if (!m) throw Errors.badRequest('an image URL must be a data: URL with base64 data (or an http(s) URL)', { param });
-  if (!/;base64$/i.test(m[2] ?? '')) throw Errors.badRequest('an image data: URL must be base64-encoded (;base64,)', { param });
-  return url.slice(m[0].length);
 }
 
 /**

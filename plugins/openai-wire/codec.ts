@@ -5,12 +5,13 @@
  * chunks) back as the engine's {@link GenerationEvent}s, tool-call fragments gathered into one
  * `tool_calls` event. vLLM, SGLang, TGI, llama-server and LIA's own `/v1` speak it.
  *
- * It lives in `lia/plugin` because two backends speak it: `backend-upstream` (remote engines) and
- * `backend-llama-server` (a local llama-server per model); a plugin never imports another's files.
- * It only translates; sending the request is the caller's (each has its own connection policy).
+ * Two backends speak it, `backend-upstream` (remote engines) and `backend-llama-server` (a local
+ * llama-server per model), through this plugin's public module `lia/openai-wire`. It only
+ * translates; sending the request is the caller's (each has its own connection policy).
  *
  * @module
  */
+import { Errors } from 'lia/plugin';
 import type {
   ChatMessage,
   ChatParams,
@@ -22,9 +23,8 @@ import type {
   OutputFormat,
   SamplingOptions,
   ToolCall,
-} from '../contracts/backend.js';
-import { Errors } from '../errors.js';
-import { imageMimeType } from './images.js';
+} from 'lia/plugin/contracts';
+import { imageMimeType } from 'lia/utils';
 
 /** One request to an OpenAI-compatible server: the path under its base URL and the JSON body. */
 export interface WireCall {
