@@ -19,7 +19,7 @@
  */
 import './http/route-config.js';
 export { definePlugin, PLUGIN_API_VERSION, type LiaPlugin, type PluginContext, type PluginSpec } from './plugin/define.js';
-export { Slot, Registry, Extensions, type Hooks, type BannerSection, type ErrorFormat, type CustomHooks } from './plugin/hooks.js';
+export { SoleHook, Slot, Registry, Extensions, type Hooks, type BannerSection, type ErrorFormat, type CustomHooks } from './plugin/hooks.js';
 export type { BackendRegistry } from './plugin/backend-registry.js';
 export type { ServiceRegistry, ServiceRole, ServiceDeclaration } from './services/registry.js';
 export type { LogHub } from './logging.js';

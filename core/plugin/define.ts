@@ -62,7 +62,7 @@ export interface PluginSpec<S extends TObject = TObject> {
   /** Plugins that must be enabled and set up before this one (Fastify checks them at registration). */
   readonly dependencies?: readonly string[];
   /**
-   * The hooks this plugin fills: slots of {@link Hooks} (`inference`, `models`, `tls`, ...) or
+   * The hooks this plugin fills: sole hooks of {@link Hooks} (`inference`, `models`, `tls`, ...) or
    * extensions it offers to other plugins (`CustomHooks`). Core refuses a start where two enabled
    * plugins provide the same one (exit 2, naming both), and a setup that did not provide what it
    * declares. Defaults to none.

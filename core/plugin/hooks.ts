@@ -4,10 +4,14 @@
  *
  * - registries (`auth`, `backends`, `gpu`, `requestObservers`, `inferenceObservers`): many plugins
  *   may add to them;
- * - slots (`tls`, `models`, `inference`, `keys`, `serviceManager`, `network`, `gpuMonitor`): exactly one plugin
- *   provides each (the plugin that declares it in `provides`); reading an empty slot throws a 503
- *   that names the hook;
+ * - sole hooks (`tls`, `models`, `inference`, `keys`, `serviceManager`, `network`, `gpuMonitor`):
+ *   exactly one plugin provides each (the plugin that declares it in `provides`); reading one that
+ *   nobody provides throws a 503 that names the hook;
  * - `extensions`: hooks that plugins define for each other (see {@link Extensions}).
+ *
+ * "Slot" in LIA means an engine's request slot (a sequence and its KV cache); the hook exactly one
+ * plugin fills was called `Slot` before and is {@link SoleHook} now (`Slot` stays, deprecated, until
+ * the plugin API's next major).
  *
  * @module
  */
@@ -25,8 +29,8 @@ import { BackendRegistry } from './backend-registry.js';
 
 export { BackendRegistry };
 
-/** A place exactly one plugin fills. */
-export class Slot<T> {
+/** A hook exactly one plugin fills: a second provider is an error, reading it unfilled a 503. */
+export class SoleHook<T> {
   #value: T | undefined;
   #provider: string | undefined;
   readonly #what: string;
@@ -37,7 +41,7 @@ export class Slot<T> {
     this.#hint = hint;
   }
 
-  /** Fills the slot; a second provider is a configuration error. */
+  /** Fills the hook; a second provider is a configuration error. */
   provide(value: T, provider: string): void {
     if (this.#value !== undefined) {
       throw new Error(`${this.#what} is provided by both "${this.#provider}" and "${provider}"; enable only one`);
@@ -61,6 +65,19 @@ export class Slot<T> {
     return this.#value;
   }
 }
+
+/**
+ * The former name of {@link SoleHook}.
+ *
+ * @deprecated since LIA 0.1.0 (plugin API 1): use {@link SoleHook}. Removed at plugin API 2.
+ */
+export const Slot = SoleHook;
+/**
+ * The former name of {@link SoleHook}.
+ *
+ * @deprecated since LIA 0.1.0 (plugin API 1): use {@link SoleHook}. Removed at plugin API 2.
+ */
+export type Slot<T> = SoleHook<T>;
 
 /** A list many plugins add to. */
 export class Registry<T extends { readonly name: string }> {
@@ -118,50 +135,50 @@ export interface CustomHooks {}
 
 /** The named hooks plugins offer each other; each name is provided once. */
 export class Extensions {
-  readonly #slots = new Map<string, Slot<unknown>>();
+  readonly #hooks = new Map<string, SoleHook<unknown>>();
 
-  #slot(name: string): Slot<unknown> {
-    let slot = this.#slots.get(name);
-    if (!slot) {
-      slot = new Slot<unknown>(`hook "${name}"`, missing(name));
-      this.#slots.set(name, slot);
+  #hook(name: string): SoleHook<unknown> {
+    let hook = this.#hooks.get(name);
+    if (!hook) {
+      hook = new SoleHook<unknown>(`hook "${name}"`, missing(name));
+      this.#hooks.set(name, hook);
     }
-    return slot;
+    return hook;
   }
 
   /** Offers a hook under a name; a second provider of the same name is an error naming both. */
   provide<K extends keyof CustomHooks & string>(name: K, value: CustomHooks[K], provider: string): void {
-    this.#slot(name).provide(value, provider);
+    this.#hook(name).provide(value, provider);
   }
 
   /** The hook; a 503 naming the hook when no enabled plugin provides it. */
   get<K extends keyof CustomHooks & string>(name: K): CustomHooks[K] {
-    return this.#slot(name).get() as CustomHooks[K];
+    return this.#hook(name).get() as CustomHooks[K];
   }
 
   /** The hook or undefined, for optional collaborations. */
   maybe<K extends keyof CustomHooks & string>(name: K): CustomHooks[K] | undefined {
-    return this.#slot(name).maybe() as CustomHooks[K] | undefined;
+    return this.#hook(name).maybe() as CustomHooks[K] | undefined;
   }
 
   /** The names provided so far. */
   names(): string[] {
-    return [...this.#slots].filter(([, s]) => s.provided).map(([n]) => n);
+    return [...this.#hooks].filter(([, h]) => h.provided).map(([n]) => n);
   }
 }
 
-/** The slots of {@link Hooks}: hooks exactly one plugin provides. */
-export const SLOT_NAMES = ['tls', 'keys', 'models', 'inference', 'serviceManager', 'network', 'gpuMonitor'] as const;
+/** The sole hooks of {@link Hooks}: those exactly one plugin provides. */
+export const SOLE_HOOK_NAMES = ['tls', 'keys', 'models', 'inference', 'serviceManager', 'network', 'gpuMonitor'] as const;
 
 /**
- * What a plugin declares in `provides`, `requires` and `uses`: a slot of {@link Hooks} or the name
+ * What a plugin declares in `provides`, `requires` and `uses`: a sole hook of {@link Hooks} or the name
  * of an extension (`CustomHooks`).
  */
-export type HookName = (typeof SLOT_NAMES)[number] | (keyof CustomHooks & string) | (string & {});
+export type HookName = (typeof SOLE_HOOK_NAMES)[number] | (keyof CustomHooks & string) | (string & {});
 
-/** Whether the hook `name` (a slot or an extension) has its provider. */
+/** Whether the hook `name` (a sole hook or an extension) has its provider. */
 export function isProvided(hooks: Hooks, name: string): boolean {
-  if ((SLOT_NAMES as readonly string[]).includes(name)) return (hooks[name as (typeof SLOT_NAMES)[number]] as Slot<unknown>).provided;
+  if ((SOLE_HOOK_NAMES as readonly string[]).includes(name)) return (hooks[name as (typeof SOLE_HOOK_NAMES)[number]] as SoleHook<unknown>).provided;
   return hooks.extensions.names().includes(name);
 }
 
@@ -195,17 +212,17 @@ export interface Hooks {
   /** Models without local files (upstream engines) that the model store lists and resolves beside its own. */
   readonly modelSources: Registry<ModelSource>;
   /** The GPU monitor's last reading (host-gpu). */
-  readonly gpuMonitor: Slot<GpuMonitor>;
-  readonly tls: Slot<TlsProvider>;
-  readonly keys: Slot<KeyStore>;
-  readonly models: Slot<ModelStore>;
-  readonly inference: Slot<InferenceService>;
-  readonly serviceManager: Slot<ServiceManager>;
-  readonly network: Slot<NetworkProvider>;
+  readonly gpuMonitor: SoleHook<GpuMonitor>;
+  readonly tls: SoleHook<TlsProvider>;
+  readonly keys: SoleHook<KeyStore>;
+  readonly models: SoleHook<ModelStore>;
+  readonly inference: SoleHook<InferenceService>;
+  readonly serviceManager: SoleHook<ServiceManager>;
+  readonly network: SoleHook<NetworkProvider>;
 }
 
 /**
- * The advice of an empty slot. Core names no plugin: whichever enabled plugin declares the hook
+ * The advice of a sole hook nobody provides. Core names no plugin: whichever enabled plugin declares the hook
  * in `provides` fills it (the start names the built-in provider when a plugin `requires` it).
  */
 function missing(hook: string): string {
@@ -222,17 +239,17 @@ export function createHooks(logs: LogHub, console: (text: string) => void, servi
     requestObservers: new Registry<RequestObserver>('request observer'),
     inferenceObservers: new Registry<InferenceObserver>('inference observer'),
     modelSources: new Registry<ModelSource>('model source'),
-    gpuMonitor: new Slot<GpuMonitor>('the GPU monitor', missing('gpuMonitor')),
+    gpuMonitor: new SoleHook<GpuMonitor>('the GPU monitor', missing('gpuMonitor')),
     auth: new Registry<AuthStrategy>('auth strategy'),
     backends: new BackendRegistry(),
     gpu: new Registry<GpuProvider & { name: string }>('GPU provider'),
     services: new ServiceRegistry(services),
     logs,
-    tls: new Slot<TlsProvider>('TLS', missing('tls')),
-    keys: new Slot<KeyStore>('the key store', missing('keys')),
-    models: new Slot<ModelStore>('the model store', missing('models')),
-    inference: new Slot<InferenceService>('inference', missing('inference')),
-    serviceManager: new Slot<ServiceManager>('service management', missing('serviceManager')),
-    network: new Slot<NetworkProvider>('network management', missing('network')),
+    tls: new SoleHook<TlsProvider>('TLS', missing('tls')),
+    keys: new SoleHook<KeyStore>('the key store', missing('keys')),
+    models: new SoleHook<ModelStore>('the model store', missing('models')),
+    inference: new SoleHook<InferenceService>('inference', missing('inference')),
+    serviceManager: new SoleHook<ServiceManager>('service management', missing('serviceManager')),
+    network: new SoleHook<NetworkProvider>('network management', missing('network')),
   };
 }

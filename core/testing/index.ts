@@ -86,7 +86,7 @@ export interface TestAppliance {
   /** PEM of the appliance's root CA, as `/system/ca-cert` serves it. */
   ca: string;
   dataDir: string;
-  /** The hooks of the running appliance (registries, slots, extensions). */
+  /** The hooks of the running appliance (registries, sole hooks, extensions). */
   hooks: Hooks;
   /** The running appliance: its Fastify `app` (for `app.inject`), its loaded plugins. */
   appliance: Appliance;

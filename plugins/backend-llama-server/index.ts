@@ -1,7 +1,7 @@
 /**
  * Plugin "backend-llama-server": llama.cpp's own `llama-server`, one process per loaded model
  * (with `--mmproj` for a model with a vision projector), reached over HTTP on a private Unix
- * socket with the OpenAI wire codec backend-upstream uses too. The scheduler drives it like any
+ * socket with the OpenAI wire codec (the `openai-wire` plugin) backend-upstream uses too. The scheduler drives it like any
  * backend: keep-alive, the queue, slots and threads, metrics, keys and allow-lists apply
  * unchanged, and a server that dies is started again by the next request.
  *

@@ -33,7 +33,7 @@ export const MIN_SHARED_CHARS = 1024;
 /**
  * New characters of the canonical prompt (beyond what its slot holds after any copy; about 128
  * tokens of English) above which a prompt waits for the long prompts sent before it to be
- * evaluated (backend.ts): shorter ones go at once and share the decodes.
+ * evaluated (slot-requests.ts): shorter ones go at once and share the decodes.
  */
 export const SERIAL_PROMPT_CHARS = 512;
 

@@ -1,5 +1,5 @@
 /**
- * The `host-network` plugin: fills the `network` slot (host name, interfaces, mDNS). mDNS starts
+ * The `host-network` plugin: fills the `network` hook (host name, interfaces, mDNS). mDNS starts
  * once the HTTPS server listens, so it advertises the port actually bound, and stops with the app
  * (goodbye packets, or the avahi service file removed).
  *

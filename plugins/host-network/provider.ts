@@ -32,7 +32,7 @@ export interface HostNetworkOptions {
   log: FastifyBaseLogger;
 }
 
-/** The `network` slot's provider; create it with {@link HostNetwork.create}. */
+/** The `network` hook's provider; create it with {@link HostNetwork.create}. */
 export class HostNetwork implements NetworkProvider {
   readonly #o: HostNetworkOptions;
   #name: string;

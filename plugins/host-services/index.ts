@@ -1,6 +1,6 @@
 /**
  * The `host-services` plugin (service `svc-system-api`): the management API's host side. It fills
- * the `serviceManager` slot with the embedded supervisor (the six services are roles of this
+ * the `serviceManager` hook with the embedded supervisor (the six services are roles of this
  * process) or with systemd (`systemctl`/`journalctl`), chosen by the `manager` option or detected,
  * keeps the status figures fresh in the background, writes the per-service log files in the
  * embedded default, and serves `/system/status`, `/system/services`, `/system/logs` and

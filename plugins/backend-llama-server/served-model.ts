@@ -1,0 +1,165 @@
+/**
+ * A model as one llama-server serves it (the {@link LoadedModel} backend.ts's `load` returns): chat
+ * and generate as OpenAI wire calls in llama-server's own sampling names, each run on a slot
+ * (slot-requests.ts); embeddings from the model's own server or, for a generation model, from a
+ * second one started on first use; ranking and tokens through the server's own endpoints.
+ *
+ * @module
+ */
+import { Errors } from 'lia/plugin';
+import type { LoadedModel } from 'lia/plugin';
+import type {
+  ChatParams,
+  EmbedParams,
+  EmbedResult,
+  GenerateParams,
+  GenerationEvent,
+  RankParams,
+  RankResult,
+  ResolvedModel,
+  SamplingOptions,
+  TokenizeParams,
+  TokenizeResult,
+} from 'lia/plugin/contracts';
+import { openaiWire, type WireCall } from 'lia/openai-wire';
+import { constrained, promptLength } from './constrained.js';
+import { embedOn } from './embeddings.js';
+import { generateOn, type RunCall } from './generate.js';
+import { detokenize, type ServerRanker, tokenize } from './ranking.js';
+import type { LlamaServer } from './server.js';
+import { SlotRequests } from './slot-requests.js';
+
+/** A model as one llama-server serves it. */
+export class ServedModel implements LoadedModel {
+  readonly capabilities;
+  readonly contextLength: number;
+  readonly sizeBytes: number;
+  readonly vramBytes = 0;
+  /** Set for a reranker (a server started with `--rerank`). */
+  ranker: ServerRanker | null = null;
+  readonly #requests: SlotRequests;
+
+  constructor(
+    readonly model: ResolvedModel,
+    readonly server: LlamaServer,
+    sizeBytes: number,
+    readonly embedding: boolean,
+    /** Neither the weights nor the store has a template: generate passes its prompt through (prompting.ts). */
+    readonly untemplated: boolean,
+    /** Where the server saves slot snapshots (a generation server's `--slot-save-path`). */
+    slotDir: string | undefined,
+    readonly forget: () => Promise<void>,
+  ) {
+    // The model's own capabilities; vision only where the projector loaded.
+    this.capabilities = model.capabilities.filter((c) => c !== 'vision' || server.vision);
+    this.contextLength = server.contextPerSlot;
+    this.sizeBytes = sizeBytes;
+    this.#requests = new SlotRequests(server, slotDir);
+  }
+
+  generate(p: GenerateParams, signal: AbortSignal): AsyncIterable<GenerationEvent> {
+    const run: RunCall = (build) =>
+      this.#requests.run(
+        () => {
+          const call = withNativeSampling(build(), p.options);
+          // A templated prompt is a chat turn: thinking switched off as for chat.
+          if (p.think === false && call.path === '/v1/chat/completions') call.body['chat_template_kwargs'] = { enable_thinking: false };
+          return call;
+        },
+        p.logprobs,
+        signal,
+      );
+    return generateOn(this.server, this.model.name, p, run, signal, this.untemplated);
+  }
+
+  /** A chat; with an answer schema (the engine's plan), a raw completion of the rendered prompt under it (constrained.ts). */
+  chat(p: ChatParams, signal: AbortSignal): AsyncIterable<GenerationEvent> {
+    if (p.constraint) {
+      const { constraint } = p;
+      const run: RunCall = (build) => this.#requests.run(() => withNativeSampling(build(), p.options), p.logprobs, signal);
+      return constrained(this.server, this.model.name, p, constraint, run, signal);
+    }
+    return this.#requests.run(
+      () => {
+        const call = withNativeSampling(openaiWire.chat(this.model.name, p), p.options);
+        // Thinking switched off in the prompt where the template can (Qwen3's `enable_thinking`).
+        if (p.think === false) call.body['chat_template_kwargs'] = { enable_thinking: false };
+        return call;
+      },
+      p.logprobs,
+      signal,
+    );
+  }
+
+  /** The prompt's length as the server evaluates it: rendered by the model's template, counted by its tokenizer (BOS included). */
+  countChatTokens(p: ChatParams, signal: AbortSignal): Promise<number> {
+    return promptLength(this.server, this.model.name, p, signal);
+  }
+
+  /** Starts the embedding server of a generation model; unset for an embedding model or a reranker. */
+  startEmbedder: (() => Promise<LlamaServer>) | undefined;
+  #embedder: Promise<LlamaServer> | undefined;
+
+  /** Forgets the embedding server (it exited): the next embedding request starts another. */
+  dropEmbedder(): void {
+    this.#embedder = undefined;
+  }
+
+  /**
+   * Embeddings: an embedding model's from its own server; a generation model's, as node-llama-cpp
+   * and Ollama serve them, from a second server on the same weights (one slot of the same context,
+   * the last token's state), started at the first request and stopped with the model.
+   */
+  async embed(p: EmbedParams, signal: AbortSignal): Promise<EmbedResult> {
+    let server = this.server;
+    if (!this.embedding) {
+      if (!this.startEmbedder) throw Errors.badRequest(`"${this.model.name}" does not support embedding`);
+      if (!this.#embedder) {
+        this.#embedder = this.startEmbedder();
+        this.#embedder.catch(() => this.dropEmbedder());
+      }
+      server = await this.#embedder;
+    }
+    return embedOn(server, p, signal);
+  }
+
+  async rank(p: RankParams, signal: AbortSignal): Promise<RankResult> {
+    if (!this.ranker) throw Errors.badRequest(`"${this.model.name}" does not support rerank`);
+    return this.ranker.rank(p, signal);
+  }
+
+  tokenize(p: TokenizeParams, signal: AbortSignal): Promise<TokenizeResult> {
+    return tokenize(this.server, p, signal);
+  }
+
+  detokenize(tokens: number[], signal: AbortSignal): Promise<string> {
+    return detokenize(this.server, tokens, signal);
+  }
+
+  async unload(): Promise<void> {
+    const embedder = this.#embedder;
+    this.#embedder = undefined;
+    await Promise.all([this.server.stop(), embedder?.then((e) => e.stop()).catch(() => undefined)]);
+    await this.forget();
+  }
+}
+
+/**
+ * What llama-server reads under its own names: the repeat penalty and its window on every route
+ * (the OpenAI wire's `repetition_penalty`, vLLM's name, is not one of them), the stop sequence
+ * that ended the text (its `verbose` answer).
+ */
+function withNativeSampling(call: WireCall, o: SamplingOptions): WireCall {
+  if (o.repeat_penalty !== undefined) {
+    delete call.body['repetition_penalty'];
+    call.body['repeat_penalty'] = o.repeat_penalty;
+  }
+  if (o.repeat_last_n !== undefined) call.body['repeat_last_n'] = o.repeat_last_n;
+  if (o.stop?.length) {
+    // Which stop sequence ended the text (Anthropic's `stop_sequence`): llama-server's debug field,
+    // trimmed to that one value.
+    call.body['verbose'] = true;
+    call.body['response_fields'] = ['stopping_word'];
+  }
+  return call;
+}
