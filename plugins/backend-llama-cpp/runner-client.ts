@@ -61,7 +61,10 @@ export function runnerCommand(): { entry: string; execArgv: string[] } {
   const ext = path.extname(here);
   const entry = path.join(path.dirname(here), 'runner', `main${ext}`);
   if (!existsSync(entry)) throw new Error(`the llama.cpp runner entry is missing: ${entry}`);
-  return { entry, execArgv: [...RUNNER_V8_FLAGS, ...(ext === '.ts' ? ['--import', import.meta.resolve('tsx')] : [])] };
+  // From the sources, the runner's `lia/*` imports are the sources too (the `lia-source` export
+  // condition), not whatever dist/ holds from the last build.
+  const fromSource = ext === '.ts' ? ['--conditions=lia-source', '--import', import.meta.resolve('tsx')] : [];
+  return { entry, execArgv: [...RUNNER_V8_FLAGS, ...fromSource] };
 }
 
 export interface RunnerOptions {
