@@ -3,6 +3,8 @@
  * services started in order, TLS applied, HTTPS listening, the boot banner printed. Returns a
  * handle whose `close()` drains the server (new requests get 503, those in flight get
  * `shutdownGraceMs`), then stops the services and closes every plugin (stores flushed).
+ * With `listen: false` it does all of that but open a socket: no HTTPS listener and no control
+ * socket, the app answering through `app.inject()` (`lia/testing`'s route tier).
  *
  * @module
  */
@@ -15,14 +17,25 @@ import { bootBanner } from './banner.js';
 import { openControlSocket } from './services/control-socket.js';
 
 export interface Appliance extends BuiltApp {
-  /** The port actually bound (differs from config.port when that is 0). */
+  /** The port actually bound (differs from config.port when that is 0); 0 when not listening. */
   port: number;
   close(): Promise<void>;
 }
 
-export async function startAppliance(config: Config, options: BuildOptions = {}): Promise<Appliance> {
+export interface StartOptions extends BuildOptions {
+  /**
+   * Open the HTTPS listener and the control socket. With false the appliance is otherwise the
+   * same (plugins set up, services started, TLS applied, banner printed) and is reached only
+   * through `app.inject()`: tests that need no socket, several appliances in one process without
+   * ports. Defaults to true.
+   */
+  listen?: boolean;
+}
+
+export async function startAppliance(config: Config, options: StartOptions = {}): Promise<Appliance> {
+  const { listen: listening = true, ...buildOptions } = options;
   await mkdir(config.dataDir, { recursive: true, mode: 0o700 });
-  const built = await buildApp(config, options);
+  const built = await buildApp(config, buildOptions);
   const { app, hooks } = built;
   let closeControl: (() => Promise<void>) | null = null;
   try {
@@ -33,15 +46,17 @@ export async function startAppliance(config: Config, options: BuildOptions = {})
       applyTls(app, credentials);
       app.log.info({ svc: 'svc-certs' }, 'TLS certificate swapped in without restart');
     });
-    await listen(app, config);
-    closeControl = await openControlSocket(config.dataDir, hooks.services);
+    if (listening) {
+      await listen(app, config);
+      closeControl = await openControlSocket(config.dataDir, hooks.services);
+    }
   } catch (err) {
     await hooks.services.stopAll();
     await app.close();
     throw err;
   }
   const address = app.server.address();
-  const port = typeof address === 'object' && address ? address.port : config.port;
+  const port = !listening ? 0 : typeof address === 'object' && address ? address.port : config.port;
   hooks.console(bootBanner(built, config, port));
 
   let closing: Promise<void> | null = null;

@@ -5,6 +5,11 @@
  *   127.0.0.1, a fresh data directory (so a fresh CA and master key), the default plugins with
  *   the test's entries merged over them, mDNS off. Its `fetch` trusts the generated CA and sends
  *   the master key.
+ * - With `listen: false` the same appliance opens no socket (no HTTPS listener, no control
+ *   socket) and its `fetch` goes through Fastify's `app.inject()`, answering the same WHATWG
+ *   `Response` (status, headers, a body that streams as the route writes it). It starts faster and
+ *   needs no port: the route tier (`*.route.test.ts`). What needs a real connection (TLS, idle
+ *   connections, a client that disconnects, a client that takes a URL) needs the listener.
  * - {@link FAKE_BACKEND} enables the `fake-backend` plugin, an inference backend without a model
  *   (see `./fake-backend.ts`); {@link createFakeModel} stores a model it serves.
  *
@@ -40,6 +45,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Agent, fetch, Headers, type RequestInit, type Response } from 'undici';
+import { injectFetch } from './inject-fetch.js';
 import { loadConfig } from '../config/load.js';
 import type { PluginEntry } from '../config/schema.js';
 import { startAppliance, type Appliance } from '../main.js';
@@ -75,10 +81,16 @@ export interface TestApplianceOptions {
   keepDataDir?: boolean;
   /** The address to listen on. Defaults to `127.0.0.1`; `::` (the appliance's default) is dual stack. */
   host?: string;
+  /**
+   * Listen on HTTPS (and open the control socket). With false, nothing listens and `fetch`
+   * injects into the app (see the module comment); `url` is then empty and `port` 0. Defaults
+   * to true.
+   */
+  listen?: boolean;
 }
 
 export interface TestAppliance {
-  /** `https://localhost:<port>`. */
+  /** `https://localhost:<port>`; empty when the appliance does not listen. */
   url: string;
   port: number;
   /** The master key (holds every scope); empty when `auth-api-key` is disabled. */
@@ -94,7 +106,10 @@ export interface TestAppliance {
   readonly console: string;
   /** An undici Agent trusting the CA, for clients that take a dispatcher or a custom fetch. */
   dispatcher(): Agent;
-  /** `fetch` against the appliance, trusting its CA; sends the master key unless `auth: false`. */
+  /**
+   * `fetch` against the appliance, trusting its CA, or through `app.inject()` when it does not
+   * listen; sends the master key unless `auth: false`.
+   */
   fetch(pathname: string, init?: RequestInit & { auth?: boolean }): Promise<Response>;
   /** Stops the appliance and removes the temporary data directory. Safe to call twice. */
   close(): Promise<void>;
@@ -111,11 +126,17 @@ export async function startTestAppliance(options: TestApplianceOptions = {}): Pr
     plugins: Object.freeze({ ...base.plugins, 'host-network': { options: { mdns: 'off' } }, ...options.plugins }),
   });
   let consoleText = '';
-  const appliance = await startAppliance(config, { console: (t) => (consoleText += t), logDestination: null, env: { ...process.env, ...env } });
+  const listen = options.listen ?? true;
+  const appliance = await startAppliance(config, {
+    console: (t) => (consoleText += t),
+    logDestination: null,
+    env: { ...process.env, ...env },
+    listen,
+  });
   const ca = appliance.hooks.tls.get().rootCertificatePem();
   const key = (await readFile(path.join(dataDir, 'keys', 'master.key'), 'utf8').catch(() => '')).trim();
   const agent = new Agent({ connect: { ca }, bodyTimeout: 0, headersTimeout: 0 });
-  const url = `https://localhost:${appliance.port}`;
+  const url = listen ? `https://localhost:${appliance.port}` : '';
   let closed = false;
   return {
     url,
@@ -133,7 +154,7 @@ export async function startTestAppliance(options: TestApplianceOptions = {}): Pr
       const { auth = true, ...rest } = init;
       const headers = new Headers(rest.headers);
       if (auth && key && !headers.has('authorization')) headers.set('authorization', `Bearer ${key}`);
-      return fetch(url + pathname, { ...rest, headers, dispatcher: agent });
+      return listen ? fetch(url + pathname, { ...rest, headers, dispatcher: agent }) : injectFetch(appliance.app, pathname, { ...rest, headers });
     },
     async close() {
       if (closed) return;

@@ -17,7 +17,7 @@ import { ROOT } from '../helpers/fixtures.js';
 t.test('GET /system/status', async (t) => {
   const modelsDir = await mkdtemp(path.join(os.tmpdir(), 'lia-models-'));
   t.teardown(() => rm(modelsDir, { recursive: true, force: true }));
-  const app = await startTestAppliance({ plugins: { ...HOST_ONLY, 'host-services': { options: { modelsDir } } } });
+  const app = await startTestAppliance({ listen: false, plugins: { ...HOST_ONLY, 'host-services': { options: { modelsDir } } } });
   t.teardown(() => app.close());
   const res = await app.fetch('/system/status');
   t.equal(res.status, 200);

@@ -36,6 +36,7 @@ t.test('the splitter', async (t) => {
 });
 
 const app = await startTestAppliance({
+  listen: false,
   plugins: { 'backend-llama-cpp': false, 'backend-transformers': false, 'host-gpu': false, 'host-services': false, webui: false, 'fake-backend': FAKE_BACKEND },
 });
 t.teardown(() => app.close());

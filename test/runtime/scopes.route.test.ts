@@ -49,7 +49,7 @@ async function expectForbidden(t: Test, res: Response, where: string, needed: st
 }
 
 t.test('every route of the default appliance declares a scope, and the gate enforces it', async (t) => {
-  const app = await startTestAppliance({ plugins: { 'host-network': { options: { mdns: 'off' } }, scoped: { module: SCOPED } } });
+  const app = await startTestAppliance({ listen: false, plugins: { 'host-network': { options: { mdns: 'off' } }, scoped: { module: SCOPED } } });
   t.teardown(app.close);
   const table = app.appliance.routes.list();
   const guarded = table.filter((r) => !r.public);
@@ -93,7 +93,7 @@ t.test('every route of the default appliance declares a scope, and the gate enfo
 });
 
 t.test('what a user with a models:read key sees', async (t) => {
-  const app = await startTestAppliance({ plugins: { 'host-network': { options: { mdns: 'off' } }, scoped: { module: SCOPED } } });
+  const app = await startTestAppliance({ listen: false, plugins: { 'host-network': { options: { mdns: 'off' } }, scoped: { module: SCOPED } } });
   t.teardown(app.close);
   const reader = { ...as('models:read'), 'content-type': 'application/json' };
 
@@ -126,7 +126,7 @@ t.test('what a user with a models:read key sees', async (t) => {
 });
 
 t.test('a non-public route that declares no scope needs *', async (t) => {
-  const app = await startTestAppliance({ plugins: { ...RUNTIME_ONLY, scoped: { module: SCOPED, options: { undeclaredRoute: true } } } });
+  const app = await startTestAppliance({ listen: false, plugins: { ...RUNTIME_ONLY, scoped: { module: SCOPED, options: { undeclaredRoute: true } } } });
   t.teardown(app.close);
   const route = app.appliance.routes.list().find((r) => r.url === '/api/scoped/undeclared' && r.method === 'GET');
   t.equal(route?.scope, null, 'the route table records that it declares none');
@@ -137,7 +137,7 @@ t.test('a non-public route that declares no scope needs *', async (t) => {
 });
 
 t.test('docs/security.md lists every built-in route with its scope', async (t) => {
-  const app = await startTestAppliance({ plugins: { 'host-network': { options: { mdns: 'off' } } } });
+  const app = await startTestAppliance({ listen: false, plugins: { 'host-network': { options: { mdns: 'off' } } } });
   t.teardown(app.close);
   const table = app.appliance.routes.list();
   const gets = new Set(table.filter((r) => r.method === 'GET').map((r) => r.url));

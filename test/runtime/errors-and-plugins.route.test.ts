@@ -12,6 +12,7 @@ const HELLO = path.resolve('test/fixtures/plugins/hello/index.ts');
 
 t.test('a third-party plugin contributes a route, an auth strategy and a host provider', async (t) => {
   const app = await startTestAppliance({
+    listen: false,
     plugins: { ...RUNTIME_ONLY, hello: { module: HELLO, options: { greeting: 'hi', guestToken: 'guest-secret-123' } } },
   });
   t.teardown(app.close);
@@ -32,7 +33,7 @@ t.test('a third-party plugin contributes a route, an auth strategy and a host pr
 const WITH_OPENAI = { ...RUNTIME_ONLY, 'model-store': true, engine: true, 'api-openai': true };
 
 t.test('errors come in the surface’s format with the right status', async (t) => {
-  const app = await startTestAppliance({ plugins: { ...WITH_OPENAI, hello: { module: HELLO } } });
+  const app = await startTestAppliance({ listen: false, plugins: { ...WITH_OPENAI, hello: { module: HELLO } } });
   t.teardown(app.close);
   const json = { 'content-type': 'application/json' };
 
@@ -65,10 +66,10 @@ t.test('errors come in the surface’s format with the right status', async (t) 
 });
 
 t.test('disabling a plugin removes its routes and nothing else', async (t) => {
-  const full = await startTestAppliance({ plugins: RUNTIME_ONLY });
+  const full = await startTestAppliance({ listen: false, plugins: RUNTIME_ONLY });
   t.teardown(full.close);
   t.equal((await full.fetch('/ui/', { auth: false })).status, 200, 'the web UI is there');
-  const app = await startTestAppliance({ plugins: { ...RUNTIME_ONLY, 'model-store': true, engine: true, webui: false } });
+  const app = await startTestAppliance({ listen: false, plugins: { ...RUNTIME_ONLY, 'model-store': true, engine: true, webui: false } });
   t.teardown(app.close);
   t.equal((await app.fetch('/ui/')).status, 404, 'its route is gone');
   const off = await app.fetch('/ui/', { auth: false });
@@ -85,7 +86,7 @@ t.test('disabling a plugin removes its routes and nothing else', async (t) => {
 });
 
 t.test('without the OpenAI plugin, /v1 errors take the default shape', async (t) => {
-  const app = await startTestAppliance({ plugins: { ...RUNTIME_ONLY, hello: { module: HELLO } } });
+  const app = await startTestAppliance({ listen: false, plugins: { ...RUNTIME_ONLY, hello: { module: HELLO } } });
   t.teardown(app.close);
   const nf = await app.fetch('/v1/nothing');
   t.equal(nf.status, 404);

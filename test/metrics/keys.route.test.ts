@@ -12,7 +12,7 @@ import { ENGINE_ONLY } from '../helpers/plugin-sets.js';
 const json = { 'content-type': 'application/json' };
 const bearer = (key: string) => ({ ...json, authorization: `Bearer ${key}` });
 
-const app = await startTestAppliance({ plugins: { ...ENGINE_ONLY, 'backend-llama-cpp': false, 'fake-backend': FAKE_BACKEND } });
+const app = await startTestAppliance({ listen: false, plugins: { ...ENGINE_ONLY, 'backend-llama-cpp': false, 'fake-backend': FAKE_BACKEND } });
 t.teardown(() => app.close());
 // Two words of prefix: a generation of N prompt words yields N prompt tokens and 2 + N generated.
 await createFakeModel(app, 'parrot', 'parrot says:');

@@ -10,6 +10,7 @@ import { createFakeModel, FAKE_BACKEND, startTestAppliance } from '../../core/te
 
 // Words 50 ms apart: a stream of the long prompt below runs for seconds, while the test acts.
 const app = await startTestAppliance({
+  listen: false,
   plugins: {
     'host-network': { options: { mdns: 'off' } },
     'backend-llama-cpp': false,

@@ -10,6 +10,7 @@ import t from 'tap';
 import { createFakeModel, FAKE_BACKEND, startTestAppliance } from '../../core/testing/index.js';
 
 const app = await startTestAppliance({
+  listen: false,
   plugins: {
     'host-network': { options: { mdns: 'off' } },
     'backend-llama-cpp': false,

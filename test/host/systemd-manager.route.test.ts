@@ -27,6 +27,7 @@ t.test('systemd manager', async (t) => {
     stdout: 'systemd/journalctl-json-svc-inference.txt',
   });
   const app = await startTestAppliance({
+    listen: false,
     plugins: {
       ...HOST_ONLY,
       'host-services': { options: { manager: 'systemd', systemctl: systemctl.path, journalctl: journalctl.path, timeoutMs: 1000 } },
@@ -115,6 +116,7 @@ t.test('systemd manager', async (t) => {
 t.test('systemctl that cannot reach systemd makes /system/services a 502, not a crash', async (t) => {
   const systemctl = await fakeTool('systemctl', { stderr: 'systemd/systemctl-show-no-pid1.stderr', exit: 1 });
   const app = await startTestAppliance({
+    listen: false,
     plugins: { ...HOST_ONLY, 'host-services': { options: { manager: 'systemd', systemctl: systemctl.path } } },
   });
   t.teardown(() => app.close());

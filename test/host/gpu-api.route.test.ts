@@ -26,7 +26,7 @@ interface GpuBody {
 }
 
 async function start(t: Test, gpuOptions: Record<string, unknown>): Promise<TestAppliance> {
-  const app = await startTestAppliance({ plugins: { ...HOST_ONLY, 'host-gpu': { options: { sysfsRoot: '/nonexistent', ...gpuOptions } } } });
+  const app = await startTestAppliance({ listen: false, plugins: { ...HOST_ONLY, 'host-gpu': { options: { sysfsRoot: '/nonexistent', ...gpuOptions } } } });
   t.teardown(() => app.close());
   return app;
 }
@@ -197,6 +197,7 @@ t.test('AMD through amd-smi metric/static --json', async (t) => {
 
 t.test('AMD detected from the amdgpu sysfs files when no tool is installed', async (t) => {
   const app = await startTestAppliance({
+    listen: false,
     plugins: {
       ...HOST_ONLY,
       'host-gpu': {

@@ -20,7 +20,7 @@ interface LogsBody {
 t.test('logs of one service, with their rules, kept in a file and across a restart', async (t) => {
   const dataDir = await mkdtemp(path.join(os.tmpdir(), 'lia-logs-'));
   t.teardown(() => rm(dataDir, { recursive: true, force: true }));
-  const app = await startTestAppliance({ dataDir, plugins: HOST_ONLY, env: { LIA_LOG_LEVEL: 'info' } });
+  const app = await startTestAppliance({ listen: false, dataDir, plugins: HOST_ONLY, env: { LIA_LOG_LEVEL: 'info' } });
   let closed = false;
   t.teardown(() => (closed ? undefined : app.close()));
 
@@ -75,7 +75,7 @@ t.test('logs of one service, with their rules, kept in a file and across a resta
     'up to the stop at shutdown',
   );
 
-  const again = await startTestAppliance({ dataDir, plugins: HOST_ONLY, env: { LIA_LOG_LEVEL: 'info' } });
+  const again = await startTestAppliance({ listen: false, dataDir, plugins: HOST_ONLY, env: { LIA_LOG_LEVEL: 'info' } });
   t.teardown(() => again.close());
   const history = ((await (await again.fetch('/system/logs?service=svc-gpu-monitor&lines=10000')).json()) as LogsBody).lines;
   t.ok(history.filter((l) => l.message === 'GPU monitor started').length >= 5, 'earlier runs are still there after a restart');

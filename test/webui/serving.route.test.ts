@@ -5,7 +5,7 @@
 import t from 'tap';
 import { startTestAppliance } from '../helpers/appliance.js';
 
-const app = await startTestAppliance();
+const app = await startTestAppliance({ listen: false });
 t.teardown(app.close);
 
 t.test('the page: no-cache with an ETag, strict CSP, 304 when unchanged', async (t) => {
