@@ -7,6 +7,7 @@
  */
 import t from 'tap';
 import { createFakeModel, FAKE_BACKEND, startTestAppliance } from '../../core/testing/index.js';
+import { readUntil } from '../helpers/stream-reader.js';
 
 // Words 50 ms apart: a stream of the long prompt below runs for seconds, while the test acts.
 const app = await startTestAppliance({
@@ -154,21 +155,7 @@ t.test('tokens_per_minute bounds parallel requests; Retry-After is when the budg
 async function openStream(path: string, headers: Record<string, string>, body: object): Promise<() => Promise<string>> {
   const res = await app.fetch(path, { method: 'POST', auth: false, headers: { ...json, ...headers }, body: JSON.stringify(body) });
   if (res.status !== 200) throw new Error(`opening the stream: ${res.status} ${await res.text()}`);
-  const reader = (res.body as ReadableStream<Uint8Array>).getReader();
-  const decoder = new TextDecoder();
-  let text = '';
-  while (!/"(response|content|text|text_delta)"/.test(text)) {
-    const { value, done } = await reader.read();
-    if (done) throw new Error(`the stream ended early: ${text}`);
-    text += decoder.decode(value, { stream: true });
-  }
-  return async () => {
-    for (;;) {
-      const { value, done } = await reader.read();
-      if (done) return text;
-      text += decoder.decode(value, { stream: true });
-    }
-  };
+  return readUntil(res.body as ReadableStream<Uint8Array>, /"(response|content|text|text_delta)"/);
 }
 
 t.test('revoking or rotating a key ends its running streams with an error frame', async (t) => {

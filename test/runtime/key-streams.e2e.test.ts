@@ -3,59 +3,10 @@
  * connection to close: the key is admitted again, and the cut stream is counted in usage with the
  * tokens it produced. (The limit itself: key-streams.route.test.ts.)
  */
-import t, { type Test } from 'tap';
-import { createFakeModel, FAKE_BACKEND, startTestAppliance } from '../../core/testing/index.js';
+import t from 'tap';
+import { json, startKeyStreams } from './key-streams-setup.js';
 
-// Words 100 ms apart: the first stream is still going when the second request arrives.
-const app = await startTestAppliance({
-  plugins: {
-    'host-network': { options: { mdns: 'off' } },
-    'backend-llama-cpp': false,
-    'backend-transformers': false,
-    'fake-backend': { ...FAKE_BACKEND, options: { tokenDelayMs: 100 } },
-  },
-});
-t.teardown(() => app.close());
-await createFakeModel(app, 'parrot', 'parrot says:');
-
-const json = { 'content-type': 'application/json' };
-const created = await app.fetch('/system/api-keys', {
-  method: 'POST',
-  headers: json,
-  body: JSON.stringify({ name: 'one-at-a-time', scopes: ['inference'], limits: { concurrent_streams: 1 } }),
-});
-if (created.status !== 201) throw new Error(`creating the key: ${created.status} ${await created.text()}`);
-const { key } = (await created.json()) as { key: string };
-
-const chat = (k: string | null, init: { signal?: AbortSignal; prompt?: string } = {}) =>
-  app.fetch('/api/chat', {
-    method: 'POST',
-    headers: { ...json, ...(k ? { authorization: `Bearer ${k}` } : {}) },
-    body: JSON.stringify({ model: 'parrot', messages: [{ role: 'user', content: init.prompt ?? 'one two three four five six seven eight' }] }),
-    ...(init.signal ? { signal: init.signal } : {}),
-  });
-
-/** Opens a streamed chat with `key` and resolves once its first line has arrived. */
-async function openStream(t: Test, signal?: AbortSignal): Promise<{ rest: Promise<string> }> {
-  const res = await chat(key, signal ? { signal } : {});
-  t.equal(res.status, 200, 'the first stream is admitted');
-  const reader = (res.body as ReadableStream<Uint8Array>).getReader();
-  const decoder = new TextDecoder();
-  let text = '';
-  while (!text.includes('\n')) {
-    const { value, done } = await reader.read();
-    if (done) throw new Error(`the stream ended before its first line: ${text}`);
-    text += decoder.decode(value, { stream: true });
-  }
-  const rest = (async () => {
-    for (;;) {
-      const { value, done } = await reader.read();
-      if (done) return text;
-      text += decoder.decode(value, { stream: true });
-    }
-  })();
-  return { rest };
-}
+const { app, key, chat, openStream } = await startKeyStreams(true);
 
 t.test('a client that leaves frees the key’s stream', async (t) => {
   const abort = new AbortController();

@@ -6,6 +6,7 @@
  */
 import t from 'tap';
 import { createFakeModel, FAKE_BACKEND, startTestAppliance } from '../../core/testing/index.js';
+import { readUntil } from '../helpers/stream-reader.js';
 
 // Words 20 ms apart: a stream of the long prompt runs long enough to revoke its key meanwhile.
 const app = await startTestAppliance({
@@ -39,21 +40,7 @@ const sseData = (text: string): string[] =>
 async function openStream(path: string, headers: Record<string, string>, body: object): Promise<() => Promise<string>> {
   const res = await app.fetch(path, { method: 'POST', auth: false, headers: { ...json, ...headers }, body: JSON.stringify(body) });
   if (res.status !== 200) throw new Error(`opening the stream: ${res.status} ${await res.text()}`);
-  const reader = (res.body as ReadableStream<Uint8Array>).getReader();
-  const decoder = new TextDecoder();
-  let text = '';
-  while (!/"(content|text)":"[^"]/.test(text)) {
-    const { value, done } = await reader.read();
-    if (done) throw new Error(`the stream ended early: ${text}`);
-    text += decoder.decode(value, { stream: true });
-  }
-  return async () => {
-    for (;;) {
-      const { value, done } = await reader.read();
-      if (done) return text;
-      text += decoder.decode(value, { stream: true });
-    }
-  };
+  return readUntil(res.body as ReadableStream<Uint8Array>, /"(content|text)":"[^"]/);
 }
 
 t.test('OpenAI /v1/chat/completions streams SSE chunks and ends with [DONE]', async (t) => {
