@@ -78,7 +78,7 @@ t.test('the helper’s fetch sends the key unless told not to; bad fake models a
   const app = await startTestAppliance({ plugins: { ...PLUGINS, engine: false, 'api-openai': false, 'api-anthropic': false, greetings } });
   t.teardown(app.close);
   t.same(await (await app.fetch('/api/greetings')).json(), { greetings: [{ name: 'default', text: 'hello' }] }, 'the docs’ custom-hook example runs');
-  t.same(app.hooks.extensions.names(), ['greetings']);
+  t.same(app.hooks.extensions.names(), ['gguf', 'openai-wire', 'greetings'], 'its own hook beside the built-in plugins’');
   t.equal((await app.fetch('/api/tags')).status, 200);
   const anonymous = await app.fetch('/api/tags', { auth: false });
   t.equal(anonymous.status, 401);
