@@ -4,6 +4,7 @@
  * @module
  */
 import type { PluginEntry } from '../../core/config/schema.js';
+import { FAKE_BACKEND } from '../../core/testing/index.js';
 
 /** Only the runtime: PKI, API key, web UI. Everything else disabled. */
 export const RUNTIME_ONLY: Record<string, PluginEntry> = {
@@ -42,3 +43,16 @@ export const ENGINE_ONLY: Record<string, PluginEntry> = {
   'api-openai': false,
   webui: false,
 };
+
+/**
+ * The fake backend (`lia/testing`'s, with `options`) in place of the model backends, mDNS off:
+ * the appliance of a test that needs answers but no model file.
+ */
+export function fakeBackendOnly(options?: Record<string, unknown>): Record<string, PluginEntry> {
+  return {
+    'host-network': { options: { mdns: 'off' } },
+    'backend-llama-cpp': false,
+    'backend-transformers': false,
+    'fake-backend': options ? { ...FAKE_BACKEND, options } : FAKE_BACKEND,
+  };
+}

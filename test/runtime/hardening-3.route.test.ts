@@ -7,16 +7,12 @@
  */
 import { createHash } from 'node:crypto';
 import t from 'tap';
-import { createFakeModel, FAKE_BACKEND, startTestAppliance } from '../../core/testing/index.js';
+import { createFakeModel, startTestAppliance } from '../../core/testing/index.js';
+import { fakeBackendOnly } from '../helpers/plugin-sets.js';
 
 const app = await startTestAppliance({
   listen: false,
-  plugins: {
-    'host-network': { options: { mdns: 'off' } },
-    'backend-llama-cpp': false,
-    'backend-transformers': false,
-    'fake-backend': FAKE_BACKEND,
-  },
+  plugins: fakeBackendOnly(),
 });
 t.teardown(() => app.close());
 await createFakeModel(app, 'stories', 'once upon');

@@ -6,18 +6,14 @@
  * using `x-api-key` outside the Anthropic routes or next to a different Bearer key.
  */
 import t from 'tap';
-import { createFakeModel, FAKE_BACKEND, startTestAppliance } from '../../core/testing/index.js';
+import { createFakeModel, startTestAppliance } from '../../core/testing/index.js';
 import { readUntil } from '../helpers/stream-reader.js';
+import { fakeBackendOnly } from '../helpers/plugin-sets.js';
 
 // Words 50 ms apart: a stream of the long prompt below runs for seconds, while the test acts.
 const app = await startTestAppliance({
   listen: false,
-  plugins: {
-    'host-network': { options: { mdns: 'off' } },
-    'backend-llama-cpp': false,
-    'backend-transformers': false,
-    'fake-backend': { ...FAKE_BACKEND, options: { tokenDelayMs: 50 } },
-  },
+  plugins: fakeBackendOnly({ tokenDelayMs: 50 }),
 });
 t.teardown(() => app.close());
 await createFakeModel(app, 'stories', 'once upon');

@@ -4,8 +4,9 @@
  * request arrives; a key allowed one stream at a time; a chat call and a stream opener for it.
  */
 import t, { type Test } from 'tap';
-import { createFakeModel, FAKE_BACKEND, startTestAppliance, type TestAppliance } from '../../core/testing/index.js';
+import { createFakeModel, startTestAppliance, type TestAppliance } from '../../core/testing/index.js';
 import { readUntil } from '../helpers/stream-reader.js';
+import { fakeBackendOnly } from '../helpers/plugin-sets.js';
 
 export const json = { 'content-type': 'application/json' };
 
@@ -22,12 +23,7 @@ export interface KeyStreams {
 export async function startKeyStreams(listen: boolean): Promise<KeyStreams> {
   const app = await startTestAppliance({
     listen,
-    plugins: {
-      'host-network': { options: { mdns: 'off' } },
-      'backend-llama-cpp': false,
-      'backend-transformers': false,
-      'fake-backend': { ...FAKE_BACKEND, options: { tokenDelayMs: 100 } },
-    },
+    plugins: fakeBackendOnly({ tokenDelayMs: 100 }),
   });
   t.teardown(() => app.close());
   await createFakeModel(app, 'parrot', 'parrot says:');

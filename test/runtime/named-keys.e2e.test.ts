@@ -8,7 +8,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import t from 'tap';
-import { createFakeModel, FAKE_BACKEND, startTestAppliance } from '../../core/testing/index.js';
+import { createFakeModel, startTestAppliance } from '../../core/testing/index.js';
+import { fakeBackendOnly } from '../helpers/plugin-sets.js';
 
 const run = promisify(execFile);
 const json = { 'content-type': 'application/json' };
@@ -18,12 +19,7 @@ const dataDir = await mkdtemp(path.join(os.tmpdir(), 'lia-named-keys-'));
 t.teardown(() => rm(dataDir, { recursive: true, force: true }));
 const app = await startTestAppliance({
   dataDir,
-  plugins: {
-    'host-network': { options: { mdns: 'off' } },
-    'backend-llama-cpp': false,
-    'backend-transformers': false,
-    'fake-backend': FAKE_BACKEND,
-  },
+  plugins: fakeBackendOnly(),
 });
 t.teardown(() => app.close());
 await createFakeModel(app, 'parrot', 'parrot says:');

@@ -9,7 +9,8 @@ import { mkdtemp, readdir, readFile, rm, stat } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import t from 'tap';
-import { createFakeModel, FAKE_BACKEND, startTestAppliance, type TestAppliance } from '../../core/testing/index.js';
+import { createFakeModel, startTestAppliance, type TestAppliance } from '../../core/testing/index.js';
+import { fakeBackendOnly } from '../helpers/plugin-sets.js';
 
 const json = { 'content-type': 'application/json' };
 const bearer = (key: string) => ({ ...json, authorization: `Bearer ${key}` });
@@ -21,10 +22,7 @@ const start = () =>
     listen: false,
     dataDir,
     plugins: {
-      'host-network': { options: { mdns: 'off' } },
-      'backend-llama-cpp': false,
-      'backend-transformers': false,
-      'fake-backend': FAKE_BACKEND,
+      ...fakeBackendOnly(),
       'auth-api-key': { options: { usageSaveDelayMs: 50 } },
     },
   });
