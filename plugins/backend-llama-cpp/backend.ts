@@ -22,7 +22,7 @@ import { spawnRunner, startRunner, type RunnerModel, type SpawnOptions } from '.
 const SPARE_QUIET_MS = 1000;
 
 /** Resident memory of an idle runner process (Node + the llama.cpp bindings), with a margin (bench/results/2026-11-27-code-notes.md). */
-export const RUNNER_OVERHEAD_BYTES = 48 * 1024 * 1024;
+const RUNNER_OVERHEAD_BYTES = 48 * 1024 * 1024;
 
 export interface LlamaCppBackendOptions {
   log: FastifyBaseLogger;

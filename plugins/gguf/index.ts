@@ -14,7 +14,6 @@
  */
 import { definePlugin } from 'lia/plugin';
 import { ggufFormat } from './format.js';
-import './public.js';
 
 export default definePlugin({
   name: 'gguf',

@@ -9,7 +9,6 @@
  */
 import { definePlugin } from 'lia/plugin';
 import { openaiWire } from './codec.js';
-import './public.js';
 
 export default definePlugin({
   name: 'openai-wire',
