@@ -75,7 +75,10 @@ try {
     if (file.includes(`${path.sep}test${path.sep}helpers${path.sep}`) || file.includes(`${path.sep}core${path.sep}testing${path.sep}`)) continue;
     const called = script.functions.filter((f) => (f.ranges[0]?.count ?? 0) > 0);
     if (script.functions.some((f) => f.ranges.some((r) => r.count > 0))) {
-      files.set(path.relative(ROOT, file), called.map((f) => `${f.functionName || '(anonymous)'} ×${f.ranges[0]?.count}`));
+      files.set(
+        path.relative(ROOT, file),
+        called.map((f) => `${f.functionName || '(anonymous)'} ×${f.ranges[0]?.count}`),
+      );
     }
   }
   const sorted = [...files.keys()].sort();
