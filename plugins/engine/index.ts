@@ -9,7 +9,6 @@
  */
 import { Type } from '@sinclair/typebox';
 import { definePlugin } from 'lia/plugin';
-import type { InferenceEvent } from 'lia/plugin/contracts';
 import { parseKeepAlive } from './keep-alive.js';
 import { memoryBudget } from './memory.js';
 import { chatRoute } from './routes/chat.js';
@@ -21,6 +20,7 @@ import { psRoutes } from './routes/ps.js';
 import { Scheduler } from './scheduler.js';
 import { DEFAULT_MAX_IMAGE_BYTES } from './images.js';
 import { EngineService } from './service.js';
+import { toObservers } from './admission.js';
 import { inferenceBatchThreads, inferenceThreads } from './threads.js';
 
 export default definePlugin({
@@ -99,16 +99,7 @@ export default definePlugin({
     const o = ctx.options;
     const threads = inferenceThreads(o.threads);
     const batchThreads = inferenceBatchThreads(o.batchThreads, threads);
-    // Observers are read at each event, so a plugin set up after the engine is told too.
-    const observe = (event: InferenceEvent): void => {
-      for (const o of ctx.hooks.inferenceObservers.list()) {
-        try {
-          o.onEvent(event);
-        } catch {
-          // An observer only counts; its failure must not touch inference.
-        }
-      }
-    };
+    const observe = toObservers(ctx.hooks.inferenceObservers.list());
     const scheduler = new Scheduler({
       backends: ctx.hooks.backends,
       log: ctx.log,
@@ -122,7 +113,7 @@ export default definePlugin({
       batchThreads,
       observe,
     });
-    const service = new EngineService(() => ctx.hooks.models.get(), scheduler, observe);
+    const service = new EngineService(ctx.hooks.models, scheduler, observe);
     service.maxImageBytes = o.maxImageBytes;
     service.remoteImages = o.remoteImages;
     ctx.hooks.inference.provide(service, 'engine');

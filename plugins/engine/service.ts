@@ -10,7 +10,7 @@
 import { currentPrincipal, Errors } from 'lia/plugin';
 import { mayUse } from 'lia/utils';
 import type { LoadedModel } from 'lia/plugin';
-import type { ChatMessage, ChatParams } from 'lia/plugin/contracts';
+import type { ChatMessage, ChatParams, SamplingOptions } from 'lia/plugin/contracts';
 import type {
   EmbedResponse,
   GenerationStream,
@@ -28,9 +28,8 @@ import type {
 } from 'lia/plugin/contracts';
 import type { ModelActivity } from 'lia/plugin/contracts';
 import type { ModelStore, ResolvedModel } from 'lia/plugin/contracts';
-import { admitted, estimateTokens } from './admission.js';
+import { admitted, estimateTokens, leased, observed, type Observe } from './admission.js';
 import { checkImages, DEFAULT_MAX_IMAGE_BYTES, unsupported, visionServed } from './images.js';
-import { leased, observed, type Observe } from './instrumented.js';
 import { parseKeepAlive } from './keep-alive.js';
 import { withContextFit } from './plan/context-fit.js';
 import { planChat, planGenerate } from './plan/request-plan.js';
@@ -44,13 +43,19 @@ export class EngineService implements InferenceService {
   maxImageBytes = DEFAULT_MAX_IMAGE_BYTES;
   /** Whether `http(s)` image URLs are fetched (the engine's `remoteImages`); off, they are a 400. */
   remoteImages = false;
-  readonly #store: () => ModelStore;
+  readonly #stores: { get(): ModelStore };
+  /** The store, once asked for: a sole hook's value never changes once provided. */
+  #store: ModelStore | undefined;
   readonly #scheduler: Scheduler;
   readonly #observe: Observe;
+  readonly #storedOptions = new WeakMap<ResolvedModel, SamplingOptions>();
 
-  /** @param observe told of requests, tokens and token counts. Defaults to nobody. */
-  constructor(store: () => ModelStore, scheduler: Scheduler, observe: Observe = () => {}) {
-    this.#store = store;
+  /**
+   * @param stores the `models` hook (its `get` throws the 503 while no store is provided).
+   * @param observe told of requests, tokens and token counts. Defaults to nobody.
+   */
+  constructor(stores: { get(): ModelStore }, scheduler: Scheduler, observe: Observe = () => {}) {
+    this.#stores = stores;
     this.#scheduler = scheduler;
     this.#observe = observe;
   }
@@ -62,7 +67,7 @@ export class EngineService implements InferenceService {
     const images = await this.#images(model, req.model, req.images ?? [], 'images');
     const plan = planGenerate(model, req.model, req);
     const system = req.system ?? model.system;
-    const asker = admitted(model.name, estimateTokens([req.prompt, system, req.suffix]), mergeOptions(model.parameters, req.options), signal);
+    const asker = admitted(model.name, estimateTokens([req.prompt, system, req.suffix]), this.#options(model, req.options), signal);
     const { options } = asker;
     signal = asker.signal;
     this.#observe({ type: 'request', model: model.name, kind: 'generate', ...asker.label });
@@ -98,7 +103,7 @@ export class EngineService implements InferenceService {
     const plan = planChat(model, req.model, req);
     const { messages: requested, images } = await this.#messageImages(model, req.model, req.messages);
     const messages = withStored(model, requested);
-    const asker = admitted(model.name, estimateTokens(messages.map((m) => m.content)), mergeOptions(model.parameters, req.options), signal);
+    const asker = admitted(model.name, estimateTokens(messages.map((m) => m.content)), this.#options(model, req.options), signal);
     const options = plan.options(asker.options);
     signal = asker.signal;
     this.#observe({ type: 'request', model: model.name, kind: 'chat', ...asker.label });
@@ -119,7 +124,7 @@ export class EngineService implements InferenceService {
     const model = await this.#resolve(req.model, 'chat');
     const { fields } = planChat(model, req.model, req);
     const { messages: requested } = await this.#messageImages(model, req.model, req.messages);
-    const options = mergeOptions(model.parameters, req.options);
+    const options = this.#options(model, req.options);
     const lease = await this.#acquire(model, req.keep_alive, options.num_ctx, signal);
     const params: ChatParams = { messages: withStored(model, requested), options, ...fields };
     try {
@@ -138,7 +143,7 @@ export class EngineService implements InferenceService {
   async embed(req: InferenceEmbedRequest, signal: AbortSignal): Promise<EmbedResponse> {
     const started = process.hrtime.bigint();
     const model = await this.#resolve(req.model, 'embed');
-    const asker = admitted(model.name, estimateTokens(req.input), mergeOptions(model.parameters, req.options), signal, 'embed');
+    const asker = admitted(model.name, estimateTokens(req.input), this.#options(model, req.options), signal, 'embed');
     const { options } = asker;
     signal = asker.signal;
     let used: number | undefined;
@@ -175,7 +180,7 @@ export class EngineService implements InferenceService {
   /** Scores documents for a query on a model with the `rerank` capability; admitted like an embedding. */
   async rerank(req: InferenceRerankRequest, signal: AbortSignal): Promise<RerankResponse> {
     const model = await this.#resolve(req.model, 'rerank');
-    const asker = admitted(model.name, estimateTokens([req.query, ...req.documents]), mergeOptions(model.parameters, {}), signal, 'embed');
+    const asker = admitted(model.name, estimateTokens([req.query, ...req.documents]), this.#options(model, {}), signal, 'embed');
     signal = asker.signal;
     let used: number | undefined;
     this.#observe({ type: 'request', model: model.name, kind: 'rerank', ...asker.label });
@@ -283,6 +288,20 @@ export class EngineService implements InferenceService {
     return { messages: out, images };
   }
 
+  /**
+   * The model's stored parameters, overridden key by key by the request's options. The stored ones
+   * are read once per resolved model: the store hands out the same object while its manifest is
+   * unchanged.
+   */
+  #options(model: ResolvedModel, request: SamplingOptions | undefined): SamplingOptions {
+    let stored = this.#storedOptions.get(model);
+    if (!stored) this.#storedOptions.set(model, (stored = mergeOptions(model.parameters, undefined)));
+    if (!request) return { ...stored };
+    const out: SamplingOptions = { ...stored };
+    for (const [key, value] of Object.entries(request)) if (value !== undefined) (out as Record<string, unknown>)[key] = value;
+    return out;
+  }
+
   async #resolve(name: string, action: 'generate' | 'chat' | 'embed' | 'rerank' | 'tokenize' | 'load' | 'unload'): Promise<ResolvedModel> {
     if (!this.running) throw Errors.unavailable('svc-inference is stopped; start it with POST /system/services/svc-inference/start');
     if (typeof name !== 'string' || name.trim() === '') throw Errors.badRequest('model is required', { param: 'model' });
@@ -290,7 +309,7 @@ export class EngineService implements InferenceService {
     // cannot learn which models exist outside its list) and on the name it resolves to.
     const principal = currentPrincipal();
     if (!mayUse(principal, name)) throw notAllowed(name);
-    const model = await this.#store().resolve(name);
+    const model = await (this.#store ??= this.#stores.get()).resolve(name);
     if (!mayUse(principal, model.name)) throw notAllowed(name);
     const caps = model.capabilities;
     if ((action === 'generate' || action === 'chat') && (caps.includes('embedding') || caps.includes('rerank')) && !caps.includes('completion')) {
@@ -303,7 +322,7 @@ export class EngineService implements InferenceService {
   }
 
   #acquire(model: ResolvedModel, keepAlive: KeepAlive | undefined, numCtx: number | undefined, signal: AbortSignal): Promise<Lease> {
-    const keepAliveMs = parseKeepAlive(keepAlive);
+    const keepAliveMs = keepAlive === undefined ? undefined : parseKeepAlive(keepAlive);
     return this.#scheduler.acquire(
       model,
       { ...(keepAliveMs !== undefined ? { keepAliveMs } : {}), ...(numCtx && numCtx > 0 ? { contextLength: numCtx } : {}) },
