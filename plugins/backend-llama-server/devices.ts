@@ -14,8 +14,7 @@
  *
  * The devices are what `llama-server --list-devices` prints with that back end loaded, so they are
  * exactly the ones a server started the same way uses (Vulkan leaves out CPU-type devices such as
- * Mesa's lavapipe unless `GGML_VK_VISIBLE_DEVICES` names them). Both answers are kept for the life
- * of the process: the hardware does not change under a running appliance.
+ * Mesa's lavapipe unless `GGML_VK_VISIBLE_DEVICES` names them), with what each has free now.
  *
  * @module
  */
@@ -23,6 +22,7 @@ import { execFile } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { promisify } from 'node:util';
+import { Errors } from 'lia/plugin';
 import { projectPath } from 'lia/utils';
 
 const run = promisify(execFile);
@@ -121,26 +121,70 @@ export function parseDeviceList(text: string, kind: GpuBackendKind): ComputeDevi
   return devices;
 }
 
-const listed = new Map<string, Promise<ComputeDevice[]>>();
-
 /**
- * The devices llama-server sees with `backend` loaded (empty when it sees none or fails to list
- * them), asked once per binary, back end and device filter.
+ * The devices llama-server sees with `backend` loaded, read anew at each call (what is free
+ * changes as models load; a listing takes well under a second); empty when it sees none or fails
+ * to list them.
  */
-export function listDevices(binary: string, backend: GpuBackend, env: NodeJS.ProcessEnv = process.env): Promise<ComputeDevice[]> {
-  const key = `${binary}\0${backend.library}\0${env.GGML_VK_VISIBLE_DEVICES ?? ''}\0${env.CUDA_VISIBLE_DEVICES ?? ''}`;
-  let devices = listed.get(key);
-  if (!devices) {
-    devices = run(binary, ['--list-devices'], {
+export async function listDevices(binary: string, backend: GpuBackend, env: NodeJS.ProcessEnv = process.env): Promise<ComputeDevice[]> {
+  try {
+    const { stdout, stderr } = await run(binary, ['--list-devices'], {
       cwd: path.dirname(binary),
       env: { ...env, ...backendEnv(backend) },
       timeout: 30_000,
       maxBuffer: 1024 * 1024,
-    }).then(
-      ({ stdout, stderr }) => parseDeviceList(`${stdout}\n${stderr}`, backend.kind),
-      () => [],
-    );
-    listed.set(key, devices);
+    });
+    return parseDeviceList(`${stdout}\n${stderr}`, backend.kind);
+  } catch {
+    return [];
   }
-  return devices;
+}
+
+/** The plugin's `gpu` option: `auto` (the best back end with a device), `cpu`, or one back end. */
+export type GpuMode = 'auto' | 'cpu' | GpuBackendKind;
+
+const NO_DEVICE: Record<GpuBackendKind, string> = {
+  vulkan:
+    "install the GPU's Vulkan driver (Debian: mesa-vulkan-drivers for AMD and Intel, NVIDIA's own driver), or name a CPU device such as Mesa's lavapipe with GGML_VK_VISIBLE_DEVICES",
+  cuda: "install NVIDIA's driver and check that nvidia-smi lists the GPU",
+};
+
+/**
+ * Chooses the GPU back end servers load, once per binary. `auto` takes the first of
+ * {@link GPU_BACKENDS} that is installed and sees a device, else the CPU; a named back end that is
+ * missing, or sees no device, is an error that says what to install.
+ */
+export function gpuResolver(
+  mode: GpuMode,
+  onChoice: (chosen: GpuBackend | null, devices: ComputeDevice[]) => void = () => undefined,
+): (binary: string) => Promise<GpuBackend | null> {
+  const chosen = new Map<string, Promise<GpuBackend | null>>();
+  const choose = async (binary: string): Promise<GpuBackend | null> => {
+    if (mode === 'cpu') return null;
+    for (const kind of mode === 'auto' ? GPU_BACKENDS : [mode]) {
+      const backend = findGpuBackend(kind, binary);
+      if (!backend) {
+        if (mode === 'auto') continue;
+        throw Errors.unavailable(`llama-server has no ${kind} back end (the gpu setting asks for it): ${howToGet(kind)}`);
+      }
+      const devices = await listDevices(binary, backend);
+      if (devices.length > 0) {
+        onChoice(backend, devices);
+        return backend;
+      }
+      if (mode !== 'auto') throw Errors.unavailable(`llama-server's ${kind} back end sees no device (the gpu setting asks for it): ${NO_DEVICE[kind]}`);
+    }
+    onChoice(null, []);
+    return null;
+  };
+  return (binary) => {
+    let answer = chosen.get(binary);
+    if (!answer) {
+      answer = choose(binary);
+      // A failure is not kept: the next load asks again (a driver installed meanwhile).
+      answer.catch(() => chosen.delete(binary));
+      chosen.set(binary, answer);
+    }
+    return answer;
+  };
 }

@@ -52,6 +52,17 @@ export default definePlugin({
       default: 0,
       description: 'Bytes loaded models may use together; 0 = 80 % of RAM (or of the cgroup limit). Defaults to 0.',
     }),
+    gpuMemoryCap: Type.Integer({
+      minimum: 0,
+      default: 0,
+      description:
+        "Bytes of each GPU the loaded models may hold together (Ollama has no such cap; llama-server's --fit-target is per load); 0 = what the device has free. Defaults to 0.",
+    }),
+    gpuReserve: Type.Integer({
+      minimum: 0,
+      default: 256 * 1024 * 1024,
+      description: "Bytes of each GPU left to its driver and other programs when layers are fitted (Ollama's OLLAMA_GPU_OVERHEAD). Defaults to 256 MiB.",
+    }),
     contextLength: Type.Integer({
       minimum: 0,
       default: 4096,
@@ -88,6 +99,8 @@ export default definePlugin({
     LIA_KEEP_ALIVE: 'keepAlive',
     LIA_MAX_LOADED_MODELS: 'maxLoadedModels',
     LIA_MEMORY_BUDGET: 'memoryBudget',
+    LIA_GPU_MEMORY_CAP: 'gpuMemoryCap',
+    LIA_GPU_RESERVE: 'gpuReserve',
     LIA_CONTEXT_LENGTH: 'contextLength',
     LIA_THREADS: 'threads',
     LIA_BATCH_THREADS: 'batchThreads',
@@ -108,6 +121,8 @@ export default definePlugin({
       keepAliveMs: parseKeepAlive(o.keepAlive) ?? 5 * 60_000,
       maxLoadedModels: o.maxLoadedModels,
       memoryBudgetBytes: memoryBudget(o.memoryBudget),
+      ...(o.gpuMemoryCap > 0 ? { gpuMemoryCapBytes: o.gpuMemoryCap } : {}),
+      gpuReserveBytes: o.gpuReserve,
       contextLength: o.contextLength,
       threads,
       batchThreads,

@@ -72,7 +72,7 @@ export class EngineService implements InferenceService {
     signal = asker.signal;
     this.#observe({ type: 'request', model: model.name, kind: 'generate', ...asker.label });
     const { lease, events } = await withContextFit(async (grown) => {
-      const lease = await this.#acquire(model, req.keep_alive, grown ?? options.num_ctx, signal);
+      const lease = await this.#acquire(model, req.keep_alive, { ...options, num_ctx: grown ?? options.num_ctx }, signal);
       if (images.length > 0) visionServed(lease, req.model, asker);
       const events = lease.model.generate(
         {
@@ -109,7 +109,7 @@ export class EngineService implements InferenceService {
     this.#observe({ type: 'request', model: model.name, kind: 'chat', ...asker.label });
     const conversation = { messages, count: (loaded: LoadedModel, m: ChatMessage[]) => countTokens(loaded, { messages: m, options, ...plan.fields }, signal) };
     const { lease, events } = await withContextFit(async (grown, fitted) => {
-      const lease = await this.#acquire(model, req.keep_alive, grown ?? options.num_ctx, signal);
+      const lease = await this.#acquire(model, req.keep_alive, { ...options, num_ctx: grown ?? options.num_ctx }, signal);
       if (images > 0) visionServed(lease, req.model, asker);
       return { lease, events: lease.model.chat({ messages: fitted ?? messages, options, ...plan.fields }, signal) };
     }, conversation).catch(asker.fail);
@@ -125,7 +125,7 @@ export class EngineService implements InferenceService {
     const { fields } = planChat(model, req.model, req);
     const { messages: requested } = await this.#messageImages(model, req.model, req.messages);
     const options = this.#options(model, req.options);
-    const lease = await this.#acquire(model, req.keep_alive, options.num_ctx, signal);
+    const lease = await this.#acquire(model, req.keep_alive, options, signal);
     const params: ChatParams = { messages: withStored(model, requested), options, ...fields };
     try {
       if (lease.model.countChatTokens) return { model: model.name, promptTokens: await lease.model.countChatTokens(params, signal) };
@@ -148,7 +148,7 @@ export class EngineService implements InferenceService {
     signal = asker.signal;
     let used: number | undefined;
     this.#observe({ type: 'request', model: model.name, kind: 'embed', ...asker.label });
-    const lease = await this.#acquire(model, req.keep_alive, options.num_ctx, signal).catch(asker.fail);
+    const lease = await this.#acquire(model, req.keep_alive, options, signal).catch(asker.fail);
     try {
       const result =
         req.input.length === 0
@@ -184,7 +184,7 @@ export class EngineService implements InferenceService {
     signal = asker.signal;
     let used: number | undefined;
     this.#observe({ type: 'request', model: model.name, kind: 'rerank', ...asker.label });
-    const lease = await this.#acquire(model, req.keep_alive, asker.options.num_ctx, signal).catch(asker.fail);
+    const lease = await this.#acquire(model, req.keep_alive, asker.options, signal).catch(asker.fail);
     try {
       if (!lease.model.rank) throw unsupported(req.model, 'rerank');
       const result =
@@ -229,7 +229,7 @@ export class EngineService implements InferenceService {
     work: (model: LoadedModel, name: string) => Promise<T>,
   ): Promise<T> {
     const model = await this.#resolve(name, 'tokenize');
-    const lease = await this.#acquire(model, keepAlive, undefined, signal);
+    const lease = await this.#acquire(model, keepAlive, {}, signal);
     try {
       return await work(lease.model, model.name);
     } finally {
@@ -239,7 +239,7 @@ export class EngineService implements InferenceService {
 
   async load(name: string, keepAlive?: KeepAlive): Promise<{ model: string; loadNs: number }> {
     const model = await this.#resolve(name, 'load');
-    const lease = await this.#acquire(model, keepAlive, undefined, new AbortController().signal);
+    const lease = await this.#acquire(model, keepAlive, {}, new AbortController().signal);
     lease.release();
     return { model: model.name, loadNs: lease.loadNs };
   }
@@ -321,11 +321,17 @@ export class EngineService implements InferenceService {
     return model;
   }
 
-  #acquire(model: ResolvedModel, keepAlive: KeepAlive | undefined, numCtx: number | undefined, signal: AbortSignal): Promise<Lease> {
+  /** A slot of `model`, loaded with the options that size a load (`num_ctx`, `num_gpu`). */
+  #acquire(model: ResolvedModel, keepAlive: KeepAlive | undefined, load: Pick<SamplingOptions, 'num_ctx' | 'num_gpu'>, signal: AbortSignal): Promise<Lease> {
     const keepAliveMs = keepAlive === undefined ? undefined : parseKeepAlive(keepAlive);
+    const { num_ctx: numCtx, num_gpu: numGpu } = load;
     return this.#scheduler.acquire(
       model,
-      { ...(keepAliveMs !== undefined ? { keepAliveMs } : {}), ...(numCtx && numCtx > 0 ? { contextLength: numCtx } : {}) },
+      {
+        ...(keepAliveMs !== undefined ? { keepAliveMs } : {}),
+        ...(numCtx && numCtx > 0 ? { contextLength: numCtx } : {}),
+        ...(numGpu !== undefined ? { numGpu } : {}),
+      },
       signal,
     );
   }
