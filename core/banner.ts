@@ -12,7 +12,10 @@ import type { BuiltApp } from './http/app.js';
 
 export function bootBanner(built: BuiltApp, config: Config, port: number): string {
   const { hooks } = built;
-  const hostname = hooks.network.maybe()?.hostname() ?? os.hostname();
+  // The network provider is host-network's contract (`lia/host-network`), which core does not
+  // import: the banner reads only its host name.
+  const network = hooks.extensions.maybe('network' as never) as { hostname(): string } | undefined;
+  const hostname = network?.hostname() ?? os.hostname();
   const lines = ['', '  LIA — Local Inference Appliance'];
   const sections = [...hooks.banner.list()].sort((a, b) => (a.order ?? 100) - (b.order ?? 100));
   for (const section of sections) {

@@ -74,7 +74,6 @@ export async function startAppliance(config: Config, options: StartOptions = {})
         const errors = await hooks.services.stopAll();
         // Every plugin's onClose: the engine stops its runners, the stores write what they hold.
         await app.close();
-        for (const b of hooks.backends.list()) await b.close?.();
         for (const err of errors) app.log.error({ err }, 'service failed to stop');
         app.log.info('services stopped; stores flushed: stopped');
       })();

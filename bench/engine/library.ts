@@ -12,7 +12,7 @@
  *
  * @module
  */
-import type { GenerationEvent } from '../../core/contracts/backend.js';
+import type { GenerationEvent } from 'lia/engine';
 import { ModelSession } from '../../plugins/backend-llama-cpp/runner/session.js';
 import { fixture } from '../../test/helpers/fixtures.js';
 import { measureFigures, PROMPT, SAMPLING, type Stream } from './figures.js';

@@ -82,16 +82,3 @@ export interface AuthStrategy {
   readonly name: string;
   authenticate(request: FastifyRequest): Promise<AuthResult> | AuthResult;
 }
-
-/**
- * Key storage behind the master-key strategy. Only digests are kept; more keys (scoped,
- * revocable) can come later behind the same interface.
- */
-export interface KeyStore {
-  /** Checks a presented secret in constant time. */
-  verify(secret: string): Principal | null;
-  /** Replaces the master key; returns the new secret once. */
-  rotateMaster(): Promise<{ key: string; hint: string }>;
-  /** Where the master key lives on disk (shown in the boot banner). */
-  readonly masterKeyPath: string;
-}

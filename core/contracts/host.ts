@@ -1,8 +1,9 @@
 /**
- * Host provider contracts: the parts of the appliance that touch the machine (GPUs, the service
- * manager, the network). Each is a plugin behind one of these interfaces, chosen by the config or
- * detected (`plugins/host-*`). Host calls never block the event loop and never throw into a
- * request: a probe that fails yields a degraded answer.
+ * Host contracts core keeps: the GPU probe a third party implements (`hooks.gpu`), and the
+ * vocabulary of core's service registry and log buffers. The service manager, the network and the
+ * GPU monitor are their plugins' own (`lia/host-services`, `lia/host-network`, `lia/host-gpu`).
+ * Host calls never block the event loop and never throw into a request: a probe that fails yields
+ * a degraded answer.
  *
  * @module
  */
@@ -42,46 +43,10 @@ export interface GpuProvider {
 /** systemd's ActiveState vocabulary. */
 export type ServiceActiveState = 'active' | 'inactive' | 'failed' | 'activating' | 'deactivating';
 
-export interface ServiceStatus {
-  name: string;
-  description: string;
-  state: ServiceActiveState;
-  sub_state: string;
-  /** ISO-8601 time of the last state change, or null. */
-  since: string | null;
-  main_pid: number | null;
-  enabled: boolean;
-}
-
-export type ServiceAction = 'start' | 'stop' | 'restart';
-
 /** A log line as `/system/logs` returns it. */
 export interface LogLine {
   timestamp: string;
   /** syslog priority 0 (emerg) .. 7 (debug). */
   priority: number;
   message: string;
-}
-
-/** Runs the six services: the embedded supervisor, or systemd. */
-export interface ServiceManager {
-  readonly kind: 'embedded' | 'systemd' | (string & {});
-  /**
-   * True when `act` only queues the job and returns before it completes (systemd's `--no-block`):
-   * the API then answers 202 instead of 200. Defaults to false.
-   */
-  readonly queuesActions?: boolean;
-  list(): Promise<ServiceStatus[]>;
-  act(name: string, action: ServiceAction): Promise<void>;
-  logs(name: string, lines: number): Promise<LogLine[]>;
-}
-
-/** What `GET /system/status` returns: exactly the fields of the service interface. */
-export interface SystemStatus {
-  hostname: string;
-  cpu_percent: number;
-  memory: { total_gb: number; used_percent: number };
-  disk: { models: { total: string; used: string; free: string }; total: string };
-  uptime_seconds: number;
-  version: string;
 }

@@ -8,8 +8,6 @@
  *
  * @module
  */
-import type { GpuDevice } from './host.js';
-
 /** One answered HTTP request. */
 export interface RequestRecord {
   method: string;
@@ -53,22 +51,4 @@ export type InferenceEvent =
 export interface InferenceObserver {
   readonly name: string;
   onEvent(event: InferenceEvent): void;
-}
-
-/** A model the engine knows of right now: loaded, loading or waited for. */
-export interface ModelActivity {
-  model: string;
-  /** Requests waiting for a slot or for the load. */
-  queued: number;
-  /** Requests holding a slot. */
-  active: number;
-  loaded: boolean;
-  /** Bytes in memory (0 while loading) and of those on the GPU. */
-  sizeBytes: number;
-  vramBytes: number;
-}
-
-/** The GPU monitor's last reading, as `hooks.gpuMonitor` offers it (no probe is run to answer). */
-export interface GpuMonitor {
-  latest(): { vendor: string; devices: readonly GpuDevice[]; stale: boolean };
 }

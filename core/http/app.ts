@@ -173,8 +173,6 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     await drain.run(config.shutdownGraceMs ?? DEFAULT_SHUTDOWN_GRACE_MS);
   });
   installAuthGate(app, hooks);
-  // Once every plugin is registered: one backend per model format, as the config's `backends` picks.
-  app.addHook('onReady', async () => hooks.backends.configure(config.backends ?? {}, config.source ?? 'the configuration'));
 
   installProxyRole(app, hooks);
   installRequestObservers(app, hooks);

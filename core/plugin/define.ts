@@ -14,7 +14,7 @@
  *
  * export default definePlugin({
  *   name: 'hello',
- *   apiVersion: 1,
+ *   apiVersion: 2,
  *   description: 'Says hello',
  *   options: Type.Object({ greeting: Type.String({ default: 'hi' }) }),
  *   async setup(app, ctx) {
@@ -38,7 +38,7 @@ import type { ServiceDeclaration } from '../services/registry.js';
  * written against; a different major stops the start (exit 2). Additions keep the major; a removal
  * or an incompatible change raises it.
  */
-export const PLUGIN_API_VERSION = 1;
+export const PLUGIN_API_VERSION = 2;
 
 export interface PluginContext<Options> {
   /** The plugin's name as the config lists it. */

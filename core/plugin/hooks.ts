@@ -2,32 +2,27 @@
  * The typed hook interfaces through which plugins contribute to the appliance and reach each
  * other. Core creates one {@link Hooks} object per app; every plugin's `setup` receives it.
  *
- * - registries (`auth`, `backends`, `gpu`, `requestObservers`, `inferenceObservers`): many plugins
- *   may add to them;
- * - sole hooks (`tls`, `models`, `inference`, `keys`, `serviceManager`, `network`, `gpuMonitor`):
- *   exactly one plugin provides each (the plugin that declares it in `provides`); reading one that
- *   nobody provides throws a 503 that names the hook;
- * - `extensions`: hooks that plugins define for each other (see {@link Extensions}).
+ * - registries (`auth`, `gpu`, `requestObservers`, `inferenceObservers`, ...): many plugins may
+ *   add to them;
+ * - the sole hook `tls`, which core itself needs (LIA serves only HTTPS): exactly one plugin
+ *   provides it;
+ * - `extensions`: hooks that plugins define for each other (see {@link Extensions}). The services
+ *   the built-in plugins offer each other are extensions declared by their public modules, as a
+ *   third party's are: `inference` and `backends` (`lia/engine`), `models` and `modelSources`
+ *   (`lia/model-store`), `keys` (`lia/auth-api-key`), `serviceManager` (`lia/host-services`),
+ *   `network` (`lia/host-network`), `gpuMonitor` (`lia/host-gpu`).
  *
- * "Slot" in LIA means an engine's request slot (a sequence and its KV cache); the hook exactly one
- * plugin fills was called `Slot` before and is {@link SoleHook} now (`Slot` stays, deprecated, until
- * the plugin API's next major).
+ * Reading a sole hook or an extension that nobody provides throws a 503 that names the hook.
  *
  * @module
  */
-import type { AuthStrategy, KeyStore } from '../contracts/auth.js';
-import type { GpuProvider, ServiceManager } from '../contracts/host.js';
-import type { InferenceService } from '../contracts/inference.js';
-import type { ModelSource, ModelStore } from '../contracts/model-store.js';
-import type { NetworkProvider } from '../contracts/network.js';
-import type { GpuMonitor, InferenceObserver, RequestObserver } from '../contracts/observe.js';
+import type { AuthStrategy } from '../contracts/auth.js';
+import type { GpuProvider } from '../contracts/host.js';
+import type { InferenceObserver, RequestObserver } from '../contracts/observe.js';
 import type { TlsProvider } from '../contracts/tls.js';
 import { Errors, type AppError } from '../errors.js';
 import type { LogHub } from '../logging.js';
 import { ServiceRegistry } from '../services/registry.js';
-import { BackendRegistry } from './backend-registry.js';
-
-export { BackendRegistry };
 
 /** A hook exactly one plugin fills: a second provider is an error, reading it unfilled a 503. */
 export class SoleHook<T> {
@@ -65,19 +60,6 @@ export class SoleHook<T> {
     return this.#value;
   }
 }
-
-/**
- * The former name of {@link SoleHook}.
- *
- * @deprecated since LIA 0.1.0 (plugin API 1): use {@link SoleHook}. Removed at plugin API 2.
- */
-export const Slot = SoleHook;
-/**
- * The former name of {@link SoleHook}.
- *
- * @deprecated since LIA 0.1.0 (plugin API 1): use {@link SoleHook}. Removed at plugin API 2.
- */
-export type Slot<T> = SoleHook<T>;
 
 /** A list many plugins add to. */
 export class Registry<T extends { readonly name: string }> {
@@ -172,7 +154,7 @@ export class Extensions {
 }
 
 /** The sole hooks of {@link Hooks}: those exactly one plugin provides. */
-export const SOLE_HOOK_NAMES = ['tls', 'keys', 'models', 'inference', 'serviceManager', 'network', 'gpuMonitor'] as const;
+export const SOLE_HOOK_NAMES = ['tls'] as const;
 
 /**
  * What a plugin declares in `provides`, `requires` and `uses`: a sole hook of {@link Hooks} or the name
@@ -189,8 +171,6 @@ export function isProvided(hooks: Hooks, name: string): boolean {
 export interface Hooks {
   /** Auth strategies, asked in order for every non-public route. */
   readonly auth: Registry<AuthStrategy>;
-  /** Inference backends and the model formats they serve (see `backend-registry.ts`). */
-  readonly backends: BackendRegistry;
   /** GPU probes; the GPU monitor uses the first whose `detect()` is true. */
   readonly gpu: Registry<GpuProvider & { name: string }>;
   /** The managed services (the configuration's list and those plugins declare) and their state. */
@@ -213,16 +193,8 @@ export interface Hooks {
   readonly requestObservers: Registry<RequestObserver>;
   /** Told of the inference engine's events (requests, tokens, loads, crashes); the engine calls them. */
   readonly inferenceObservers: Registry<InferenceObserver>;
-  /** Models without local files (upstream engines) that the model store lists and resolves beside its own. */
-  readonly modelSources: Registry<ModelSource>;
-  /** The GPU monitor's last reading (host-gpu). */
-  readonly gpuMonitor: SoleHook<GpuMonitor>;
+  /** The TLS credentials core serves (`pki-local-ca`); core refuses to start without them. */
   readonly tls: SoleHook<TlsProvider>;
-  readonly keys: SoleHook<KeyStore>;
-  readonly models: SoleHook<ModelStore>;
-  readonly inference: SoleHook<InferenceService>;
-  readonly serviceManager: SoleHook<ServiceManager>;
-  readonly network: SoleHook<NetworkProvider>;
 }
 
 /**
@@ -242,18 +214,10 @@ export function createHooks(logs: LogHub, console: (text: string) => void, servi
     extensions: new Extensions(),
     requestObservers: new Registry<RequestObserver>('request observer'),
     inferenceObservers: new Registry<InferenceObserver>('inference observer'),
-    modelSources: new Registry<ModelSource>('model source'),
-    gpuMonitor: new SoleHook<GpuMonitor>('the GPU monitor', missing('gpuMonitor')),
     auth: new Registry<AuthStrategy>('auth strategy'),
-    backends: new BackendRegistry(),
     gpu: new Registry<GpuProvider & { name: string }>('GPU provider'),
     services: new ServiceRegistry(services),
     logs,
     tls: new SoleHook<TlsProvider>('TLS', missing('tls')),
-    keys: new SoleHook<KeyStore>('the key store', missing('keys')),
-    models: new SoleHook<ModelStore>('the model store', missing('models')),
-    inference: new SoleHook<InferenceService>('inference', missing('inference')),
-    serviceManager: new SoleHook<ServiceManager>('service management', missing('serviceManager')),
-    network: new SoleHook<NetworkProvider>('network management', missing('network')),
   };
 }

@@ -250,7 +250,6 @@ export async function registerPlugins(app: FastifyInstance, plugins: LoadedPlugi
       if (unmet) throw new Error(`plugin "${name}" declares that it provides "${unmet}", but its setup did not provide it`);
       const idle = (spec?.services ?? []).find((service) => !hooks.services.isImplemented(service.name));
       if (idle) throw new Error(`plugin "${name}" declares service "${idle.name}", but its setup did not implement it (hooks.services.implement)`);
-      hooks.backends.claim(name);
     },
   };
   const builtIns = plugins.filter((p) => p.origin === 'built-in').map((p) => p.spec.name);

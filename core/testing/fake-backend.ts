@@ -27,7 +27,7 @@
  */
 import { createHash } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
-import type { ChatParams, FormatHandler, GenerationEvent, InferenceBackend, LoadedModel, SamplingOptions } from '../contracts/backend.js';
+import type { ChatParams, FormatHandler, GenerationEvent, InferenceBackend, LoadedModel, SamplingOptions } from 'lia/engine';
 import { Errors } from '../errors.js';
 import { definePlugin } from '../plugin/define.js';
 import { Type } from '@sinclair/typebox';
@@ -171,13 +171,13 @@ export const fakeInferenceBackend: InferenceBackend = {
 /** The plugin: enable it with `plugins: { 'fake-backend': FAKE_BACKEND }` (see `lia/testing`). */
 export default definePlugin({
   name: 'fake-backend',
-  apiVersion: 1,
+  apiVersion: 2,
   description: 'A model-less inference backend for tests (the "fake" format: echoes the prompt after a fixed prefix)',
   options: Type.Object(
     { tokenDelayMs: Type.Integer({ minimum: 0, maximum: 1000, default: 0, description: 'Pause between streamed words, in ms. Defaults to 0.' }) },
     { additionalProperties: false },
   ),
   setup(_app, ctx) {
-    ctx.hooks.backends.register(ctx.options.tokenDelayMs > 0 ? fakeBackendWith(ctx.options) : fakeInferenceBackend);
+    ctx.hooks.extensions.get('backends').register(ctx.options.tokenDelayMs > 0 ? fakeBackendWith(ctx.options) : fakeInferenceBackend, ctx.name);
   },
 });

@@ -36,12 +36,12 @@ const Options = Type.Object(
 
 export default definePlugin({
   name: 'backend-echo',
-  apiVersion: 1,
+  apiVersion: 2,
   description: 'Example backend: "echo" models (*.echo) answer with the prompt',
   options: Options,
   env: { LIA_ECHO_REPEAT: 'repeat' },
   setup(_app, ctx) {
-    ctx.hooks.backends.register(createEchoBackend(ctx.options));
+    ctx.hooks.extensions.get('backends').register(createEchoBackend(ctx.options), ctx.name);
     ctx.hooks.banner.register({
       name: 'backend-echo',
       order: 200,

@@ -20,7 +20,7 @@ import { messagesRoutes } from './routes/messages.js';
 
 export default definePlugin({
   name: 'api-anthropic',
-  apiVersion: 1,
+  apiVersion: 2,
   requires: ['inference'],
   description: "Anthropic's Messages API (/v1/messages, count_tokens) over the native engine, with x-api-key auth",
   async setup(app, ctx) {

@@ -37,7 +37,7 @@ const Options = Type.Object(
 
 export default definePlugin({
   name: 'api-openai',
-  apiVersion: 1,
+  apiVersion: 2,
   requires: ['inference', 'models'],
   description: 'OpenAI-compatible /v1/ chat completions, responses, completions, embeddings and rerank over the native engine',
   options: Options,

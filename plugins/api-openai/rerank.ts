@@ -9,7 +9,7 @@
 import { randomUUID } from 'node:crypto';
 import { Type, type Static } from '@sinclair/typebox';
 import { Errors } from 'lia/plugin';
-import type { InferenceRerankRequest, RerankResponse } from 'lia/plugin/contracts';
+import type { InferenceRerankRequest, RerankResponse } from 'lia/engine';
 import { Model, open, Opt } from './translate/schemas.js';
 
 /** A document: its text, or an object with a `text` field (Jina, Cohere v1) or the fields `rank_fields` names. */

@@ -58,7 +58,7 @@ export function presentedKey(request: FastifyRequest): string | null | 'conflict
 
 export default definePlugin({
   name: 'auth-api-key',
-  apiVersion: 1,
+  apiVersion: 2,
   provides: ['keys'],
   description: 'API keys: the master key, named scoped keys with limits, usage, /system/api-keys',
   options: Options,
@@ -74,7 +74,7 @@ export default definePlugin({
     ctx.hooks.inferenceObservers.register({ name: 'api-key-usage', onEvent: (event) => usage.record(event) });
     app.addHook('onClose', async () => usage.flush());
     const limiter = new FailureLimiter({ burst: ctx.options.failureBurst, refillSeconds: ctx.options.failureRefillSeconds });
-    ctx.hooks.keys.provide(store, ctx.name);
+    ctx.hooks.extensions.provide('keys', store, ctx.name);
     ctx.hooks.banner.register({
       name: 'master-key',
       order: 20,

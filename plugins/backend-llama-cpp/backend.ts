@@ -7,9 +7,9 @@
  */
 import type { ChildProcess } from 'node:child_process';
 import type { FastifyBaseLogger } from 'fastify';
-import type { FormatHandler, InferenceBackend } from 'lia/plugin';
-import type { LoadOptions, MemoryEstimate } from 'lia/plugin/contracts';
-import type { ResolvedModel } from 'lia/plugin/contracts';
+import type { FormatHandler, InferenceBackend } from 'lia/engine';
+import type { LoadOptions, MemoryEstimate } from 'lia/engine';
+import type { ResolvedModel } from 'lia/model-store';
 import { estimateBytes, fileBytes, readShape } from 'lia/gguf';
 import type { HugePagesMode } from './huge-pages.js';
 import { CpuPlacement, type CpuAffinityMode } from './placement.js';

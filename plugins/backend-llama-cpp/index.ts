@@ -12,9 +12,9 @@ import { LlamaCppBackend } from './backend.js';
 
 export default definePlugin({
   name: 'backend-llama-cpp',
-  apiVersion: 1,
+  apiVersion: 2,
   description: 'GGUF generation and embeddings with llama.cpp (node-llama-cpp), one runner process per model',
-  dependencies: ['gguf'],
+  dependencies: ['engine', 'gguf'],
   requires: ['gguf'],
   options: Type.Object({
     gpu: Type.Union([Type.Literal('auto'), Type.Literal(false)], {
@@ -48,16 +48,19 @@ export default definePlugin({
     const { gpu, batchSize, prewarm, cpuAffinity, hugePages } = ctx.options;
     const { format } = ctx.hooks.extensions.get('gguf');
     const backend = new LlamaCppBackend({ log: ctx.log, format, gpu, batchSize, prewarm, cpuAffinity, hugePages });
-    ctx.hooks.backends.register(backend);
+    ctx.hooks.extensions.get('backends').register(backend, ctx.name);
     // The spare runner only while GGUF text models come here by default: not when `backends`, or
     // a backend that prefers text and is available (llama-server where it is built), takes them
     // (per-model choices leave the rest here, and keep it).
     app.addHook('onReady', async () => {
       const text = { name: '', format: 'gguf', capabilities: ['completion'] } as const;
-      const serves = await ctx.hooks.backends.forModel(text).then(
-        (chosen) => chosen === backend,
-        () => false,
-      );
+      const serves = await ctx.hooks.extensions
+        .get('backends')
+        .forModel(text)
+        .then(
+          (chosen) => chosen === backend,
+          () => false,
+        );
       if (serves) backend.prewarm();
     });
     app.addHook('onClose', () => backend.close());

@@ -5,18 +5,8 @@
  *
  * @module
  */
-import type {
-  ChatParams,
-  EmbedParams,
-  EmbedResult,
-  GenerateParams,
-  GenerationEvent,
-  RankParams,
-  RankResult,
-  TokenizeParams,
-  TokenizeResult,
-} from 'lia/plugin/contracts';
-import type { ModelCapability } from 'lia/plugin/contracts';
+import type { ChatParams, EmbedParams, EmbedResult, GenerateParams, GenerationEvent, RankParams, RankResult, TokenizeParams, TokenizeResult } from 'lia/engine';
+import type { ModelCapability } from 'lia/model-store';
 
 /** What the parent asks the runner to load. */
 export interface LoadSpec {

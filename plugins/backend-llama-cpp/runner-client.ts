@@ -15,19 +15,9 @@ import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import type { FastifyBaseLogger } from 'fastify';
 import { Errors } from 'lia/plugin';
-import type { LoadedModel } from 'lia/plugin';
-import type {
-  ChatParams,
-  EmbedParams,
-  EmbedResult,
-  GenerateParams,
-  GenerationEvent,
-  RankParams,
-  RankResult,
-  TokenizeParams,
-  TokenizeResult,
-} from 'lia/plugin/contracts';
-import type { ModelCapability } from 'lia/plugin/contracts';
+import type { LoadedModel } from 'lia/engine';
+import type { ChatParams, EmbedParams, EmbedResult, GenerateParams, GenerationEvent, RankParams, RankResult, TokenizeParams, TokenizeResult } from 'lia/engine';
+import type { ModelCapability } from 'lia/model-store';
 import { EventQueue } from './event-queue.js';
 import { runnerTunables, type HugePagesMode } from './huge-pages.js';
 import type { LoadSpec, ParentMessage, RunnerErrorKind, RunnerInfo, RunnerMessage, RunnerResult } from './protocol.js';

@@ -20,8 +20,9 @@
  * @module
  */
 import { rm } from 'node:fs/promises';
-import type { InferenceBackend, LoadedModel } from 'lia/plugin';
-import type { LoadOptions, MemoryEstimate, ResolvedModel } from 'lia/plugin/contracts';
+import type { InferenceBackend, LoadedModel } from 'lia/engine';
+import type { LoadOptions, MemoryEstimate } from 'lia/engine';
+import type { ResolvedModel } from 'lia/model-store';
 import { promptingOf } from './prompting.js';
 import { ServerRanker } from './ranking.js';
 import { ServedModel } from './served-model.js';

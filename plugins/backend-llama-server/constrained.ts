@@ -10,7 +10,7 @@
  *
  * @module
  */
-import type { AnswerConstraint, ChatParams, GenerationEvent } from 'lia/plugin/contracts';
+import type { AnswerConstraint, ChatParams, GenerationEvent } from 'lia/engine';
 import { openaiWire, type WireCall } from 'lia/openai-wire';
 import type { RunCall } from './generate.js';
 import type { LlamaServer } from './server.js';

@@ -10,7 +10,7 @@
  * @module
  */
 import { Errors } from 'lia/plugin';
-import type { EmbedParams, EmbedResult } from 'lia/plugin/contracts';
+import type { EmbedParams, EmbedResult } from 'lia/engine';
 import { shapeEmbedding } from 'lia/gguf';
 import { tokenize } from './ranking.js';
 import type { LlamaServer } from './server.js';

@@ -19,7 +19,7 @@
  * @module
  */
 import { Errors } from 'lia/plugin';
-import type { GenerateParams, GenerationEvent } from 'lia/plugin/contracts';
+import type { GenerateParams, GenerationEvent } from 'lia/engine';
 import { renderGoTemplate } from 'lia/gguf';
 import { openaiWire, type WireCall } from 'lia/openai-wire';
 import { checkTokenIds, tokenize } from './ranking.js';

@@ -66,7 +66,7 @@ const RESERVED_ARGS = new Set(
 
 export default definePlugin({
   name: 'backend-llama-server',
-  apiVersion: 1,
+  apiVersion: 2,
   description: "GGUF models (vision and rerankers included) on llama.cpp's own llama-server, one process per model",
   options: Type.Object(
     {
@@ -105,7 +105,7 @@ export default definePlugin({
     { additionalProperties: false },
   ),
   env: { LIA_LLAMA_SERVER: 'binary', LIA_CACHE_DIR: 'cacheDir', LIA_LLAMA_SERVER_ARGS: 'args', LIA_GPU: 'gpu' },
-  dependencies: ['gguf', 'openai-wire'],
+  dependencies: ['engine', 'gguf', 'openai-wire'],
   requires: ['gguf', 'openai-wire'],
   commands: engineCommands,
   async setup(app, ctx) {
@@ -171,7 +171,7 @@ export default definePlugin({
         ),
       ),
     });
-    ctx.hooks.backends.register(backend);
+    ctx.hooks.extensions.get('backends').register(backend, ctx.name);
     // The temporary folders an appliance that died left behind.
     void sweepStaleDirs().then((n) => n > 0 && ctx.log.info({ removed: n }, 'removed the temporary folders of servers of an appliance that ended'));
     // Servers are the scheduler's models: it unloads them (stopping each process) at shutdown.

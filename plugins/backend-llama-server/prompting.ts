@@ -6,7 +6,7 @@
  *
  * @module
  */
-import type { ResolvedModel } from 'lia/plugin/contracts';
+import type { ResolvedModel } from 'lia/model-store';
 import { familyJinjaTemplate, goTemplateFamily } from 'lia/gguf';
 
 /**

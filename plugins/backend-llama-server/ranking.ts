@@ -13,7 +13,7 @@
  * @module
  */
 import { Errors } from 'lia/plugin';
-import type { RankParams, RankResult, TokenizeParams, TokenizeResult } from 'lia/plugin/contracts';
+import type { RankParams, RankResult, TokenizeParams, TokenizeResult } from 'lia/engine';
 import type { LlamaServer } from './server.js';
 
 /** Architectures whose rank output llama.cpp already normalises (`build_pooling` ends in a softmax). */

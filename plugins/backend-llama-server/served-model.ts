@@ -7,7 +7,7 @@
  * @module
  */
 import { Errors } from 'lia/plugin';
-import type { LoadedModel } from 'lia/plugin';
+import type { LoadedModel } from 'lia/engine';
 import type {
   ChatParams,
   EmbedParams,
@@ -16,11 +16,11 @@ import type {
   GenerationEvent,
   RankParams,
   RankResult,
-  ResolvedModel,
   SamplingOptions,
   TokenizeParams,
   TokenizeResult,
-} from 'lia/plugin/contracts';
+} from 'lia/engine';
+import type { ResolvedModel } from 'lia/model-store';
 import { openaiWire, type WireCall } from 'lia/openai-wire';
 import { constrained, promptLength } from './constrained.js';
 import { embedOn } from './embeddings.js';

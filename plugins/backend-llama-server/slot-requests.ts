@@ -9,7 +9,7 @@
 import { unlink } from 'node:fs/promises';
 import path from 'node:path';
 import { Errors } from 'lia/plugin';
-import type { GenerationEvent } from 'lia/plugin/contracts';
+import type { GenerationEvent } from 'lia/engine';
 import { openaiWire, streamLines, type WireCall } from 'lia/openai-wire';
 import type { LlamaServer } from './server.js';
 import { commonPrefix, MIN_SHARED_CHARS, SERIAL_PROMPT_CHARS, SlotTable, type Slot } from './slots.js';

@@ -9,8 +9,9 @@
 import os from 'node:os';
 import { performance } from 'node:perf_hooks';
 import type { FastifyBaseLogger } from 'fastify';
-import type { InferenceBackend, LoadedModel } from 'lia/plugin';
-import type { LoadOptions, MemoryEstimate, ResolvedModel } from 'lia/plugin/contracts';
+import type { InferenceBackend, LoadedModel } from 'lia/engine';
+import type { LoadOptions, MemoryEstimate } from 'lia/engine';
+import type { ResolvedModel } from 'lia/model-store';
 import { onnxFormat } from './format.js';
 import { readLayout, type OnnxDtype } from './layout.js';
 import { estimateBytes } from './memory.js';

@@ -9,8 +9,10 @@
  *
  * @module
  */
-import { Errors, type LoadedModel } from 'lia/plugin';
-import type { ModelCapability, RankParams, RankResult, ResolvedModel } from 'lia/plugin/contracts';
+import { Errors } from 'lia/plugin';
+import type { LoadedModel } from 'lia/engine';
+import type { ModelCapability, ResolvedModel } from 'lia/model-store';
+import type { RankParams, RankResult } from 'lia/engine';
 import { padPass, planPasses, type Encoding } from './batching.js';
 import { relevance } from './head.js';
 import type { OnnxLayout } from './layout.js';

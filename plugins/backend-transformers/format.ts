@@ -9,7 +9,8 @@
  * @module
  */
 import { readFile } from 'node:fs/promises';
-import { Errors, type FormatHandler } from 'lia/plugin';
+import { Errors } from 'lia/plugin';
+import type { FormatHandler } from 'lia/engine';
 import { humanNumber } from 'lia/utils';
 import { headOf } from './head.js';
 import { DTYPE_FILES } from './layout.js';

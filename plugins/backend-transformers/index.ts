@@ -46,7 +46,8 @@ const Options = Type.Object(
 
 export default definePlugin({
   name: 'backend-transformers',
-  apiVersion: 1,
+  dependencies: ['engine'],
+  apiVersion: 2,
   description: 'ONNX sentence embeddings with transformers.js (onnxruntime-node, CPU)',
   options: Options,
   env: {
@@ -58,6 +59,6 @@ export default definePlugin({
   setup(_app, ctx) {
     const { dtype, ...rest } = ctx.options;
     const options = { dtype: dtype as keyof typeof DTYPE_FILES | 'auto', ...rest };
-    ctx.hooks.backends.register(createTransformersBackend(options, ctx.log));
+    ctx.hooks.extensions.get('backends').register(createTransformersBackend(options, ctx.log), ctx.name);
   },
 });

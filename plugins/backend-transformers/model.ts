@@ -12,8 +12,10 @@
  *
  * @module
  */
-import { Errors, type LoadedModel } from 'lia/plugin';
-import type { EmbedParams, EmbedResult, ModelCapability, ResolvedModel } from 'lia/plugin/contracts';
+import { Errors } from 'lia/plugin';
+import type { LoadedModel } from 'lia/engine';
+import type { EmbedParams, EmbedResult } from 'lia/engine';
+import type { ModelCapability, ResolvedModel } from 'lia/model-store';
 import { padPass, planPasses, type Encoding } from './batching.js';
 import type { OnnxLayout } from './layout.js';
 import { finish, pool } from './pooling.js';

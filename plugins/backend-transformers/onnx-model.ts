@@ -6,8 +6,10 @@
  *
  * @module
  */
-import { Errors, type LoadedModel } from 'lia/plugin';
-import type { EmbedParams, EmbedResult, GenerationEvent, ModelCapability, TokenizeParams, TokenizeResult } from 'lia/plugin/contracts';
+import { Errors } from 'lia/plugin';
+import type { LoadedModel } from 'lia/engine';
+import type { EmbedParams, EmbedResult, GenerationEvent, TokenizeParams, TokenizeResult } from 'lia/engine';
+import type { ModelCapability } from 'lia/model-store';
 import type { OnnxLayout } from './layout.js';
 import type { EncoderSettings } from './model.js';
 import { detokenizeIds, tokenizeText, type Tokenizer } from './tokens.js';

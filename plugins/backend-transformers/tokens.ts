@@ -7,7 +7,7 @@
  * @module
  */
 import { Errors } from 'lia/plugin';
-import type { TokenizeParams, TokenizeResult } from 'lia/plugin/contracts';
+import type { TokenizeParams, TokenizeResult } from 'lia/engine';
 import type { Transformers } from './runtime.js';
 
 export type Tokenizer = Awaited<ReturnType<Transformers['AutoTokenizer']['from_pretrained']>>;

@@ -9,8 +9,9 @@
  */
 import type { FastifyBaseLogger } from 'fastify';
 import { Errors } from 'lia/plugin';
-import type { FormatHandler, InferenceBackend, LoadedModel } from 'lia/plugin';
-import type { ChatParams, EmbedParams, EmbedResult, GenerateParams, GenerationEvent, ResolvedModel } from 'lia/plugin/contracts';
+import type { FormatHandler, InferenceBackend, LoadedModel } from 'lia/engine';
+import type { ChatParams, EmbedParams, EmbedResult, GenerateParams, GenerationEvent } from 'lia/engine';
+import type { ResolvedModel } from 'lia/model-store';
 import { lines, type UpstreamCall } from './flavours/types.js';
 import { UPSTREAM_FORMAT, type Pool, type Replica } from './pool.js';
 import { failureOf, type Upstream } from './upstream.js';

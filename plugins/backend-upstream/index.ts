@@ -14,8 +14,8 @@ import { Pool } from './pool.js';
 
 export default definePlugin({
   name: 'backend-upstream',
-  apiVersion: 1,
-  dependencies: ['openai-wire'],
+  apiVersion: 2,
+  dependencies: ['engine', 'model-store', 'openai-wire'],
   requires: ['openai-wire'],
   uses: ['models'],
   description: 'Remote models served by upstream engines (OpenAI- or Ollama-compatible), with replicas and health checks',
@@ -29,10 +29,10 @@ export default definePlugin({
     } catch (err) {
       throw configError(ctx.name, (err as Error).message);
     }
-    ctx.hooks.modelSources.register(pool);
-    ctx.hooks.backends.register(upstreamBackend(pool, ctx.log));
+    ctx.hooks.extensions.get('modelSources').register(pool);
+    ctx.hooks.extensions.get('backends').register(upstreamBackend(pool, ctx.log), ctx.name);
     app.addHook('onReady', async () => {
-      await pool.start(ctx.hooks.models.maybe()); // the local models, to warn of remote ones they shadow
+      await pool.start(ctx.hooks.extensions.maybe('models')); // the local models, to warn of remote ones they shadow
       ctx.log.info({ upstreams: pool.upstreams.map((u) => u.name), models: pool.models().length }, 'upstreams ready');
     });
     app.addHook('onClose', async () => pool.close());

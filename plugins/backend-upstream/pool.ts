@@ -8,8 +8,9 @@
  */
 import { createHash } from 'node:crypto';
 import type { FastifyBaseLogger } from 'fastify';
-import { Errors, type ModelSource } from 'lia/plugin';
-import type { ModelCapability, ModelStore, RemoteModel } from 'lia/plugin/contracts';
+import { Errors } from 'lia/plugin';
+import type { ModelSource } from 'lia/model-store';
+import type { ModelCapability, ModelStore, RemoteModel } from 'lia/model-store';
 import { ollama } from './flavours/ollama.js';
 import { openai } from './flavours/openai.js';
 import type { Flavour } from './flavours/types.js';

@@ -9,7 +9,7 @@ import { definePlugin } from 'lia/plugin';
 
 export default definePlugin({
   name: 'console',
-  apiVersion: 1,
+  apiVersion: 2,
   description: 'Device console: `lia console`, a full-screen text UI for the appliance screen',
   commands: async () => [(await import('./command.js')).consoleCommand],
   setup() {},

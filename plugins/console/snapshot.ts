@@ -7,7 +7,7 @@
  * @module
  */
 import type { ApiClient } from 'lia/plugin';
-import type { SystemStatus } from 'lia/plugin/contracts';
+import type { SystemStatus } from 'lia/host-services';
 import { recentWarnings, type LogEntry, type Warning } from './format.js';
 
 export interface ServiceRow {

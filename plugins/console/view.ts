@@ -12,7 +12,7 @@
  */
 import { createElement as h, useCallback, useEffect, useRef, useState, type ReactElement } from 'react';
 import { Box, Text, useApp, useInput, useStdout, type Key } from 'ink';
-import type { SystemStatus } from 'lia/plugin/contracts';
+import type { SystemStatus } from 'lia/host-services';
 import { caDownloadUrl, clip, formatSize, formatUptime, groupFingerprint } from './format.js';
 import type { Snapshot } from './snapshot.js';
 

@@ -8,7 +8,8 @@
  * @module
  */
 import { currentPrincipal } from 'lia/plugin';
-import type { Admission, GenerationEvent, InferenceEvent, InferenceObserver, SamplingOptions } from 'lia/plugin/contracts';
+import type { Admission, InferenceEvent, InferenceObserver } from 'lia/plugin/contracts';
+import type { GenerationEvent, SamplingOptions } from 'lia/engine';
 import type { Lease } from './scheduler.js';
 
 /** The asking principal's admission for one request: its label for events, and its release. */

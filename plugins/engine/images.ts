@@ -5,7 +5,7 @@
  * @module
  */
 import { Errors } from 'lia/plugin';
-import type { ResolvedModel } from 'lia/plugin/contracts';
+import type { ResolvedModel } from 'lia/model-store';
 import { isRemoteImage } from 'lia/utils';
 import { checkImage, fetchImage, IMAGE_BOUNDS } from './image-check.js';
 import type { Admitted } from './admission.js';

@@ -9,6 +9,7 @@
  */
 import { Type } from '@sinclair/typebox';
 import { definePlugin } from 'lia/plugin';
+import { BackendRegistry } from './backend-registry.js';
 import { parseKeepAlive } from './keep-alive.js';
 import { memoryBudget } from './memory.js';
 import { chatRoute } from './routes/chat.js';
@@ -25,8 +26,8 @@ import { inferenceBatchThreads, inferenceThreads } from './threads.js';
 
 export default definePlugin({
   name: 'engine',
-  apiVersion: 1,
-  provides: ['inference'],
+  apiVersion: 2,
+  provides: ['inference', 'backends'],
   requires: ['models'],
   description: 'Inference engine (svc-inference): scheduler, /api/generate, chat, embed, embeddings, ps, version, /tokenize, /detokenize',
   services: [{ name: 'svc-inference', description: 'LIA inference engine (model scheduler and runners)' }],
@@ -112,9 +113,13 @@ export default definePlugin({
     const o = ctx.options;
     const threads = inferenceThreads(o.threads);
     const batchThreads = inferenceBatchThreads(o.batchThreads, threads);
+    const backends = new BackendRegistry();
+    ctx.hooks.extensions.provide('backends', backends, ctx.name);
+    // Once every plugin is registered: one backend per model format, as the config's `backends` picks.
+    app.addHook('onReady', async () => backends.configure(ctx.config.backends ?? {}, ctx.config.source ?? 'the configuration'));
     const observe = toObservers(ctx.hooks.inferenceObservers.list());
     const scheduler = new Scheduler({
-      backends: ctx.hooks.backends,
+      backends,
       log: ctx.log,
       parallel: o.numParallel,
       maxQueue: o.maxQueue,
@@ -128,10 +133,10 @@ export default definePlugin({
       batchThreads,
       observe,
     });
-    const service = new EngineService(ctx.hooks.models, scheduler, observe);
+    const service = new EngineService({ get: () => ctx.hooks.extensions.get('models') }, scheduler, observe);
     service.maxImageBytes = o.maxImageBytes;
     service.remoteImages = o.remoteImages;
-    ctx.hooks.inference.provide(service, 'engine');
+    ctx.hooks.extensions.provide('inference', service, 'engine');
     ctx.hooks.services.implement('svc-inference', {
       async start() {
         service.running = true;
@@ -144,7 +149,7 @@ export default definePlugin({
     // Once every plugin is set up (the store may be set up after the engine): a model is unloaded
     // before the store deletes it.
     app.addHook('onReady', async () => {
-      ctx.hooks.models.maybe()?.onBeforeDelete(async (model) => scheduler.unload(model.name, true));
+      ctx.hooks.extensions.maybe('models')?.onBeforeDelete(async (model) => scheduler.unload(model.name, true));
     });
     ctx.log.info({ parallel: o.numParallel, threads, batchThreads, maxQueue: o.maxQueue, keepAlive: o.keepAlive }, 'inference engine ready');
 
@@ -155,9 +160,14 @@ export default definePlugin({
     embedRoutes(app, get);
     tokenRoutes(app, get);
     psRoutes(app, get, (name) => scheduler.loadedModel(name)?.details);
-    app.addHook('onClose', async () => {
+    // The backend plugins are set up after the engine, so their onClose runs before its: the
+    // runners stop first (preClose), then every backend's process-wide resources go.
+    app.addHook('preClose', async () => {
       service.running = false;
       await scheduler.shutdown();
+    });
+    app.addHook('onClose', async () => {
+      for (const b of backends.list()) await b.close?.();
     });
   },
 });

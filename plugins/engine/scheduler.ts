@@ -10,12 +10,14 @@
  * @module
  */
 import type { FastifyBaseLogger } from 'fastify';
-import { Errors, isAppError, type BackendRegistry, type EngineCrash, type InferenceBackend } from 'lia/plugin';
-import type { LoadedModel } from 'lia/plugin';
-import type { LoadOptions } from 'lia/plugin/contracts';
-import type { LoadedModelInfo } from 'lia/plugin/contracts';
-import type { ResolvedModel } from 'lia/plugin/contracts';
-import type { InferenceEvent, ModelActivity } from 'lia/plugin/contracts';
+import { Errors, isAppError, type EngineCrash } from 'lia/plugin';
+import type { BackendRegistry, InferenceBackend } from 'lia/engine';
+import type { LoadedModel } from 'lia/engine';
+import type { LoadOptions } from 'lia/engine';
+import type { LoadedModelInfo } from 'lia/engine';
+import type { ResolvedModel } from 'lia/model-store';
+import type { InferenceEvent } from 'lia/plugin/contracts';
+import type { ModelActivity } from 'lia/engine';
 import { planOffload, type Offload } from './plan/offload.js';
 
 export interface SchedulerOptions {

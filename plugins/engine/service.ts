@@ -9,8 +9,8 @@
  */
 import { currentPrincipal, Errors } from 'lia/plugin';
 import { mayUse } from 'lia/utils';
-import type { LoadedModel } from 'lia/plugin';
-import type { ChatMessage, ChatParams, SamplingOptions } from 'lia/plugin/contracts';
+import type { LoadedModel } from 'lia/engine';
+import type { ChatMessage, ChatParams, SamplingOptions } from 'lia/engine';
 import type {
   EmbedResponse,
   GenerationStream,
@@ -25,9 +25,9 @@ import type {
   LoadedModelInfo,
   RerankResponse,
   TokenizeResponse,
-} from 'lia/plugin/contracts';
-import type { ModelActivity } from 'lia/plugin/contracts';
-import type { ModelStore, ResolvedModel } from 'lia/plugin/contracts';
+} from 'lia/engine';
+import type { ModelActivity } from 'lia/engine';
+import type { ModelStore, ResolvedModel } from 'lia/model-store';
 import { admitted, estimateTokens, leased, observed, type Observe } from './admission.js';
 import { checkImages, DEFAULT_MAX_IMAGE_BYTES, unsupported, visionServed } from './images.js';
 import { parseKeepAlive } from './keep-alive.js';

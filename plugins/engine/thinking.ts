@@ -9,7 +9,7 @@
  *
  * @module
  */
-import type { GeneratedLogprob, GenerationEvent } from 'lia/plugin/contracts';
+import type { GeneratedLogprob, GenerationEvent } from 'lia/engine';
 
 const OPEN = '<think>';
 const CLOSE = '</think>';

@@ -10,8 +10,9 @@
  *
  * @module
  */
-import type { FormatHandler } from 'lia/plugin';
-import type { ModelCapability, ModelFile } from 'lia/plugin/contracts';
+import type { FormatHandler } from 'lia/engine';
+import type { ModelCapability } from 'lia/model-store';
+import type { ModelFile } from 'lia/engine';
 import { estimateBytes, fileBytes, offloadCosts, readShape } from './estimate.js';
 import { readGguf, type GgufSummary } from './summary.js';
 import { readGgufHeader } from './header.js';

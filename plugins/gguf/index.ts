@@ -17,12 +17,13 @@ import { ggufFormat } from './format.js';
 
 export default definePlugin({
   name: 'gguf',
-  apiVersion: 1,
+  apiVersion: 2,
   description: 'The GGUF model format: header reading, chat templates and memory estimates for every llama.cpp engine',
+  dependencies: ['engine'],
   provides: ['gguf'],
   async setup(_app, ctx) {
     const format = ggufFormat();
     ctx.hooks.extensions.provide('gguf', { format }, ctx.name);
-    ctx.hooks.backends.addFormat(format);
+    ctx.hooks.extensions.get('backends').addFormat(format);
   },
 });

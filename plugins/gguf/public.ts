@@ -11,7 +11,7 @@
  *
  * @module
  */
-import type { FormatHandler } from 'lia/plugin';
+import type { FormatHandler } from 'lia/engine';
 
 export { promptTooLong } from './prompts/context-length.js';
 export { renderGoTemplate } from './prompts/go-template.js';

@@ -7,7 +7,7 @@
  * @module
  */
 import { Errors } from 'lia/plugin';
-import type { FormatDescription } from 'lia/plugin/contracts';
+import type { FormatDescription } from 'lia/engine';
 import { humanNumber } from 'lia/utils';
 import { GgufHeaderError, readGgufHeader, type GgufHeader } from './header.js';
 

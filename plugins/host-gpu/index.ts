@@ -46,7 +46,7 @@ const options = Type.Object(
 /** The host-gpu plugin. */
 export default definePlugin({
   name: 'host-gpu',
-  apiVersion: 1,
+  apiVersion: 2,
   provides: ['gpuMonitor'],
   description: 'GPU monitor (svc-gpu-monitor): NVIDIA, AMD and Vulkan probes sampled in the background, GET /system/gpu',
   services: [{ name: 'svc-gpu-monitor', description: 'GPU monitor: samples GPU memory and temperature', required: false }],
@@ -62,7 +62,7 @@ export default definePlugin({
     );
 
     const sampler = new GpuSampler(() => hooks.gpu.list(), { vendor: o.vendor, intervalMs: o.intervalMs, timeoutMs: o.timeoutMs });
-    hooks.gpuMonitor.provide({ latest: () => sampler.snapshot() }, ctx.name);
+    hooks.extensions.provide('gpuMonitor', { latest: () => sampler.snapshot() }, ctx.name);
     hooks.services.implement('svc-gpu-monitor', {
       async start() {
         await sampler.start();

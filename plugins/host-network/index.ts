@@ -38,7 +38,7 @@ const options = Type.Object(
 /** The host-network plugin. */
 export default definePlugin({
   name: 'host-network',
-  apiVersion: 1,
+  apiVersion: 2,
   provides: ['network'],
   description: 'Host name, interfaces and mDNS (_https._tcp through avahi or an in-process responder)',
   options,
@@ -63,7 +63,7 @@ export default definePlugin({
       timeoutMs: o.timeoutMs,
       log: ctx.log,
     });
-    ctx.hooks.network.provide(network, 'host-network');
+    ctx.hooks.extensions.provide('network', network, 'host-network');
     app.server.once('listening', () => {
       const address = app.server.address();
       const port = typeof address === 'object' && address ? address.port : ctx.config.port;

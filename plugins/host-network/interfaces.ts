@@ -5,7 +5,7 @@
  * @module
  */
 import os from 'node:os';
-import type { NetworkInterfaceInfo } from 'lia/plugin/contracts';
+import type { NetworkInterfaceInfo } from 'lia/host-network';
 
 /** Every interface with its addresses; a MAC of all zeros (loopback, tunnels) is reported as null. */
 export function listInterfaces(raw: NodeJS.Dict<os.NetworkInterfaceInfo[]> = os.networkInterfaces()): NetworkInterfaceInfo[] {

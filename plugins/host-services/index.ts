@@ -12,7 +12,8 @@ import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { Type } from '@sinclair/typebox';
 import { definePlugin, Errors } from 'lia/plugin';
-import type { LogLine, ServiceManager } from 'lia/plugin/contracts';
+import type { LogLine } from 'lia/plugin/contracts';
+import type { ServiceManager } from 'lia/host-services';
 import { LogFiles } from './log-files.js';
 import { EmbeddedServiceManager } from './managers/embedded.js';
 import { SystemdServiceManager } from './managers/systemd.js';
@@ -57,7 +58,7 @@ export function startedBySystemd(env: NodeJS.ProcessEnv = process.env): boolean 
 /** The host-services plugin. */
 export default definePlugin({
   name: 'host-services',
-  apiVersion: 1,
+  apiVersion: 2,
   provides: ['serviceManager'],
   uses: ['network', 'tls'],
   description: 'Management API (svc-system-api): status, services, logs, network; embedded supervisor or systemd',
@@ -88,7 +89,7 @@ export default definePlugin({
       }
       manager = new EmbeddedServiceManager(hooks.services, hooks.logs, history);
     }
-    hooks.serviceManager.provide(manager, 'host-services');
+    hooks.extensions.provide('serviceManager', manager, 'host-services');
 
     const sampler = new StatusSampler({
       modelsDir: o.modelsDir || path.join(config.dataDir, 'models'),
@@ -117,8 +118,8 @@ export default definePlugin({
     });
 
     statusRoutes(app, sampler, hooks);
-    servicesRoutes(app, () => hooks.serviceManager.get(), hooks.services);
-    logsRoutes(app, () => hooks.serviceManager.get(), hooks.services);
+    servicesRoutes(app, () => hooks.extensions.get('serviceManager'), hooks.services);
+    logsRoutes(app, () => hooks.extensions.get('serviceManager'), hooks.services);
     networkRoutes(app, hooks, config.host);
   },
 });

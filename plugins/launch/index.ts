@@ -10,7 +10,7 @@ import { definePlugin } from 'lia/plugin';
 
 export default definePlugin({
   name: 'launch',
-  apiVersion: 1,
+  apiVersion: 2,
   description: 'Coding agents: `lia launch claude|codex|opencode|qwen` runs one against the appliance',
   commands: async () => [(await import('./command.js')).launchCommand],
   setup() {},

@@ -13,12 +13,12 @@ import { Series } from './series.js';
 
 export default definePlugin({
   name: 'metrics',
-  apiVersion: 1,
+  apiVersion: 2,
   uses: ['inference', 'gpuMonitor'],
   description: 'Prometheus metrics at GET /metrics: HTTP, per-model and per-key inference, GPU and process series',
   async setup(app, ctx) {
     const { hooks } = ctx;
-    const series = new Series({ inference: () => hooks.inference.maybe(), gpu: () => hooks.gpuMonitor.maybe() });
+    const series = new Series({ inference: () => hooks.extensions.maybe('inference'), gpu: () => hooks.extensions.maybe('gpuMonitor') });
     const observers = series.observers(ctx.name);
     hooks.requestObservers.register(observers.request);
     hooks.inferenceObservers.register(observers.inference);

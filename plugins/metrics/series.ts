@@ -8,7 +8,9 @@
  * @module
  */
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
-import type { GpuMonitor, InferenceEvent, InferenceObserver, InferenceService, RequestObserver, RequestRecord } from 'lia/plugin/contracts';
+import type { InferenceEvent, InferenceObserver, RequestObserver, RequestRecord } from 'lia/plugin/contracts';
+import type { GpuMonitor } from 'lia/host-gpu';
+import type { InferenceService } from 'lia/engine';
 
 /** Buckets in seconds: HTTP answers run from a cached JSON (ms) to a long stream (minutes). */
 const HTTP_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120];

@@ -7,7 +7,9 @@
  */
 import path from 'node:path';
 import { Type } from '@sinclair/typebox';
-import { definePlugin } from 'lia/plugin';
+import { definePlugin, Registry, type Hooks } from 'lia/plugin';
+import type { Formats } from './store/describe.js';
+import type { ModelSource } from './contracts.js';
 import { RegistryClient } from './registry/client.js';
 import { Puller } from './registry/pull.js';
 import { Pusher } from './registry/push.js';
@@ -44,8 +46,9 @@ const Options = Type.Object(
 /** The `model-store` plugin: provides the `models` hook and the model routes. */
 export default definePlugin({
   name: 'model-store',
-  apiVersion: 1,
-  provides: ['models'],
+  apiVersion: 2,
+  provides: ['models', 'modelSources'],
+  uses: ['backends'],
   description: 'Models on disk (Ollama layout), pull/push from OCI registries, create, show, copy, delete',
   options: Options,
   env: {
@@ -55,10 +58,12 @@ export default definePlugin({
   },
   commands: async () => (await import('./cli/commands.js')).commands,
   async setup(app, ctx) {
+    const sources = new Registry<ModelSource>('model source');
+    ctx.hooks.extensions.provide('modelSources', sources, ctx.name);
     const root = ctx.options.modelsDir ?? path.join(ctx.config.dataDir, 'models');
-    const store = new ModelStoreService(root, ctx.hooks.backends, () => ctx.hooks.modelSources.list());
+    const store = new ModelStoreService(root, formatsOf(ctx.hooks), () => sources.list());
     await store.init();
-    ctx.hooks.models.provide(store, ctx.name);
+    ctx.hooks.extensions.provide('models', store, ctx.name);
 
     const client = new RegistryClient({
       timeoutMs: ctx.options.registryTimeoutMs,
@@ -84,3 +89,14 @@ export default definePlugin({
     ctx.log.debug({ root }, 'model store ready');
   },
 });
+
+/**
+ * The formats of the engine's `backends` hook, looked up on each request (the engine may be set up
+ * after the store, or be disabled: then no format is known).
+ */
+function formatsOf(hooks: Hooks): Formats {
+  return {
+    handlers: () => hooks.extensions.maybe('backends')?.handlers() ?? [],
+    forMediaType: (mediaType) => hooks.extensions.maybe('backends')?.forMediaType(mediaType),
+  };
+}

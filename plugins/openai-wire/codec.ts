@@ -23,7 +23,7 @@ import type {
   OutputFormat,
   SamplingOptions,
   ToolCall,
-} from 'lia/plugin/contracts';
+} from 'lia/engine';
 import { imageMimeType } from 'lia/utils';
 
 /** One request to an OpenAI-compatible server: the path under its base URL and the JSON body. */

@@ -12,7 +12,7 @@ import { openaiWire } from './codec.js';
 
 export default definePlugin({
   name: 'openai-wire',
-  apiVersion: 1,
+  apiVersion: 2,
   description: "OpenAI's wire format for backends that talk to an OpenAI-compatible server (llama-server, upstream engines)",
   provides: ['openai-wire'],
   async setup(_app, ctx) {

@@ -51,7 +51,7 @@ const Options = Type.Object(
 
 export default definePlugin({
   name: 'pki-local-ca',
-  apiVersion: 1,
+  apiVersion: 2,
   provides: ['tls'],
   uses: ['network'],
   description: 'Local CA: root with Name Constraints, TLS leaf renewal, hot swap, /system/ca-cert',
@@ -61,11 +61,11 @@ export default definePlugin({
   commands: async () => (await import('./cli/commands.js')).commands,
   async setup(app, ctx) {
     const files = caFiles(ctx.config.dataDir);
-    const hostname = (): string => ctx.hooks.network.maybe()?.hostname() ?? os.hostname();
+    const hostname = (): string => ctx.hooks.extensions.maybe('network')?.hostname() ?? os.hostname();
     // The `.local` name mDNS announces when it is not `<hostname>.local` (after a conflict it is
     // `<hostname>-2.local`): the leaf carries it too, so a client that found the box by it verifies.
     const mdnsNames = (): string[] => {
-      const name = ctx.hooks.network.maybe()?.mdns().hostname;
+      const name = ctx.hooks.extensions.maybe('network')?.mdns().hostname;
       return name ? [name] : [];
     };
     let rootPem: string | null = null;
@@ -131,7 +131,7 @@ export default definePlugin({
         bindHost,
         port,
         hostname: hostname(),
-        mdnsHostname: ctx.hooks.network.maybe()?.mdns().hostname,
+        mdnsHostname: ctx.hooks.extensions.maybe('network')?.mdns().hostname,
         covers: (host) => certificateCovers(credentials?.cert, host),
       });
     const provider: TlsProvider = {
@@ -196,7 +196,7 @@ export default definePlugin({
     });
 
     app.addHook('onReady', async () => {
-      ctx.hooks.network.maybe()?.onChange((reason) => {
+      ctx.hooks.extensions.maybe('network')?.onChange((reason) => {
         check(`network: ${reason}`).catch((err: unknown) => ctx.log.error({ err }, 'certificate re-issue failed'));
       });
     });

@@ -30,7 +30,7 @@ export const CONSOLE_CSP = [
 
 export default definePlugin({
   name: 'webui',
-  apiVersion: 1,
+  apiVersion: 2,
   description: 'Web console at /ui/: chat, models, system, keys, CA download',
   services: [{ name: 'svc-webui', description: 'LIA web console', required: false }],
   async setup(app, ctx) {

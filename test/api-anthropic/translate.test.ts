@@ -3,7 +3,7 @@
  * messages and stream events, statuses → Anthropic error types. Pure functions, no appliance.
  */
 import t from 'tap';
-import type { GenerationEvent } from '../../core/contracts/index.js';
+import type { GenerationEvent } from 'lia/engine';
 import { isAppError } from '../../core/index.js';
 import { anthropicErrorType } from '../../plugins/api-anthropic/errors.js';
 import { translateCountRequest, translateMessagesRequest } from '../../plugins/api-anthropic/translate/request.js';

@@ -4,7 +4,7 @@
  * is validated against the OpenAI schemas (see openai-client.ts).
  */
 import t, { type Test } from 'tap';
-import type { GenerationEvent } from '../../core/contracts/index.js';
+import type { GenerationEvent } from 'lia/engine';
 import { openaiFixture } from './openai-client.js';
 import { checkSse, validateOpenAI } from '../helpers/openai-schema.js';
 
@@ -370,7 +370,7 @@ t.test('forced calls: a tool schema the grammar cannot express, or no tools, is 
 });
 
 t.test('a client that drops a stream cancels the generation', async (t) => {
-  const inference = app.hooks.inference.get();
+  const inference = app.hooks.extensions.get('inference');
   const original = inference.chat.bind(inference);
   let signal: AbortSignal | undefined;
   let produced = 0;

@@ -6,7 +6,7 @@
  */
 import t from 'tap';
 import { Errors } from '../../core/index.js';
-import type { GenerationEvent } from '../../core/contracts/index.js';
+import type { GenerationEvent } from 'lia/engine';
 import { ResponseEmitter, type ItemIds } from '../../plugins/api-openai/translate/responses-events.js';
 import { translateResponseRequest, type ResponseTranslation } from '../../plugins/api-openai/translate/responses-request.js';
 import { ResponseBody } from '../../plugins/api-openai/translate/responses-schema.js';

@@ -4,7 +4,7 @@
  * object produced is also validated against the official OpenAI schemas.
  */
 import t from 'tap';
-import type { GenerationEvent } from '../../core/contracts/index.js';
+import type { GenerationEvent } from 'lia/engine';
 import { ChatChunker, ChatCollector } from '../../plugins/api-openai/translate/chat-response.js';
 import { CompletionCollector, sumUsage, textCompletion } from '../../plugins/api-openai/translate/completion.js';
 import { embeddingList, float32Base64 } from '../../plugins/api-openai/translate/embeddings.js';

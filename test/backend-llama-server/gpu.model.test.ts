@@ -34,7 +34,10 @@ async function start(t: Test, env: Record<string, string> = {}): Promise<TestApp
 }
 
 function server(app: TestAppliance, model: string): number {
-  const backend = app.hooks.backends.list().find((b) => b.name === 'llama-server') as LlamaServerBackend;
+  const backend = app.hooks.extensions
+    .get('backends')
+    .list()
+    .find((b) => b.name === 'llama-server') as LlamaServerBackend;
   const pid = backend.processes().find((p) => p.model === `${model}:latest`)?.pid;
   if (!pid) throw new Error(`no llama-server serves ${model}`);
   return pid;

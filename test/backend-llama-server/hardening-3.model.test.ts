@@ -15,7 +15,10 @@ const app = await startEngineAppliance({ env: { LIA_BACKENDS: 'gguf=llama-server
 t.teardown(() => app.close());
 await createModel(app, 'stories', 'gguf/stories260K.gguf');
 await createModel(app, 'tiny', 'gguf/tinystories-656k-q8_0.gguf');
-const servers = app.hooks.backends.list().find((b) => b.name === 'llama-server') as LlamaServerBackend;
+const servers = app.hooks.extensions
+  .get('backends')
+  .list()
+  .find((b) => b.name === 'llama-server') as LlamaServerBackend;
 
 const post = async (path: string, body: object) => {
   const res = await app.fetch(path, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });

@@ -31,7 +31,10 @@ t.teardown(() => app.close());
 await createModel(app, 'stories', 'gguf/stories260K.gguf');
 await createModel(app, 'plain', 'gguf/stories260K.gguf');
 const ollama = ollamaClient(app);
-const backend = app.hooks.backends.list().find((b) => b.name === 'llama-server') as LlamaServerBackend;
+const backend = app.hooks.extensions
+  .get('backends')
+  .list()
+  .find((b) => b.name === 'llama-server') as LlamaServerBackend;
 const pidOf = (model: string) => backend.processes().find((p) => p.model === `${model}:latest`)?.pid;
 
 t.test('a model the backends setting gives llama-server runs in a llama-server process', async (t) => {
@@ -83,7 +86,7 @@ t.test('a model the backends setting gives llama-server runs in a llama-server p
 });
 
 t.test("its memory budget is read from the model's header: the cache of its slots, not a flat allowance", async (t) => {
-  const model = await app.hooks.models.get().resolve('stories');
+  const model = await app.hooks.extensions.get('models').resolve('stories');
   const at = async (parallel: number, contextLength: number) => (await backend.estimateMemory(model, { parallel, contextLength, threads: 1 })).totalBytes;
   const shape = await readShape(model.modelPath);
   const perSequence = 2 * shape.layers * 256 * (shape.embedding / shape.heads) * shape.kvHeads * 2;

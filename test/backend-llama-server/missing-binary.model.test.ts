@@ -39,9 +39,15 @@ t.test('a fresh install without the binary: text and chat run on node-llama-cpp,
   });
   t.equal(res.status, 200);
   t.match(await res.json(), { done: true });
-  const servers = app.hooks.backends.list().find((b) => b.name === 'llama-server') as unknown as { processes(): unknown[] };
+  const servers = app.hooks.extensions
+    .get('backends')
+    .list()
+    .find((b) => b.name === 'llama-server') as unknown as { processes(): unknown[] };
   t.same(servers.processes(), [], 'no llama-server was started');
-  const runners = app.hooks.backends.list().find((b) => b.name === 'llama-cpp') as unknown as { processes(): Array<{ model: string }> };
+  const runners = app.hooks.extensions
+    .get('backends')
+    .list()
+    .find((b) => b.name === 'llama-cpp') as unknown as { processes(): Array<{ model: string }> };
   t.same(
     runners.processes().map((p) => p.model),
     ['stories:latest'],

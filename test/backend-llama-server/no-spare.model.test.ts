@@ -20,7 +20,10 @@ t.test('no backends setting: no spare runner, and text runs on llama-server', as
   await createModel(app, 'stories', 'gguf/stories260K.gguf');
   const answer = await ollamaClient(app).generate({ model: 'stories', prompt: 'Once upon a time', options: { num_predict: 4 } });
   t.equal(answer.done, true);
-  const servers = app.hooks.backends.list().find((b) => b.name === 'llama-server') as unknown as { processes(): Array<{ model: string }> };
+  const servers = app.hooks.extensions
+    .get('backends')
+    .list()
+    .find((b) => b.name === 'llama-server') as unknown as { processes(): Array<{ model: string }> };
   t.same(
     servers.processes().map((p) => p.model),
     ['stories:latest'],

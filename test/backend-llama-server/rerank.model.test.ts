@@ -43,7 +43,11 @@ async function appliance(env: Record<string, string> = {}): Promise<TestApplianc
   return app;
 }
 
-const serverOf = (app: TestAppliance) => app.hooks.backends.list().find((b) => b.name === 'llama-server') as LlamaServerBackend;
+const serverOf = (app: TestAppliance) =>
+  app.hooks.extensions
+    .get('backends')
+    .list()
+    .find((b) => b.name === 'llama-server') as LlamaServerBackend;
 const pidOf = (app: TestAppliance, model: string) =>
   serverOf(app)
     .processes()

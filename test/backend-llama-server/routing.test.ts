@@ -6,8 +6,8 @@
  */
 import t from 'tap';
 import { ConfigError } from '../../core/config/load.js';
-import type { FormatHandler, InferenceBackend } from '../../core/contracts/backend.js';
-import { BackendRegistry } from '../../core/plugin/backend-registry.js';
+import type { FormatHandler, InferenceBackend } from 'lia/engine';
+import { BackendRegistry } from '../../plugins/engine/backend-registry.js';
 
 const gguf = {
   name: 'gguf',
@@ -22,11 +22,9 @@ const backend = (name: string, extra: Partial<InferenceBackend> = {}): Inference
 
 function registry(withServer = true, available: () => Promise<boolean> = async () => true): BackendRegistry {
   const r = new BackendRegistry();
-  r.register(backend('llama-cpp', { formats: [gguf] }));
-  r.claim('backend-llama-cpp');
+  r.register(backend('llama-cpp', { formats: [gguf] }), 'backend-llama-cpp');
   if (withServer) {
-    r.register(backend('llama-server', { runs: ['gguf'], capabilities: ['vision'], prefers: ['rerank'], available }));
-    r.claim('backend-llama-server');
+    r.register(backend('llama-server', { runs: ['gguf'], capabilities: ['vision'], prefers: ['rerank'], available }), 'backend-llama-server');
   }
   return r;
 }
@@ -93,8 +91,8 @@ t.test('a reranker goes to the backend that prefers rerank while it is available
   t.equal((await failing.forModel(reranker)).name, 'llama-cpp', 'an availability check that fails counts as not available');
 
   const plain = new BackendRegistry();
-  plain.register(backend('llama-cpp', { formats: [gguf] }));
-  plain.register(backend('other', { runs: ['gguf'], prefers: ['rerank'] }));
+  plain.register(backend('llama-cpp', { formats: [gguf] }), 'test');
+  plain.register(backend('other', { runs: ['gguf'], prefers: ['rerank'] }), 'test');
   plain.configure({}, 'test');
   t.equal((await plain.forModel(reranker)).name, 'other', 'a backend without available() counts as available');
 });
@@ -114,8 +112,7 @@ t.test('a backends entry for the model or its format overrides the preference', 
 t.test('a format added on its own (the gguf plugin) is served by a backend that runs it when none declares it', async (t) => {
   const alone = new BackendRegistry();
   alone.addFormat(gguf);
-  alone.register(backend('llama-server', { runs: ['gguf'], capabilities: ['vision'] }));
-  alone.claim('backend-llama-server');
+  alone.register(backend('llama-server', { runs: ['gguf'], capabilities: ['vision'] }), 'backend-llama-server');
   alone.configure({}, 'test');
   t.equal(alone.forFormat('gguf').name, 'llama-server', 'node-llama-cpp disabled: llama-server is the format backend');
   t.equal(alone.handler('gguf'), gguf, 'with the added handler');
@@ -123,8 +120,7 @@ t.test('a format added on its own (the gguf plugin) is served by a backend that 
 
   const chosen = new BackendRegistry();
   chosen.addFormat(gguf);
-  chosen.register(backend('llama-server', { runs: ['gguf'] }));
-  chosen.claim('backend-llama-server');
+  chosen.register(backend('llama-server', { runs: ['gguf'] }), 'backend-llama-server');
   chosen.configure({ gguf: 'llama-server' }, 'test');
   t.equal(chosen.forFormat('gguf').name, 'llama-server', 'a backends entry naming it is met');
 

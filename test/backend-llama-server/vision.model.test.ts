@@ -41,7 +41,10 @@ const trusted = ((input: string | URL, init?: object) => undiciFetch(input, { ..
 const ollama = ollamaClient(app);
 const openai = new OpenAI({ baseURL: `${app.url}/v1`, apiKey: app.key, fetch: trusted, maxRetries: 0 });
 const anthropic = new Anthropic({ baseURL: app.url, apiKey: app.key, fetch: trusted, maxRetries: 0 });
-const backend = app.hooks.backends.list().find((b) => b.name === 'llama-server') as LlamaServerBackend;
+const backend = app.hooks.extensions
+  .get('backends')
+  .list()
+  .find((b) => b.name === 'llama-server') as LlamaServerBackend;
 
 const png = solidPng(32, 32).toString('base64');
 const dataUrl = `data:image/png;base64,${png}`;

@@ -46,9 +46,9 @@ t.test('LIA_ONNX_DTYPE=q8 runs the quantized weights', async (t) => {
   t.equal(res.status, 200);
   const ps = (await (await app.fetch('/api/ps')).json()) as { models: { name: string; size: number }[] };
   const size = ps.models.find((m) => m.name === 'minilm:latest')?.size ?? 0;
-  const resolved = await app.hooks.models.get().resolve('minilm');
+  const resolved = await app.hooks.extensions.get('models').resolve('minilm');
   const load = { parallel: 1, threads: 1 };
-  const estimate = await app.hooks.backends.forFormat('onnx').estimateMemory(resolved, load);
+  const estimate = await app.hooks.extensions.get('backends').forFormat('onnx').estimateMemory(resolved, load);
   t.equal(size, estimate.totalBytes, '/api/ps shows the estimate');
   // The same folder sized with the default (fp32) choice.
   const fp32 = createTransformersBackend({ dtype: 'auto', threads: 0, maxBatchTokens: 4096, memoryArena: true });

@@ -31,7 +31,8 @@ async function post(pathname: string, body: unknown): Promise<{ status: number; 
 
 t.test('no onnx backend is registered', async (t) => {
   t.same(
-    app.hooks.backends
+    app.hooks.extensions
+      .get('backends')
       .list()
       .map((b) => b.name)
       .filter((n) => n === 'transformers'),

@@ -31,7 +31,7 @@ const out = {};
 const app = await startTestAppliance();
 try {
   out.tags = (await app.fetch('/api/tags')).status;
-  const backend = app.hooks.backends.forFormat('onnx');
+  const backend = app.hooks.extensions.get('backends').forFormat('onnx');
   out.backend = backend.name;
   const model = {
     name: 'm', digest: '0'.repeat(64), format: 'onnx', modelPath: ${JSON.stringify(dir)}, sizeBytes: 0,

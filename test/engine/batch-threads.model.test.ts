@@ -83,7 +83,10 @@ t.test('a runner keeps its batch count only while it is the one model loaded', a
   await createModel(app, 'first', 'gguf/stories260K.gguf');
   await createModel(app, 'second', 'gguf/stories260K-chatml.gguf');
   const ollama = ollamaClient(app);
-  const backend = app.hooks.backends.list().find((b) => b.name === 'llama-cpp') as LlamaCppBackend;
+  const backend = app.hooks.extensions
+    .get('backends')
+    .list()
+    .find((b) => b.name === 'llama-cpp') as LlamaCppBackend;
   const counts = () => Object.fromEntries(backend.processes().map((p) => [p.model, p.currentBatchThreads]));
 
   await ollama.generate({ model: 'first', prompt: 'Once', options: { num_predict: 1 } });

@@ -20,7 +20,10 @@ t.teardown(() => app.close());
 await createModel(app, 'crashy', 'gguf/tinystories-656k-q8_0.gguf');
 await createModel(app, 'stories', 'gguf/stories260K.gguf');
 const ollama = ollamaClient(app);
-const backend = app.hooks.backends.list().find((b) => b.name === 'llama-cpp') as LlamaCppBackend;
+const backend = app.hooks.extensions
+  .get('backends')
+  .list()
+  .find((b) => b.name === 'llama-cpp') as LlamaCppBackend;
 const pidOf = (model: string) => backend.processes().find((p) => p.model === `${model}:latest`)?.pid;
 const post = (path: string, body: unknown) => app.fetch(path, { method: 'POST', body: JSON.stringify(body) });
 

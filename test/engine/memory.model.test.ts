@@ -23,8 +23,11 @@ const ollama = ollamaClient(app);
 const names = async () => (await ollama.ps()).models.map((m) => m.name).sort();
 
 t.test('the estimates are what the budget is checked against', async (t) => {
-  const backend = app.hooks.backends.list().find((b) => b.name === 'llama-cpp') as LlamaCppBackend;
-  const store = app.hooks.models.get();
+  const backend = app.hooks.extensions
+    .get('backends')
+    .list()
+    .find((b) => b.name === 'llama-cpp') as LlamaCppBackend;
+  const store = app.hooks.extensions.get('models');
   const opts = { parallel: 4, threads: 1, contextLength: 4096 };
   const small = (await backend.estimateMemory(await store.resolve('small1'), opts)).totalBytes;
   const large = (await backend.estimateMemory(await store.resolve('large'), opts)).totalBytes;
@@ -42,7 +45,10 @@ t.test('loading past the budget unloads the least recently used idle model', asy
 });
 
 t.test('by default (hugePages: auto), runners ask for transparent huge pages for llama.cpp buffers', async (t) => {
-  const backend = app.hooks.backends.list().find((b) => b.name === 'llama-cpp') as LlamaCppBackend;
+  const backend = app.hooks.extensions
+    .get('backends')
+    .list()
+    .find((b) => b.name === 'llama-cpp') as LlamaCppBackend;
   await ollama.generate({ model: 'large', prompt: 'Once', options: { num_predict: 4 } });
   const pid = backend.processes().find((p) => p.model === 'large:latest')?.pid;
   t.ok(pid, 'the runner of the loaded model');

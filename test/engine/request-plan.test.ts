@@ -5,7 +5,8 @@
  * call's text becomes the call a client sees.
  */
 import t from 'tap';
-import type { GenerationEvent, ResolvedModel, ToolDefinition } from '../../core/contracts/index.js';
+import type { GenerationEvent, ToolDefinition } from 'lia/engine';
+import type { ResolvedModel } from 'lia/model-store';
 import { forcedCallSchema, formatSchema } from '../../plugins/engine/plan/answer-schema.js';
 import { asForcedCall, callOf } from '../../plugins/engine/plan/forced-call.js';
 import { planChat, planGenerate, toolChoice } from '../../plugins/engine/plan/request-plan.js';

@@ -20,7 +20,7 @@ t.teardown(() => app.close());
 await createModel(app, 'a', 'gguf/bench-random-135m-q4_0.gguf');
 await createModel(app, 'b', 'gguf/stories260K-chatml.gguf');
 const ollama = ollamaClient(app);
-const engine = app.hooks.inference.get() as EngineService;
+const engine = app.hooks.extensions.get('inference') as EngineService;
 const names = async () => (await ollama.ps()).models.map((m) => m.name);
 
 /** Starts a streaming generation and resolves once its first chunk has arrived. */

@@ -6,9 +6,11 @@
  */
 import { mock } from 'node:test';
 import t from 'tap';
-import { Errors, type BackendRegistry, type InferenceBackend, type LoadedModel } from 'lia/plugin';
+import { Errors } from 'lia/plugin';
+import type { BackendRegistry, InferenceBackend, LoadedModel } from 'lia/engine';
 import type { InferenceEvent } from 'lia/plugin/contracts';
-import type { LoadOptions, ResolvedModel } from 'lia/plugin/contracts';
+import type { LoadOptions } from 'lia/engine';
+import type { ResolvedModel } from 'lia/model-store';
 import { Scheduler, type SchedulerOptions } from '../../plugins/engine/scheduler.js';
 
 /** What the fake backend did, in order: `load a@2048`, `unload a`. */

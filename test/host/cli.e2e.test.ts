@@ -58,7 +58,7 @@ t.test('lia management commands', async (t) => {
 
   const status = await spawned('status');
   t.equal(status.code, 0, status.stderr);
-  t.match(status.stdout, new RegExp(`Host name\\s+${app.hooks.network.get().hostname()}`));
+  t.match(status.stdout, new RegExp(`Host name\\s+${app.hooks.extensions.get('network').hostname()}`));
   t.match(status.stdout, /Version\s+v\d+\.\d+\.\d+/);
   t.match(status.stdout, /Model disk\s+\S+G used, \S+G free of \S+G/);
 

@@ -71,7 +71,7 @@ t.test('host name, interfaces, mDNS and certificate', async (t) => {
       interfaces: { name: string; mac: string | null; addresses: { address: string; family: string; prefix: number; internal: boolean }[] }[];
       mdns: Record<string, unknown>;
     };
-    t.equal(body.hostname, app.hooks.network.get().hostname());
+    t.equal(body.hostname, app.hooks.extensions.get('network').hostname());
     const lo = body.interfaces.find((i) => i.name === 'lo');
     t.match(lo, { mac: null });
     t.match(lo?.addresses, [{ address: '127.0.0.1', family: 'IPv4', prefix: 8, internal: true }]);
@@ -107,7 +107,7 @@ t.test('host name, interfaces, mDNS and certificate', async (t) => {
   });
 
   t.test('a new name is applied, advertised and certified without a restart', async (t) => {
-    const previous = app.hooks.network.get().hostname();
+    const previous = app.hooks.extensions.get('network').hostname();
     const res = await post(app, `?hostname=${name.toUpperCase()}`);
     t.equal(res.status, 200);
     const body = (await res.json()) as {
@@ -177,12 +177,12 @@ t.test('under systemd the name goes through hostnamectl', async (t) => {
   const ok = await post(app, '?hostname=sys-box');
   t.equal(ok.status, 200);
   t.same((await hostnamectl.calls()).at(-1), ['hostname', 'sys-box']);
-  t.equal(app.hooks.network.get().hostname(), 'sys-box');
+  t.equal(app.hooks.extensions.get('network').hostname(), 'sys-box');
   const denied = await post(app, '?hostname=denied-box');
   t.equal(denied.status, 403);
   t.match(await denied.json(), { error: /Access denied.*polkit/ });
   const nosystemd = await post(app, '?hostname=nosystemd-box');
   t.equal(nosystemd.status, 502);
   t.match(await nosystemd.json(), { error: /hostnamectl failed: System has not been booted with systemd/ });
-  t.equal(app.hooks.network.get().hostname(), 'sys-box', 'a refused name is not taken');
+  t.equal(app.hooks.extensions.get('network').hostname(), 'sys-box', 'a refused name is not taken');
 });

@@ -32,7 +32,7 @@ t.test('GET /system/status', async (t) => {
   const pkg = JSON.parse(await readFile(path.join(ROOT, 'package.json'), 'utf8')) as { version: string };
   t.equal(s.version, `v${pkg.version}`);
   t.match(s.version, /^v\d+\.\d+\.\d+$/);
-  t.equal(s.hostname, app.hooks.network.get().hostname());
+  t.equal(s.hostname, app.hooks.extensions.get('network').hostname());
   t.ok(Number.isInteger(s.uptime_seconds) && Math.abs(s.uptime_seconds - os.uptime()) < 10, 'uptime in whole seconds');
   t.ok(s.cpu_percent >= 0 && s.cpu_percent <= 100, `cpu ${s.cpu_percent}`);
 

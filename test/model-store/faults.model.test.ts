@@ -57,7 +57,7 @@ t.test('a connection cut mid-blob is resumed, not restarted', async (t) => {
   t.equal(gets.length, 2, 'one retry');
   const resumedAt = Number(/bytes=(\d+)-/.exec(gets[1]!.range ?? '')?.[1]);
   t.ok(resumedAt >= 200_000, `the retry asked for the rest only (from byte ${resumedAt})`);
-  const r = await app.hooks.models.get().resolve(modelName(proxy));
+  const r = await app.hooks.extensions.get('models').resolve(modelName(proxy));
   t.equal(await fileDigest(r.modelPath), weights, 'the blob is intact');
 });
 
@@ -80,7 +80,7 @@ t.test('parallel ranged parts, one of them cut', async (t) => {
     ranges.some((r) => r?.startsWith('bytes=362144-')),
     'the cut part resumed at its offset',
   );
-  const r = await app.hooks.models.get().resolve(modelName(proxy));
+  const r = await app.hooks.extensions.get('models').resolve(modelName(proxy));
   t.equal(await fileDigest(r.modelPath), weights);
 });
 
@@ -134,7 +134,7 @@ t.test('an interrupted pull resumes after a restart', async (t) => {
   t.equal(firstWeightsLine.completed, 500_000, 'progress starts where it stopped');
   const gets = proxy.requests.filter((r) => r.method === 'GET' && r.url.includes(weights));
   t.equal(gets.at(-1)!.range?.startsWith('bytes=500000-'), true, 'only the rest was requested');
-  const r = await second.hooks.models.get().resolve(modelName(proxy));
+  const r = await second.hooks.extensions.get('models').resolve(modelName(proxy));
   t.equal(await fileDigest(r.modelPath), weights);
   t.notOk(existsSync(partial), 'the part state is gone');
 });
@@ -172,7 +172,7 @@ t.test('Bearer challenges are answered and blob redirects to another host are fo
     storage.requests.some((r) => r.authorization),
     'the registry token was not sent to the other host',
   );
-  const r = await app.hooks.models.get().resolve(modelName(proxy));
+  const r = await app.hooks.extensions.get('models').resolve(modelName(proxy));
   t.equal(await fileDigest(r.modelPath), weights);
 });
 

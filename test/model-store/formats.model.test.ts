@@ -120,7 +120,7 @@ t.test('two backends for one format: the start stops naming both; the config pic
   t.match(show.body.details, { format: 'echo', family: 'twin' }, 'the chosen backend describes it');
   const res = await generate(app, 'parrot');
   t.equal(res.body.response, TEXT.toUpperCase(), 'and serves it');
-  t.equal(app.hooks.backends.forFormat('echo').name, 'twin');
+  t.equal(app.hooks.extensions.get('backends').forFormat('echo').name, 'twin');
 });
 
 t.test('lia serve with two backends for one format exits 2 naming both', async (t) => {

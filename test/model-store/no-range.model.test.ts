@@ -131,7 +131,7 @@ async function setup(t: Test, storeOptions: Record<string, unknown> = {}) {
   t.teardown(() => app.close());
   const name = `${reg.host}/library/tiny:latest`;
   const pull = () => call(app, 'POST', '/api/pull', { model: name, insecure: true, stream: false });
-  const stored = async () => fileDigest((await app.hooks.models.get().resolve(name)).modelPath);
+  const stored = async () => fileDigest((await app.hooks.extensions.get('models').resolve(name)).modelPath);
   return { reg, app, name, pull, stored, weights };
 }
 

@@ -95,7 +95,7 @@ t.test('create + push, delete, pull back with the ollama client', async (t) => {
   t.equal(tags.body.models.length, 1);
   t.match(tags.body.models[0], { name, details: { format: 'gguf', family: 'llama', parameter_size: '293K', quantization_level: 'F32' } });
   t.equal(`sha256:${tags.body.models[0].digest}`, regDigest, 'manifest stored byte for byte');
-  const r = await app.hooks.models.get().resolve(name);
+  const r = await app.hooks.extensions.get('models').resolve(name);
   t.equal(await fileDigest(r.modelPath), digest, 'the weights arrived intact');
   t.same(r.parameters, { temperature: 0.1 });
   const blobs = await readdir(path.join(app.dataDir, 'models', 'blobs'));
@@ -200,7 +200,7 @@ t.test('two pulls of one model share one download', async (t) => {
   t.equal(gets.length, 1, 'the weights were fetched once');
   const ticks = linesA.filter((l) => l.digest === weights).length;
   t.ok(ticks >= 5, `progress ticks while downloading (${ticks})`);
-  const r = await app.hooks.models.get().resolve(viaProxy);
+  const r = await app.hooks.extensions.get('models').resolve(viaProxy);
   t.equal(await fileDigest(r.modelPath), weights);
 });
 
@@ -216,7 +216,7 @@ t.test('ONNX models travel through the registry too', async (t) => {
   await call(app, 'DELETE', '/api/delete', { name });
   await call(app, 'DELETE', '/api/delete', { name: 'minilm' });
   t.same((await call(app, 'POST', '/api/pull', { name, insecure: true, stream: false })).body, { status: 'success' });
-  const r = await app.hooks.models.get().resolve(name);
+  const r = await app.hooks.extensions.get('models').resolve(name);
   t.equal(r.format, 'onnx');
   t.equal(await readFile(path.join(r.modelPath, 'tokenizer.json'), 'utf8'), await readFile(fixture('onnx/tiny-random-minilm/tokenizer.json'), 'utf8'));
 });

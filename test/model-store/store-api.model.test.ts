@@ -117,18 +117,18 @@ t.test('create, tags, show, copy, delete over HTTPS', async (t) => {
   t.same(names, ['me/alias:v1', 'stories:latest']);
 
   // the engine's view
-  const resolved = await app.hooks.models.get().resolve('me/alias:v1');
+  const resolved = await app.hooks.extensions.get('models').resolve('me/alias:v1');
   t.equal(resolved.name, 'me/alias:v1');
   t.equal(resolved.format, 'gguf');
   t.equal(await fileDigest(resolved.modelPath), await fileDigest(fixture(STORIES)), 'modelPath is the GGUF blob');
   t.same(resolved.parameters, { temperature: 0.5, stop: ['<eos>', 'END'] });
   t.same(resolved.messages, [{ role: 'user', content: 'Once' }]);
   t.equal(resolved.system, 'Tell a story.');
-  t.equal((await app.hooks.models.get().list()).length, 2);
+  t.equal((await app.hooks.extensions.get('models').list()).length, 2);
 
   // delete: the alias goes, the blobs stay (stories still uses them); then stories goes and takes them
   const unloaded: string[] = [];
-  app.hooks.models.get().onBeforeDelete(async (model) => void unloaded.push(model.name));
+  app.hooks.extensions.get('models').onBeforeDelete(async (model) => void unloaded.push(model.name));
   const del = await call(app, 'DELETE', '/api/delete', { name: 'me/alias:v1' });
   t.equal(del.status, 200);
   t.equal(del.text, '');
@@ -151,7 +151,7 @@ t.test('ONNX folder: one layer per file, laid out for the backend', async (t) =>
   t.match(tags.body.models[0], { name: 'minilm:latest', details: { format: 'onnx', family: 'bert', families: ['bert'], quantization_level: 'F32' } });
   const show = await call(app, 'POST', '/api/show', { model: 'minilm' });
   t.same(show.body.capabilities, ['embedding']);
-  const r = await app.hooks.models.get().resolve('minilm');
+  const r = await app.hooks.extensions.get('models').resolve('minilm');
   t.equal(r.format, 'onnx');
   t.same(r.capabilities, ['embedding']);
   t.ok((await lstat(r.modelPath)).isDirectory());
@@ -282,7 +282,7 @@ t.test('an existing Ollama models folder is used as it is', async (t) => {
   t.teardown(app.close);
   const tags = await call(app, 'GET', '/api/tags');
   t.match(tags.body.models, [{ name: 'tiny:q8', details: { parameter_size: '656K', quantization_level: 'Q8_0' } }]);
-  const r = await app.hooks.models.get().resolve('TINY:q8');
+  const r = await app.hooks.extensions.get('models').resolve('TINY:q8');
   t.equal(r.modelPath, path.join(dir, 'blobs', `sha256-${digest.slice(7)}`), 'case-insensitive match, blob path in that folder');
   t.equal(r.details.quantization_level, 'Q8_0');
 });

@@ -44,7 +44,7 @@ const VOICES = esmPackage(
   `import { definePlugin, Registry } from 'lia/plugin';
 export default definePlugin({
   name: 'voices',
-  apiVersion: 1,
+  apiVersion: 2,
   description: 'Offers a hook: a registry of voices',
   async setup(app, ctx) {
     const voices = new Registry('voice');
@@ -61,7 +61,7 @@ const ROBOT = esmPackage(
 import { Type } from 'lia/utils';
 export default definePlugin({
   name: 'robot',
-  apiVersion: 1,
+  apiVersion: 2,
   description: 'Adds a voice to the hook of another plugin, a command, and failing routes',
   dependencies: ['voices'],
   options: Type.Object({ voice: Type.String({ default: 'robot' }) }, { additionalProperties: false }),
@@ -86,7 +86,7 @@ const OTHER_COPY = esmPackage(
 import { Errors } from ${JSON.stringify(pathToFileURL(path.join(ROOT, 'dist/core/index.js')).href)};
 export default definePlugin({
   name: 'other-copy',
-  apiVersion: 1,
+  apiVersion: 2,
   description: 'Errors from a second copy of lia',
   async setup(app) {
     app.get('/api/other/busy', { config: { scope: 'models:read' } }, async () => { throw Errors.unavailable('busy', { headers: { 'Retry-After': '7' } }); });

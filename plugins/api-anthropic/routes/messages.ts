@@ -29,7 +29,7 @@ export function messagesRoutes(app: FastifyInstance, hooks: Hooks): void {
       const { native, stream, ignored } = translateMessagesRequest(request.body);
       if (ignored.length > 0) request.log.debug({ ignored }, 'accepted without effect');
       const signal = clientGone(reply);
-      const generation = await hooks.inference.get().chat(stream ? native : { ...native, stream: false }, signal);
+      const generation = await hooks.extensions.get('inference').chat(stream ? native : { ...native, stream: false }, signal);
       const meta = { id: newId('msg_'), model: generation.model };
       requestIdHeader(reply, meta.id);
       const { events } = generation;
@@ -51,7 +51,7 @@ export function messagesRoutes(app: FastifyInstance, hooks: Hooks): void {
     '/v1/messages/count_tokens',
     { schema: { body: CountTokensBody }, config: { scope: 'inference', credentialHeaders: CREDENTIAL_HEADERS } },
     async (request, reply) => {
-      const inference = hooks.inference.get();
+      const inference = hooks.extensions.get('inference');
       const { native, ignored } = translateCountRequest(request.body);
       if (ignored.length > 0) request.log.debug({ ignored }, 'accepted without effect');
       if (inference.countChatTokens) return { input_tokens: (await inference.countChatTokens(native, clientGone(reply))).promptTokens };

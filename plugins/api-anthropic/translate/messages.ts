@@ -23,7 +23,7 @@
  */
 import { Errors } from 'lia/plugin';
 import { imageFromDataUrl } from 'lia/utils';
-import type { ChatMessage, ToolCall } from 'lia/plugin/contracts';
+import type { ChatMessage, ToolCall } from 'lia/engine';
 import type { ContentBlock, MessagesBody } from './schemas.js';
 
 /** Throws a 400 about `param`. */

@@ -21,7 +21,7 @@
  *
  * @module
  */
-import type { InferenceChatRequest, OutputFormat, SamplingOptions, ToolChoice, ToolDefinition } from 'lia/plugin/contracts';
+import type { InferenceChatRequest, OutputFormat, SamplingOptions, ToolChoice, ToolDefinition } from 'lia/engine';
 import { checkSchemaBounds } from 'lia/utils';
 import { invalid, toChatMessages } from './messages.js';
 import { CountTokensBody, MessagesBody } from './schemas.js';

@@ -22,7 +22,7 @@
  * @module
  */
 import { randomBytes } from 'node:crypto';
-import type { GenerationEvent, ToolCall } from 'lia/plugin/contracts';
+import type { GenerationEvent, ToolCall } from 'lia/engine';
 
 export type StopReason = 'end_turn' | 'max_tokens' | 'stop_sequence' | 'tool_use';
 

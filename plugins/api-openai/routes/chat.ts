@@ -9,7 +9,7 @@
 import type { FastifyInstance } from 'fastify';
 import { ChatCompletionBody } from '../translate/schemas.js';
 import { pump, startSse, type Hooks } from 'lia/plugin';
-import type { GenerationEvent } from 'lia/plugin/contracts';
+import type { GenerationEvent } from 'lia/engine';
 import { openaiErrorBody } from '../errors.js';
 import { ChatChunker, ChatCollector, type ChatCompletionChunk } from '../translate/chat-response.js';
 import { translateChatRequest } from '../translate/chat-request.js';

@@ -6,7 +6,7 @@
  */
 import type { FastifyReply } from 'fastify';
 import { clientGone, Errors, isAppError, type Hooks } from 'lia/plugin';
-import type { GenerationEvent, InferenceChatRequest, InferenceService } from 'lia/plugin/contracts';
+import type { GenerationEvent, InferenceChatRequest, InferenceService } from 'lia/engine';
 import { newId, unixSeconds, type ResponseMeta } from '../translate/shared.js';
 
 /** Options every route reads. */
@@ -50,7 +50,7 @@ const engines = new WeakMap<Hooks, InferenceService>();
 /** The inference engine (`hooks.inference`; a 503 while none is provided). */
 function engine(hooks: Hooks): InferenceService {
   let found = engines.get(hooks);
-  if (!found) engines.set(hooks, (found = hooks.inference.get()));
+  if (!found) engines.set(hooks, (found = hooks.extensions.get('inference')));
   return found;
 }
 

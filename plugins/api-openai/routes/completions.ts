@@ -9,7 +9,7 @@
 import type { FastifyInstance } from 'fastify';
 import { CompletionBody } from '../translate/schemas.js';
 import { clientGone, pump, startSse, type Hooks } from 'lia/plugin';
-import type { GenerationEvent, GenerationStream } from 'lia/plugin/contracts';
+import type { GenerationEvent, GenerationStream } from 'lia/engine';
 import { openaiErrorBody } from '../errors.js';
 import {
   CompletionCollector,
@@ -33,7 +33,7 @@ export function completionsRoute(app: FastifyInstance, hooks: Hooks, options: Ro
       n.model = resolveAlias(requested, options);
       if (!tr.stream) n.stream = false;
     }
-    const inference = hooks.inference.get();
+    const inference = hooks.extensions.get('inference');
     const signal = clientGone(reply);
     // Each prompt's generation settles with its first event in hand (GenerationStream), so a
     // failure before any output keeps its status.

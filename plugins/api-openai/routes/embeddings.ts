@@ -15,8 +15,8 @@ export function embeddingsRoute(app: FastifyInstance, hooks: Hooks, options: Rou
     const { native, encoding } = translateEmbeddingsRequest(request.body);
     const requested = native.model;
     native.model = resolveAlias(requested, options);
-    const result = await hooks.inference
-      .get()
+    const result = await hooks.extensions
+      .get('inference')
       .embed(native, clientGone(reply))
       .catch((err) => withModelParam(err, requested));
     return reply.type('application/json; charset=utf-8').send(embeddingList(result, encoding));

@@ -7,7 +7,7 @@
  */
 import type { FastifyInstance } from 'fastify';
 import { Errors, type Hooks } from 'lia/plugin';
-import type { CatalogEntry } from 'lia/plugin/contracts';
+import type { CatalogEntry } from 'lia/model-store';
 import { principalMayUse, Type } from 'lia/utils';
 
 /**
@@ -32,7 +32,7 @@ export function modelsRoutes(app: FastifyInstance, hooks: Hooks): void {
   const list = { response: { 200: Type.Object({ object: Type.Literal('list'), data: Type.Array(Model) }) } };
   app.get('/v1/models', { schema: list, config: { scope: 'models:read' } }, async () => ({
     object: 'list' as const,
-    data: (await hooks.models.get().catalog()).filter((m) => principalMayUse(m.name)).map(openaiModel),
+    data: (await hooks.extensions.get('models').catalog()).filter((m) => principalMayUse(m.name)).map(openaiModel),
   }));
 
   // A wildcard, so ids with a raw slash (`user/model:tag`) match as well as percent-encoded ones.
@@ -47,7 +47,7 @@ export function modelsRoutes(app: FastifyInstance, hooks: Hooks): void {
     }
     // Outside the key's allow-list a model is answered as absent, before the store is asked.
     if (!principalMayUse(id)) throw Errors.modelNotFound(`model '${id}' not found`, { param: 'model' });
-    const entry = await hooks.models.get().entry(id);
+    const entry = await hooks.extensions.get('models').entry(id);
     if (!principalMayUse(entry.name)) throw Errors.modelNotFound(`model '${id}' not found`, { param: 'model' });
     return openaiModel(entry);
   });

@@ -22,7 +22,7 @@ export function rerankRoutes(app: FastifyInstance, hooks: Hooks, options: RouteO
   for (const { path, documents } of RERANK_PATHS) {
     app.post<{ Body: RerankBody }>(path, { schema: { body: RerankBody }, config: { scope: 'inference' } }, async (request, reply) => {
       const body = request.body;
-      const engine = hooks.inference.get();
+      const engine = hooks.extensions.get('inference');
       if (!engine.rerank) throw Errors.unavailable('the inference service does not rerank');
       const result = await engine
         .rerank(toRerankRequest(body, resolveAlias(body.model, options)), clientGone(reply))

@@ -14,7 +14,7 @@
  *
  * @module
  */
-import type { InferenceChatRequest, OutputFormat, SamplingOptions, ToolChoice, ToolDefinition } from 'lia/plugin/contracts';
+import type { InferenceChatRequest, OutputFormat, SamplingOptions, ToolChoice, ToolDefinition } from 'lia/engine';
 import { checkSchemaBounds } from 'lia/utils';
 import { invalid, singleChoice, stopSequences } from './shared.js';
 import { toChatMessages } from './messages.js';

@@ -18,7 +18,7 @@
  *
  * @module
  */
-import type { GeneratedLogprob, GenerationEvent, ToolCall } from 'lia/plugin/contracts';
+import type { GeneratedLogprob, GenerationEvent, ToolCall } from 'lia/engine';
 import { newId, envelope, type ResponseMeta } from './shared.js';
 
 /** OpenAI's `finish_reason` for chat. */

@@ -12,7 +12,7 @@
  *
  * @module
  */
-import type { GeneratedLogprob, GenerationEvent, InferenceGenerateRequest } from 'lia/plugin/contracts';
+import type { GeneratedLogprob, GenerationEvent, InferenceGenerateRequest } from 'lia/engine';
 import { samplingOptions, streamFlags } from './chat-request.js';
 import { usageOf, type Usage } from './chat-response.js';
 import { envelope, invalid, singleChoice, type ResponseMeta } from './shared.js';

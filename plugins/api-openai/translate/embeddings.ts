@@ -7,7 +7,7 @@
  *
  * @module
  */
-import type { EmbedResponse, InferenceEmbedRequest } from 'lia/plugin/contracts';
+import type { EmbedResponse, InferenceEmbedRequest } from 'lia/engine';
 import { invalid } from './shared.js';
 import type { EmbeddingsBody } from './schemas.js';
 

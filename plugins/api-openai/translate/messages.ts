@@ -14,7 +14,7 @@
  *
  * @module
  */
-import type { ChatMessage, ToolCall } from 'lia/plugin/contracts';
+import type { ChatMessage, ToolCall } from 'lia/engine';
 import { imageFromDataUrl } from 'lia/utils';
 import { invalid, type Body } from './shared.js';
 

@@ -25,7 +25,7 @@
  * @module
  */
 import type { AppError } from 'lia/plugin';
-import type { GenerationEvent } from 'lia/plugin/contracts';
+import type { GenerationEvent } from 'lia/engine';
 import { toOpenAIToolCall } from './chat-response.js';
 import { openaiErrorBody } from '../errors.js';
 import { newId, unixSeconds, type ResponseMeta } from './shared.js';

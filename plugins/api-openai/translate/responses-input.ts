@@ -25,7 +25,7 @@
  *
  * @module
  */
-import type { ChatMessage } from 'lia/plugin/contracts';
+import type { ChatMessage } from 'lia/engine';
 import { imageFromDataUrl } from 'lia/utils';
 import { invalid, type Body } from './shared.js';
 import type { ResponseBody } from './responses-schema.js';

@@ -7,7 +7,7 @@
  *
  * @module
  */
-import type { GenerationEvent } from 'lia/plugin/contracts';
+import type { GenerationEvent } from 'lia/engine';
 import type { ResponseMeta } from './shared.js';
 
 /** A function tool as the response echoes it (flat, every field present). */

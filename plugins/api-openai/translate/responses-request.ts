@@ -18,7 +18,7 @@
  *
  * @module
  */
-import type { InferenceChatRequest, OutputFormat, SamplingOptions } from 'lia/plugin/contracts';
+import type { InferenceChatRequest, OutputFormat, SamplingOptions } from 'lia/engine';
 import { checkSchemaBounds } from 'lia/utils';
 import { invalid } from './shared.js';
 import type { ResponseEcho, TextFormatEcho } from './responses-object.js';

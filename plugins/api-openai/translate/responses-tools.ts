@@ -23,7 +23,7 @@
  *
  * @module
  */
-import type { ToolDefinition } from 'lia/plugin/contracts';
+import type { ToolDefinition } from 'lia/engine';
 import { checkSchemaBounds } from 'lia/utils';
 import { chooseTools, type ToolChoiceRequest } from './chat-request.js';
 import { invalid, type Body } from './shared.js';

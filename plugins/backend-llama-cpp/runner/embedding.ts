@@ -6,7 +6,7 @@
  * @module
  */
 import type { LlamaEmbeddingContext, LlamaModel, Token } from 'node-llama-cpp';
-import type { EmbedParams, EmbedResult } from 'lia/plugin/contracts';
+import type { EmbedParams, EmbedResult } from 'lia/engine';
 import { shapeEmbedding } from 'lia/gguf';
 import { RequestError } from './errors.js';
 

@@ -5,7 +5,7 @@
  * @module
  */
 import type { LlamaContextSequence, Token } from 'node-llama-cpp';
-import type { GenerationEvent } from 'lia/plugin/contracts';
+import type { GenerationEvent } from 'lia/engine';
 import { StopDetector } from './stops.js';
 
 /** Receives the events of one generation. */

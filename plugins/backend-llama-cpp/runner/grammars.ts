@@ -7,7 +7,7 @@
  * @module
  */
 import type { Llama, LlamaGrammar } from 'node-llama-cpp';
-import type { AnswerConstraint } from 'lia/plugin/contracts';
+import type { AnswerConstraint } from 'lia/engine';
 import { RequestError } from './errors.js';
 
 const MAX_CACHED = 32;

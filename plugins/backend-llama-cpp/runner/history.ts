@@ -7,7 +7,7 @@
  */
 import { randomInt } from 'node:crypto';
 import type { ChatHistoryItem, ChatModelFunctionCall, ChatModelFunctions } from 'node-llama-cpp';
-import type { ChatMessage, ToolCall, ToolDefinition } from 'lia/plugin/contracts';
+import type { ChatMessage, ToolCall, ToolDefinition } from 'lia/engine';
 
 /**
  * Builds the history LlamaChat expects. Assistant `tool_calls` become function calls, and the

@@ -12,7 +12,7 @@
  * @module
  */
 import { LlamaGrammarEvaluationState, LlamaText, type LlamaContextSequence, type LlamaGrammar, type LlamaModel, type Token } from 'node-llama-cpp';
-import type { GeneratedLogprob, GenerationEvent, TokenLogprob } from 'lia/plugin/contracts';
+import type { GeneratedLogprob, GenerationEvent, TokenLogprob } from 'lia/engine';
 import { now, type Emit } from './generation.js';
 import type { Stops } from './prompts.js';
 import type { LlamaSampling } from './sampling.js';

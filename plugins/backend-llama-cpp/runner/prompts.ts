@@ -6,7 +6,7 @@
  * @module
  */
 import { LlamaText, type ChatHistoryItem, type ChatModelFunctions, type ChatWrapper, type LlamaModel, type Token } from 'node-llama-cpp';
-import type { GenerateParams } from 'lia/plugin/contracts';
+import type { GenerateParams } from 'lia/engine';
 import { ContextLengthError } from './errors.js';
 import { renderGoTemplate } from 'lia/gguf';
 import { withoutThinking, wrapperForGoTemplate, type PromptFormat } from './templates.js';

@@ -8,7 +8,7 @@
  * @module
  */
 import type { LlamaModel, LlamaRankingContext, Token } from 'node-llama-cpp';
-import type { RankParams, RankResult } from 'lia/plugin/contracts';
+import type { RankParams, RankResult } from 'lia/engine';
 import { RequestError } from './errors.js';
 
 export class Ranker {

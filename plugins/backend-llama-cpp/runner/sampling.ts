@@ -10,7 +10,7 @@
  *
  * @module
  */
-import type { SamplingOptions } from 'lia/plugin/contracts';
+import type { SamplingOptions } from 'lia/engine';
 
 /** Ollama's sampling defaults, as this backend applies them. */
 export const SAMPLING_DEFAULTS = {

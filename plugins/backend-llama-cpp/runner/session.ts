@@ -17,8 +17,8 @@ import {
   type LlamaModel,
   type Token,
 } from 'node-llama-cpp';
-import type { ChatParams, EmbedParams, EmbedResult, GenerateParams, GenerationEvent } from 'lia/plugin/contracts';
-import type { ModelCapability } from 'lia/plugin/contracts';
+import type { ChatParams, EmbedParams, EmbedResult, GenerateParams, GenerationEvent } from 'lia/engine';
+import type { ModelCapability } from 'lia/model-store';
 import type { LoadSpec, ParentMessage, RunnerInfo, RunnerResult } from '../protocol.js';
 import { minBatchTokens, useBatchThreads, type BatchThreads } from './batch-threads.js';
 import { fixBatchDispatch, stepsThenPrompts } from './batching.js';

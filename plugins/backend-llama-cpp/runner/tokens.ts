@@ -7,7 +7,7 @@
  * @module
  */
 import { LlamaVocabularyType, type LlamaModel, type Token } from 'node-llama-cpp';
-import type { TokenizeParams, TokenizeResult } from 'lia/plugin/contracts';
+import type { TokenizeParams, TokenizeResult } from 'lia/engine';
 import { RequestError } from './errors.js';
 
 export function tokenize(model: LlamaModel, params: TokenizeParams): TokenizeResult {

@@ -5,7 +5,7 @@
  * @module
  */
 import { Errors } from 'lia/plugin';
-import type { GenerationEvent, ToolCall } from 'lia/plugin/contracts';
+import type { GenerationEvent, ToolCall } from 'lia/engine';
 import type { Flavour } from './types.js';
 
 type Line = {

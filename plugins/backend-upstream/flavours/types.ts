@@ -6,7 +6,7 @@
  *
  * @module
  */
-import type { ChatParams, EmbedParams, EmbedResult, GenerateParams, GenerationEvent } from 'lia/plugin/contracts';
+import type { ChatParams, EmbedParams, EmbedResult, GenerateParams, GenerationEvent } from 'lia/engine';
 
 import { streamLines, type WireCall as UpstreamCall } from 'lia/openai-wire';
 

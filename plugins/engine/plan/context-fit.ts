@@ -20,8 +20,9 @@
  *
  * @module
  */
-import { isAppError, type LoadedModel } from 'lia/plugin';
-import type { ChatMessage, GenerationEvent } from 'lia/plugin/contracts';
+import { isAppError } from 'lia/plugin';
+import type { LoadedModel } from 'lia/engine';
+import type { ChatMessage, GenerationEvent } from 'lia/engine';
 import type { Lease } from '../scheduler.js';
 
 /** At most this many reloads for one request (4096 → 65536 by doubling). */

@@ -20,17 +20,8 @@
  * @module
  */
 import { Errors } from 'lia/plugin';
-import type {
-  AnswerConstraint,
-  ChatParams,
-  GenerationEvent,
-  OutputFormat,
-  ResolvedModel,
-  SamplingOptions,
-  Think,
-  ToolChoice,
-  ToolDefinition,
-} from 'lia/plugin/contracts';
+import type { AnswerConstraint, ChatParams, GenerationEvent, OutputFormat, SamplingOptions, Think, ToolChoice, ToolDefinition } from 'lia/engine';
+import type { ResolvedModel } from 'lia/model-store';
 import { splitThinking } from '../thinking.js';
 import { formatSchema, forcedCallSchema } from './answer-schema.js';
 import { asForcedCall, type ForcedChoice } from './forced-call.js';

@@ -5,8 +5,8 @@
  */
 import type { FastifyInstance } from 'fastify';
 import { principalMayUse, VERSION } from 'lia/utils';
-import type { InferenceService } from 'lia/plugin/contracts';
-import type { ModelDetails } from 'lia/plugin/contracts';
+import type { InferenceService } from 'lia/engine';
+import type { ModelDetails } from 'lia/model-store';
 import { PsResponse, VersionResponse } from './schemas.js';
 
 /**

@@ -8,8 +8,8 @@
  */
 import type { FastifyReply } from 'fastify';
 import { pump, startNdjson } from 'lia/plugin';
-import type { GeneratedLogprob, GenerationEvent, ToolCall } from 'lia/plugin/contracts';
-import type { GenerationStream } from 'lia/plugin/contracts';
+import type { GeneratedLogprob, GenerationEvent, ToolCall } from 'lia/engine';
+import type { GenerationStream } from 'lia/engine';
 
 type DoneEvent = Extract<GenerationEvent, { type: 'done' }>;
 

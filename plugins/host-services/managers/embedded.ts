@@ -7,7 +7,8 @@
  * @module
  */
 import { Errors, type LogHub, type ServiceRegistry } from 'lia/plugin';
-import type { LogLine, ServiceAction, ServiceManager, ServiceStatus } from 'lia/plugin/contracts';
+import type { LogLine } from 'lia/plugin/contracts';
+import type { ServiceAction, ServiceManager, ServiceStatus } from 'lia/host-services';
 import { serviceManagerFailed } from '../errors.js';
 
 /** The embedded default's service manager over core's ServiceRegistry and LogHub. */

@@ -4,7 +4,8 @@
  *
  * @module
  */
-import type { LogLine, ServiceActiveState, ServiceStatus } from 'lia/plugin/contracts';
+import type { LogLine, ServiceActiveState } from 'lia/plugin/contracts';
+import type { ServiceStatus } from 'lia/host-services';
 
 /** Splits `systemctl show` output into one property map per unit (blocks are separated by blank lines). */
 export function parseShowBlocks(stdout: string): Map<string, string>[] {

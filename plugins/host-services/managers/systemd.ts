@@ -7,7 +7,8 @@
  * @module
  */
 import { Errors } from 'lia/plugin';
-import type { LogLine, ServiceAction, ServiceManager, ServiceName, ServiceStatus } from 'lia/plugin/contracts';
+import type { LogLine, ServiceName } from 'lia/plugin/contracts';
+import type { ServiceAction, ServiceManager, ServiceStatus } from 'lia/host-services';
 import { serviceManagerFailed } from '../errors.js';
 import { firstLine, runTool, ToolError } from 'lia/utils';
 import { parseJournalJson, parseShowBlocks, serviceStatusOf } from './systemd-parse.js';

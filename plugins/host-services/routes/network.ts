@@ -45,7 +45,7 @@ function covers(certPem: string, name: string): boolean {
  */
 export function networkRoutes(app: FastifyInstance, hooks: Hooks, bindHost: string): void {
   app.get('/system/network', { config: { scope: 'system:read' } }, async (_request, reply) => {
-    const net = hooks.network.get();
+    const net = hooks.extensions.get('network');
     const mdns = net.mdns();
     const port = (app.server.address() as AddressInfo | null)?.port ?? 0;
     const urls = hooks.tls.maybe()?.advertisedUrls?.(bindHost, port) ?? [];
@@ -62,7 +62,7 @@ export function networkRoutes(app: FastifyInstance, hooks: Hooks, bindHost: stri
         throw Errors.badRequest('two different host names in the query and the body', { param: 'hostname' });
       }
       const name = validateHostname(request.query.hostname ?? fromBody);
-      const net = hooks.network.get();
+      const net = hooks.extensions.get('network');
       const previous = net.hostname();
       const tls = hooks.tls.maybe();
       const certBefore = tls?.current().cert;

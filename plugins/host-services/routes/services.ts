@@ -12,7 +12,8 @@
 import { Type } from '@sinclair/typebox';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { Errors, type ServiceRegistry } from 'lia/plugin';
-import type { ServiceAction, ServiceManager, ServiceName } from 'lia/plugin/contracts';
+import type { ServiceName } from 'lia/plugin/contracts';
+import type { ServiceAction, ServiceManager } from 'lia/host-services';
 
 const ACTIONS: readonly ServiceAction[] = ['start', 'stop', 'restart'];
 

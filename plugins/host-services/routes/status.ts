@@ -48,7 +48,7 @@ export const statusResponseSchema = {
 /** Registers `GET /system/status`. */
 export function statusRoutes(app: FastifyInstance, sampler: StatusSampler, hooks: Hooks): void {
   app.get('/system/status', { config: { scope: 'system:read' }, schema: { response: { 200: statusResponseSchema } } }, async (_request, reply) => {
-    const hostname = hooks.network.maybe()?.hostname() ?? os.hostname();
+    const hostname = hooks.extensions.maybe('network')?.hostname() ?? os.hostname();
     return reply.header('Cache-Control', 'no-store').send(sampler.snapshot(hostname, VERSION));
   });
 }

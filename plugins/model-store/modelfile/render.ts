@@ -4,7 +4,7 @@
  *
  * @module
  */
-import type { StoredMessage } from 'lia/plugin/contracts';
+import type { StoredMessage } from 'lia/model-store';
 
 /** What a Modelfile is rendered from. */
 export interface ModelfileParts {

@@ -5,8 +5,9 @@
  *
  * @module
  */
-import { Errors, type FormatHandler } from 'lia/plugin';
-import type { ModelDetails, StoredMessage } from 'lia/plugin/contracts';
+import { Errors } from 'lia/plugin';
+import type { FormatHandler } from 'lia/engine';
+import type { ModelDetails, StoredMessage } from 'lia/model-store';
 import type { ConfigBlob, Formats } from './describe.js';
 import { relativePathProblem } from './layout.js';
 import {

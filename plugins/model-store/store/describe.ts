@@ -8,8 +8,10 @@
  * @module
  */
 import { readFile } from 'node:fs/promises';
-import { Errors, isAppError, type BackendRegistry, type FormatHandler } from 'lia/plugin';
-import type { ModelCapability, ModelDetails, ModelFile, StoredMessage } from 'lia/plugin/contracts';
+import { Errors, isAppError } from 'lia/plugin';
+import type { BackendRegistry, FormatHandler } from 'lia/engine';
+import type { ModelCapability, ModelDetails, StoredMessage } from 'lia/model-store';
+import type { ModelFile } from 'lia/engine';
 import type { BlobStore } from './blobs.js';
 import { layerTitle } from './layout.js';
 import { MediaTypes, TEXT_MEDIA_TYPES, type Layer, type StoredManifest } from './manifest.js';

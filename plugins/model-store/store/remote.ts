@@ -6,8 +6,9 @@
  *
  * @module
  */
-import { Errors, type ModelSource } from 'lia/plugin';
-import type { CatalogEntry, RemoteModel, ResolvedModel } from 'lia/plugin/contracts';
+import { Errors } from 'lia/plugin';
+import type { ModelSource } from 'lia/model-store';
+import type { CatalogEntry, RemoteModel, ResolvedModel } from 'lia/model-store';
 import { displayName, fullName, tryParseName, type ModelName } from './names.js';
 
 /** A remote model under its normalised name (`big` → `big:latest`). */

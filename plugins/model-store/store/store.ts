@@ -8,8 +8,9 @@
 import { existsSync, mkdirSync, statSync, type Stats } from 'node:fs';
 import { mkdir, readdir, readFile, rm, rmdir, utimes } from 'node:fs/promises';
 import path from 'node:path';
-import { Errors, type ModelSource } from 'lia/plugin';
-import type { BeforeDeleteHook, CatalogEntry, ModelStore, ResolvedModel } from 'lia/plugin/contracts';
+import { Errors } from 'lia/plugin';
+import type { ModelSource } from 'lia/model-store';
+import type { BeforeDeleteHook, CatalogEntry, ModelStore, ResolvedModel } from 'lia/model-store';
 import { writeFileAtomic } from 'lia/utils';
 import { BlobStore } from './blobs.js';
 import { Describer, type Formats, type ModelView } from './describe.js';

@@ -1,5 +1,5 @@
 /**
- * Network provider contract: host name, interfaces and mDNS (`plugins/host-network`).
+ * The network provider contract: host name, interfaces and mDNS (`plugins/host-network`).
  *
  * @module
  */

@@ -7,7 +7,6 @@
  * @module
  */
 import type { ChatMessage, GenerationEvent, OutputFormat, SamplingOptions, ToolChoice, ToolDefinition } from './backend.js';
-import type { ModelActivity } from './observe.js';
 
 /** `keep_alive` as clients send it: seconds, a Go duration string (`5m`, `1h30m`) or negative. */
 export type KeepAlive = number | string;
@@ -182,4 +181,17 @@ export interface InferenceService {
   ps(): LoadedModelInfo[];
   /** Every model the engine holds or is loading, with its queue and slots (for metrics). Optional. */
   activity?(): ModelActivity[];
+}
+
+/** A model the engine knows of right now: loaded, loading or waited for. */
+export interface ModelActivity {
+  model: string;
+  /** Requests waiting for a slot or for the load. */
+  queued: number;
+  /** Requests holding a slot. */
+  active: number;
+  loaded: boolean;
+  /** Bytes in memory (0 while loading) and of those on the GPU. */
+  sizeBytes: number;
+  vramBytes: number;
 }

@@ -2,19 +2,21 @@
  * The inference backend contract. A backend turns a {@link ResolvedModel} into a
  * {@link LoadedModel} that can generate, chat or embed. The llama.cpp backend
  * (`plugins/backend-llama-cpp`) and the transformers.js backend (`plugins/backend-transformers`)
- * implement it; the scheduler (`plugins/engine`) owns their lifecycle. Third-party backends
- * register the same way:
+ * implement it; the scheduler (`plugins/engine`) owns their lifecycle, so the contract is the engine's
+ * (`lia/engine`). Third-party backends register the same way, in the engine's `backends` hook:
  *
  * ```ts
  * export default definePlugin({
  *   name: 'backend-mine',
- *   async setup(app, ctx) { ctx.hooks.backends.register(myBackend) },
+ *   apiVersion: 2,
+ *   dependencies: ['engine'],
+ *   async setup(app, ctx) { ctx.hooks.extensions.get('backends').register(myBackend, ctx.name) },
  * })
  * ```
  *
  * @module
  */
-import type { ModelCapability, ModelDetails, ModelFormat, ResolvedModel } from './model-store.js';
+import type { ModelCapability, ModelDetails, ModelFormat, ResolvedModel } from 'lia/model-store';
 
 /** Sampling and length options, with Ollama's names. Unknown keys are ignored upstream. */
 export interface SamplingOptions {

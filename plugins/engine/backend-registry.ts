@@ -2,9 +2,9 @@
  * The `backends` hook: the inference backends the enabled plugins registered, and the model
  * formats they serve. Exactly one backend serves each format. When two enabled backends claim
  * the same format, the configuration's `backends` key (format → backend or plugin name) picks
- * one; without it the start stops with exit code 2 naming both ({@link ConfigError}). Core checks
- * this once every plugin is registered (`onReady` in `core/http/app.ts`); lookups before that
- * decide the same way on first use.
+ * one; without it the start stops with exit code 2 naming both ({@link ConfigError}). The engine,
+ * which owns the hook, checks this once every plugin is registered (its `onReady`); lookups before
+ * that decide the same way on first use.
  *
  * A backend may also run a format with another backend's handler (`InferenceBackend.runs`, as
  * `backend-llama-server` runs GGUF): it never owns the format, so it conflicts with nobody,
@@ -20,10 +20,9 @@
  *
  * @module
  */
-import { ConfigError } from '../config/load.js';
-import type { FormatHandler, InferenceBackend } from '../contracts/backend.js';
-import type { ModelCapability, ModelFormat } from '../contracts/model-store.js';
-import { Errors } from '../errors.js';
+import { ConfigError, Errors } from 'lia/plugin';
+import type { ModelCapability, ModelFormat } from 'lia/model-store';
+import type { FormatHandler, InferenceBackend } from 'lia/engine';
 
 /** Allowed format names: they become folder names in the model store. */
 export const FORMAT_NAME = /^[a-z0-9][a-z0-9_-]{0,31}$/;
@@ -56,8 +55,12 @@ export class BackendRegistry {
   /** Formats registered without a backend (addFormat). */
   readonly #formats: FormatHandler[] = [];
 
-  /** Adds a backend; a second one of the same name, or a malformed format name, is an error. */
-  register(backend: InferenceBackend): void {
+  /**
+   * Adds a backend that the plugin `plugin` (its `ctx.name`) registers, so the configuration's
+   * `backends` may name it by either; a second one of the same name, or a malformed format name,
+   * is an error.
+   */
+  register(backend: InferenceBackend, plugin: string): void {
     if (this.#items.some((b) => b.name === backend.name)) throw new Error(`inference backend "${backend.name}" is registered twice`);
     const seen = new Set<string>();
     for (const h of backend.formats) {
@@ -66,6 +69,7 @@ export class BackendRegistry {
       seen.add(h.name);
     }
     this.#items.push(backend);
+    this.#plugins.set(backend, plugin);
     this.#chosen = null;
   }
 
@@ -83,15 +87,6 @@ export class BackendRegistry {
 
   list(): readonly InferenceBackend[] {
     return this.#items;
-  }
-
-  /**
-   * Records `plugin` as the owner of the backends registered since the last call, so the
-   * configuration may name a backend by its plugin. Core calls it after each plugin's setup.
-   * @internal
-   */
-  claim(plugin: string): void {
-    for (const b of this.#items) if (!this.#plugins.has(b)) this.#plugins.set(b, plugin);
   }
 
   /**

@@ -11,7 +11,7 @@ export type ModelCapability = 'completion' | 'chat' | 'embedding' | 'rerank' | '
 /**
  * The name of a model's weights format (`gguf`, `onnx`, or whatever a backend declares); it decides
  * which inference backend runs the model. Backends own the formats: see `FormatHandler` in
- * `core/contracts/backend.ts`.
+ * `lia/engine`.
  */
 export type ModelFormat = string;
 
