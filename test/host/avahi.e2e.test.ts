@@ -25,6 +25,8 @@ t.test('a running avahi gets a service file with the real port, removed on stop'
       'backend-llama-cpp': false,
       'backend-transformers': false,
       engine: false,
+      gguf: false,
+      'backend-llama-server': false,
       'api-openai': false,
       'api-anthropic': false,
       'host-network': { options: { mdns: 'auto', avahiPidFile: pidFile, avahiServicesDir: dir } },

@@ -25,6 +25,8 @@ t.test('lia management commands', async (t) => {
       'backend-llama-cpp': false,
       'backend-transformers': false,
       engine: false,
+      gguf: false,
+      'backend-llama-server': false,
       'api-openai': false,
       'api-anthropic': false,
       'host-network': { options: { mdns: 'off' } },

@@ -44,7 +44,7 @@ await writeFile(path.join(dataDir, 'network', 'hostname'), `${name}\n`);
 const config = path.join(dataDir, 'lia.config.yaml');
 await writeFile(
   config,
-  'plugins:\n  model-store: false\n  backend-llama-cpp: false\n  backend-transformers: false\n  engine: false\n  api-openai: false\n  api-anthropic: false\n',
+  'plugins:\n  model-store: false\n  gguf: false\n  backend-llama-cpp: false\n  backend-llama-server: false\n  backend-transformers: false\n  engine: false\n  api-openai: false\n  api-anthropic: false\n',
 );
 
 const child = spawn(process.execPath, ['bin/lia.js', 'serve', '--config', config, '--data-dir', dataDir, '--host', '0.0.0.0', '--port', String(port)], {

@@ -19,6 +19,8 @@ const HOST_ONLY: Record<string, PluginEntry> = {
   'backend-llama-cpp': false,
   'backend-transformers': false,
   engine: false,
+  gguf: false,
+  'backend-llama-server': false,
   'api-openai': false,
   'api-anthropic': false,
 };

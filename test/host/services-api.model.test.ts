@@ -174,6 +174,8 @@ t.test('a service no enabled plugin provides cannot be started', async (t) => {
       'backend-llama-cpp': false,
       'backend-transformers': false,
       engine: false,
+      gguf: false,
+      'backend-llama-server': false,
       'api-openai': false,
       'api-anthropic': false,
     },

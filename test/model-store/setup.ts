@@ -1,7 +1,8 @@
 /**
  * Shared setup of the model-store tests: an appliance with only the plugins the store needs
- * (TLS, keys, the store, and the backends whose format handlers recognise and describe GGUF and
- * ONNX models; no spare llama.cpp runner), so these tests neither wait for nor depend on the engine.
+ * (TLS, keys, the store, the engine whose `backends` hook holds the format handlers, and the
+ * backends whose handlers recognise and describe GGUF and ONNX models; no spare llama.cpp runner,
+ * and no route that generates is asked).
  *
  * @module
  */
@@ -14,7 +15,6 @@ export const STORE_ONLY: Record<string, PluginEntry> = {
   'host-gpu': false,
   'host-services': false,
   'backend-llama-cpp': { options: { prewarm: false } },
-  engine: false,
   'api-openai': false,
   'api-anthropic': false,
   webui: false,

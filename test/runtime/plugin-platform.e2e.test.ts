@@ -191,7 +191,7 @@ t.test('configurations that cannot run stop with exit 2 and say what to do', asy
   await writeFile(old, 'plugins:\n  old: { module: lia-plugin-old }\n');
   const r1 = await serve(old);
   t.equal(r1.code, 2);
-  t.match(r1.err, /plugin "old" was written for plugin API version 0, and this LIA implements version 1/);
+  t.match(r1.err, /plugin "old" was written for plugin API version 0, and this LIA implements version 2/);
 
   const noTls = path.join(dir, 'no-tls.yaml');
   await writeFile(

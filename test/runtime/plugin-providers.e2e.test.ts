@@ -32,7 +32,9 @@ async function serve(yaml: string): Promise<{ code: number; err: string }> {
 }
 
 t.test('api-openai without the engine stops the start naming both', async (t) => {
-  const r = await serve('plugins:\n  engine: false\n  api-anthropic: false\n');
+  const r = await serve(
+    'plugins:\n  engine: false\n  gguf: false\n  backend-llama-cpp: false\n  backend-llama-server: false\n  backend-transformers: false\n  api-anthropic: false\n',
+  );
   t.equal(r.code, 2);
   t.match(r.err, /plugin "api-openai" requires "inference", which no enabled plugin provides; enable "engine", which provides it, or disable "api-openai"/);
   t.notMatch(r.err, /\n\s+at /, 'no stack trace');
