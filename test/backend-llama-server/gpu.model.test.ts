@@ -20,7 +20,7 @@ requireLlamaServer();
 process.env['GGML_VK_VISIBLE_DEVICES'] = '0';
 
 interface Ps {
-  models: Array<{ name: string; size: number; size_vram: number }>;
+  models: Array<{ name: string; size: number; size_vram: number; device: string }>;
 }
 
 const MiB = 2 ** 20;
@@ -75,11 +75,15 @@ t.test('a model that fits goes whole to the Vulkan device, and answers as on the
   );
   t.match(await readFile(`/proc/${pid}/maps`, 'utf8'), /libggml-vulkan\.so/, 'and the process has it mapped');
   const [gpu] = (await ps(app)).filter((m) => m.name === 'gpu:latest');
+  t.equal(gpu?.device, 'Vulkan0', '/api/ps says where it runs');
   t.ok(gpu && gpu.size_vram > 0 && gpu.size_vram <= gpu.size, `size_vram ${gpu?.size_vram} of ${gpu?.size}`);
 
   const onCpu = await greedy(app, 'cpu', 0);
   t.equal((await argsOf(server(app, 'cpu')))('--device'), 'none', 'num_gpu 0: the CPU only');
-  t.equal((await ps(app)).find((m) => m.name === 'cpu:latest')?.size_vram, 0);
+  t.match(
+    (await ps(app)).find((m) => m.name === 'cpu:latest'),
+    { size_vram: 0, device: 'cpu' },
+  );
   t.ok(onGpu.length > 0);
   t.equal(onGpu, onCpu, 'greedy decoding gives the same text on the device and on the CPU');
 });
