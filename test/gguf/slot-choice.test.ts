@@ -28,7 +28,6 @@ interface Case {
   /** The prompt's length in tokens. */
   length: number;
   shareable?: boolean;
-  consecutiveBatches?: boolean;
   /** The slot taken (null: all busy), the donor (and whether it waits), and the flags. */
   want: { id: number; donor?: { id: number; wait: boolean }; opens?: boolean; takesTurn?: boolean } | null;
 }
@@ -61,18 +60,10 @@ const cases: Case[] = [
     want: { id: 1 },
   },
   {
-    name: 'an engine whose batches need consecutive ids: the lowest free id while another is busy',
+    name: 'the same while another is busy: the lowest free id (busy slots stay consecutive, one micro-batch)',
     slots: [holding(0, 170, 1, 5, { busy: true }), holding(1, 160, 1, 4), holding(2, 90, 1, 2)],
     length: 30,
-    consecutiveBatches: true,
     want: { id: 1 },
-  },
-  {
-    name: 'the same without another busy: the least recently used',
-    slots: [holding(0, 170, 1, 5), holding(1, 160, 1, 4), holding(2, 90, 1, 2)],
-    length: 30,
-    consecutiveBatches: true,
-    want: { id: 2 },
   },
   {
     name: 'a shared prefix shorter than the threshold is evaluated again',
@@ -156,7 +147,7 @@ for (const unitsPerToken of [1, 4]) {
     for (const c of cases) {
       const got = chooseSlot(
         c.slots.map((s) => scale(s, unitsPerToken)),
-        { length: c.length * unitsPerToken, unitsPerToken, shareable: c.shareable ?? true, consecutiveBatches: c.consecutiveBatches },
+        { length: c.length * unitsPerToken, unitsPerToken, shareable: c.shareable ?? true },
       );
       const seen = got && { id: got.id, donor: got.donor && { id: got.donor.id, wait: got.donor.wait }, opens: got.opens, takesTurn: got.takesTurn };
       const want = c.want && { donor: null, opens: false, takesTurn: false, ...c.want };

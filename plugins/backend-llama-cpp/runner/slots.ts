@@ -7,7 +7,7 @@
  * Which sequence, and whose cached prefix it copies, is the engines' one policy (`chooseSlot` and
  * `chooseDonor` of `lia/gguf`, plugins/gguf/slots/slot-choice.ts): the free sequence whose last
  * prompt the request continues, else an empty one, else the least recently used (the lowest free
- * id while others generate: see `consecutiveBatches`); a longer prefix another sequence holds or
+ * id while others generate, which keeps busy sequences consecutive for batching.ts); a longer prefix another sequence holds or
  * is evaluating is copied in (waiting for that evaluation first) rather than evaluated again.
  * What is node-llama-cpp's own here is the measure (tokens, BOS included) and the mechanics: the
  * copy between sequences (`copyPrefix`, the library's internal `_copyStateFromOtherSequence`),
@@ -137,8 +137,7 @@ export class SlotPool {
 
   /** The policy's facts of a prompt of `tokens` on this context. */
   #prompt(tokens: readonly Token[]): PromptFacts {
-    // One KV stream per sequence: llama.cpp decodes busy sequences as one micro-batch only when their ids are consecutive (batching.ts).
-    return { length: tokens.length, unitsPerToken: 1, shareable: this.sharing, consecutiveBatches: true };
+    return { length: tokens.length, unitsPerToken: 1, shareable: this.sharing };
   }
 
   /**

@@ -6,7 +6,7 @@
  *
  * - **A conversation keeps its slot.** The idle slot whose last prompt the request continues (its
  *   conversation's earlier turn, or the same prompt again), else an empty slot, else the least
- *   recently used one. A new conversation does not take over another's slot only because they
+ *   recently used one (the lowest free id while other slots are busy, see `pick`). A new conversation does not take over another's slot only because they
  *   share a system prompt (llama-server's own choice, the slot with the most in common, and
  *   node-llama-cpp's former one, any slot holding half the prompt, both cost the other
  *   conversation its history at its next turn).
@@ -71,12 +71,6 @@ export interface PromptFacts {
   readonly unitsPerToken: number;
   /** False when no state may be copied into the slot (the engine cannot copy, or the prompt has images). */
   readonly shareable: boolean;
-  /**
-   * True on an engine that decodes busy slots as one micro-batch only when their ids are
-   * consecutive (node-llama-cpp: one KV stream per sequence): while another slot is busy, the slot
-   * given up is then the lowest free id rather than the least recently used.
-   */
-  readonly consecutiveBatches?: boolean;
 }
 
 /**
@@ -119,7 +113,7 @@ export interface SlotChoice {
 export function chooseSlot(slots: readonly SlotFacts[], prompt: PromptFacts): SlotChoice | null {
   const idle = slots.filter((s) => !s.busy);
   if (idle.length === 0) return null;
-  const slot = pick(idle, slots.length > idle.length && prompt.consecutiveBatches === true);
+  const slot = pick(idle, slots.length > idle.length);
   const donor = prompt.shareable
     ? chooseDonor(
         slots.filter((s) => s.id !== slot.id),
@@ -134,8 +128,10 @@ export function chooseSlot(slots: readonly SlotFacts[], prompt: PromptFacts): Sl
 }
 
 /**
- * The continued slot holding the most; else an empty one; else the least recently used (the
- * lowest id while others are busy, see {@link PromptFacts.consecutiveBatches}). Ties: the lowest id.
+ * The continued slot holding the most; else an empty one; else the least recently used, or the
+ * lowest id while others are busy. Why the lowest: both engines keep one KV stream per slot
+ * (node-llama-cpp always, llama-server with `--no-kv-unified`), and llama.cpp then decodes busy
+ * slots as one micro-batch only where their ids are consecutive. Ties: the lowest id.
  */
 function pick(idle: readonly SlotFacts[], othersBusy: boolean): SlotFacts {
   const best = (among: readonly SlotFacts[], key: (s: SlotFacts) => number) =>
