@@ -6,8 +6,8 @@
  *
  * @module
  */
-export { grants } from './http/scopes.js';
-export { checkModelAllowed, mayUse, principalMayUse } from './http/request-principal.js';
+export { grants } from './http/auth.js';
+export { checkModelAllowed, mayUse, principalMayUse } from './http/auth.js';
 export { toAppError } from './http/error-handler.js';
 export { normalizePath } from './http/surface.js';
 export { readTextOrNull } from './fs/read.js';

@@ -6,11 +6,13 @@
  * no slower), the medians over the rounds with the smallest and largest round.
  *
  *   git worktree add /tmp/lia-anchor <commit> && (cd /tmp/lia-anchor && npm install && npm run build)
- *   node --conditions=lia-source --import tsx bench/engine/anchor.ts /tmp/lia-anchor [--rounds 6] [--model 135m]
+ *   node --conditions=lia-source --import tsx bench/engine/anchor.ts /tmp/lia-anchor [--rounds 6] [--model 135m] [--engine llama-cpp|llama-server]
  *
  * @module
  */
+import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
+import { cachedBinary } from '../../plugins/backend-llama-server/build.js';
 import { ENGINE_ONLY } from '../../test/helpers/plugin-sets.js';
 import { startApplianceProcess, type ApplianceProcess } from '../lib/appliance-process.js';
 import { machineInfo, machineLine } from '../lib/machine.js';
@@ -27,6 +29,7 @@ const { values, positionals } = parseArgs({
     rounds: { type: 'string', default: '6' },
     requests: { type: 'string', default: '5' },
     tokens: { type: 'string', default: '128' },
+    engine: { type: 'string' },
   },
 });
 const anchorRoot = positionals[0];
@@ -36,6 +39,35 @@ if (!anchorRoot) {
 }
 const { threads, batchThreads } = benchThreads();
 const engine = { options: { numParallel: 4, contextLength: 512, threads, batchThreads, keepAlive: -1 } };
+// `--engine llama-cpp|llama-server` pins the GGUF engine on both sides (`backends.gguf`); without it each runs its default.
+const backends = values.engine ? { backends: { gguf: `backend-${values.engine}` } } : {};
+// The anchor runs this checkout's llama-server binary (same llama.cpp release; its own build may
+// predate fixes this CPU needs), so the ratio measures the appliance's code, not two builds.
+const binary = await cachedBinary();
+const anchorEnv: Record<string, string> = binary ? { LIA_LLAMA_SERVER: binary } : {};
+
+/** The command lines of a process's descendants (Linux `/proc`). */
+function descendants(pid: number): string[] {
+  const children = (p: number): number[] => {
+    try {
+      return readFileSync(`/proc/${p}/task/${p}/children`, 'utf8').trim().split(/\s+/).filter(Boolean).map(Number);
+    } catch {
+      return [];
+    }
+  };
+  const out: string[] = [];
+  const queue = children(pid);
+  while (queue.length > 0) {
+    const p = queue.shift()!;
+    try {
+      out.push(readFileSync(`/proc/${p}/cmdline`, 'utf8').replaceAll('\0', ' '));
+    } catch {
+      continue;
+    }
+    queue.push(...children(p));
+  }
+  return out;
+}
 
 async function measure(app: ApplianceProcess): Promise<{ decode: number; ttft: number }> {
   const runs = [];
@@ -49,14 +81,19 @@ const model = await benchModelPath(values.model);
 // The anchor's configuration schema may not know newer plugins: the same engine-only set on both.
 const plugins = Object.fromEntries(Object.entries(ENGINE_ONLY).filter(([name]) => !name.startsWith('backend-llama-server')));
 const sides = {
-  this: await startApplianceProcess({ plugins: { ...plugins, engine } }),
-  anchor: await startApplianceProcess({ plugins: { ...plugins, engine } }, {}, anchorRoot),
+  this: await startApplianceProcess({ ...backends, plugins: { ...plugins, engine } }),
+  anchor: await startApplianceProcess({ ...backends, plugins: { ...plugins, engine } }, anchorEnv, anchorRoot),
 };
 try {
   for (const app of Object.values(sides)) {
     await createBenchModel(app, 'bench', model);
     for (let i = 0; i < 3; i++) await applianceGenerate(app, app.dispatcher(), 'bench', PROMPT, 16);
   }
+  // Both sides must run the same engine, or the ratio compares engines, not checkouts (the
+  // anchor's /api/ps may not name it: a llama-server process under the appliance's does).
+  const engines = Object.values(sides).map((app) => (descendants(app.pid).some((cmd) => cmd.includes('llama-server')) ? 'llama-server' : 'llama-cpp'));
+  console.log(`engine: this ${engines[0]}, anchor ${engines[1]}`);
+  if (engines[0] !== engines[1]) throw new Error(`the two checkouts run different engines (${engines.join(' vs ')}): pass --engine`);
   await new Promise((resolve) => setTimeout(resolve, 4000));
   const decode: number[] = [];
   const ttft: number[] = [];

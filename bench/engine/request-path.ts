@@ -7,7 +7,11 @@
  * test helpers). The engine's own process
  * (llama-server, or node-llama-cpp's runner) is not counted: this is the appliance's side.
  *
- *   node --conditions=lia-source --import tsx bench/engine/request-path.ts [--surface openai|ollama] [--model stories260K-chatml]
+ *   node --conditions=lia-source --import tsx bench/engine/request-path.ts [--surface openai|ollama] [--engine llama-server|llama-cpp] [--model stories260K-chatml] [--functions]
+ *
+ * `--engine` picks the GGUF engine the model runs on (as `LIA_BACKENDS=gguf=<engine>`); without it,
+ * the machine's default (llama-server where it is built). `--functions` also lists, under each
+ * file, the functions called in it (with their call counts).
  *
  * @module
  */
@@ -22,12 +26,20 @@ const { values } = parseArgs({
   options: {
     surface: { type: 'string', default: 'openai' },
     model: { type: 'string', default: 'stories260K-chatml' },
+    engine: { type: 'string' },
+    functions: { type: 'boolean', default: false },
   },
 });
 const ROOT = path.resolve(import.meta.dirname, '..', '..');
 const SELF = new Set([fileURLToPath(import.meta.url)]);
 
-const app = await startTestAppliance({ plugins: { webui: false } });
+if (values.engine !== undefined && values.engine !== 'llama-server' && values.engine !== 'llama-cpp') {
+  throw new Error(`--engine: llama-server or llama-cpp, not ${values.engine}`);
+}
+const app = await startTestAppliance({
+  plugins: { webui: false },
+  ...(values.engine ? { env: { LIA_BACKENDS: `gguf=${values.engine}` } } : {}),
+});
 const session = new Session();
 session.connect();
 try {
@@ -55,20 +67,29 @@ try {
   const body = await send();
   const { result } = await session.post('Profiler.takePreciseCoverage');
   await session.post('Profiler.stopPreciseCoverage');
-  const files = new Set<string>();
+  const files = new Map<string, string[]>();
   for (const script of result) {
     if (!script.url.startsWith('file:')) continue;
     const file = fileURLToPath(script.url);
     if (!file.startsWith(ROOT + path.sep) || file.includes(`${path.sep}node_modules${path.sep}`) || SELF.has(file)) continue;
     if (file.includes(`${path.sep}test${path.sep}helpers${path.sep}`) || file.includes(`${path.sep}core${path.sep}testing${path.sep}`)) continue;
-    if (script.functions.some((f) => f.ranges.some((r) => r.count > 0))) files.add(path.relative(ROOT, file));
+    const called = script.functions.filter((f) => (f.ranges[0]?.count ?? 0) > 0);
+    if (script.functions.some((f) => f.ranges.some((r) => r.count > 0))) {
+      files.set(
+        path.relative(ROOT, file),
+        called.map((f) => `${f.functionName || '(anonymous)'} ×${f.ranges[0]?.count}`),
+      );
+    }
   }
-  const sorted = [...files].sort();
+  const sorted = [...files.keys()].sort();
   console.log(
-    `a streamed ${values.surface === 'openai' ? '/v1/chat/completions' : '/api/chat'} request on ${values.model} (${body.split('\n').filter(Boolean).length} lines back)`,
+    `a streamed ${values.surface === 'openai' ? '/v1/chat/completions' : '/api/chat'} request on ${values.model}${values.engine ? ` (engine ${values.engine})` : ''} (${body.split('\n').filter(Boolean).length} lines back)`,
   );
   console.log(`runs through ${sorted.length} LIA source files in the appliance's process:`);
-  for (const f of sorted) console.log(`  ${f}`);
+  for (const f of sorted) {
+    console.log(`  ${f}`);
+    if (values.functions) for (const fn of files.get(f) ?? []) console.log(`      ${fn}`);
+  }
 } finally {
   session.disconnect();
   await app.close();

@@ -14,7 +14,7 @@ export interface Principal {
   id: string;
   /**
    * What the credential may do; `*` is everything. Core's auth gate checks them against the scope
-   * each route declares, with the implication rule of `core/http/scopes.ts`, unless the principal
+   * each route declares, with the implication rule of `core/http/auth.ts`, unless the principal
    * answers {@link Principal.hasScope} itself.
    */
   scopes: readonly string[];

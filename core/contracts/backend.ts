@@ -25,6 +25,8 @@ export interface SamplingOptions {
   seed?: number;
   num_predict?: number;
   num_ctx?: number;
+  /** Layers to offload to a GPU (Ollama's `num_gpu`): 0 keeps the model on the CPU; absent or negative: as many as fit. Sizes the load, not the sampling. */
+  num_gpu?: number;
   stop?: string[];
   repeat_penalty?: number;
   repeat_last_n?: number;
@@ -280,6 +282,12 @@ export interface LoadOptions {
   onExit?: (error: Error) => void;
   /** Prompt-evaluation batch size in tokens. Defaults to the backend's own (512 for llama.cpp). */
   batchSize?: number;
+  /**
+   * Where the model runs, as the engine's offload plan decided: a device of the backend's
+   * `devices()` (null: the CPU) and how many layers go there, the output layer counted as one
+   * more; `vramBytes` is what they are expected to hold there. Absent: the backend decides.
+   */
+  offload?: { device: string | null; gpuLayers: number; vramBytes: number };
 }
 
 export interface LoadedModel {
@@ -413,6 +421,13 @@ export interface FormatHandler {
    */
   footprint?(model: ResolvedModel, options: LoadOptions): Promise<number>;
   /**
+   * What a GPU offload of a model of this format moves, loaded with `options`: its repeating
+   * layers (each with its share of the cache), the output layer, the buffers a device holds for
+   * any offload. The engine's offload plan divides the model by it. Optional: without it the
+   * format's models run where their engine puts them.
+   */
+  offloadCosts?(model: ResolvedModel, options: LoadOptions): Promise<{ layers: number; bytesPerLayer: number; outputBytes: number; fixedBytes: number }>;
+  /**
    * The chat template the weights carry (a GGUF's `tokenizer.chat_template`), or null when they
    * carry none: then the store's template layer ({@link ResolvedModel.template}) says how the
    * model is prompted. A backend that runs another's format (`runs`) asks it to prompt the model
@@ -460,6 +475,12 @@ export interface InferenceBackend {
    * as false. Defaults to always available.
    */
   available?(): Promise<boolean>;
+  /**
+   * The GPUs this backend can place a model's layers on now, with what each has free (the engine
+   * plans the offload from it and passes the decision in {@link LoadOptions.offload}). Optional:
+   * a backend without it is given no offload and decides by itself.
+   */
+  devices?(): Promise<{ id: string; name: string; totalBytes: number; freeBytes: number }[]>;
   estimateMemory(model: ResolvedModel, options: LoadOptions): Promise<MemoryEstimate>;
   load(model: ResolvedModel, options: LoadOptions): Promise<LoadedModel>;
   /** Releases process-wide resources at shutdown. */

@@ -16,13 +16,17 @@ export interface GpuDevice {
   temp_c: number | null;
   /** GPU busy percentage, or null when the board does not report it. */
   utilization_percent?: number | null;
+  /** The hardware's maker (`nvidia`, `amd`, `intel`, `mesa`...), where the provider is not the vendor's own tool (Vulkan). */
+  vendor?: string;
+  /** What kind of device it is, where the provider tells (Vulkan's device type). */
+  type?: 'discrete' | 'integrated' | 'virtual' | 'cpu' | 'other';
 }
 
 export interface GpuReport {
-  /** `nvidia`, `amd`, or `none`. */
+  /** `nvidia`, `amd`, `vulkan` (devices only Vulkan sees), or `none`. */
   vendor: string;
   devices: GpuDevice[];
-  /** Which tool or file the figures came from (`nvidia-smi`, `rocm-smi`, `amd-smi`, `sysfs`). */
+  /** Which tool or file the figures came from (`nvidia-smi`, `rocm-smi`, `amd-smi`, `sysfs`, `vulkaninfo`). */
   source?: string;
 }
 

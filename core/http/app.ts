@@ -1,12 +1,15 @@
 /**
  * Builds the Fastify app: the HTTPS server (credentials applied later by {@link applyTls}), the
- * logger, the error handler, the security headers and CORS, the auth gate, 404/405, the public `/health`, and every enabled
- * plugin. It does not listen: tests `inject()` into it, `core/main.ts` starts it.
+ * logger, the route schemas' compilers (compiled on first use), the error handler, the security
+ * headers and CORS, the auth gate, 404/405, the public `/health`, and every enabled plugin. It
+ * does not listen: tests `inject()` into it, `core/main.ts` starts it.
  *
  * @module
  */
 import https from 'node:https';
-import Fastify, { LogController, type FastifyInstance } from 'fastify';
+import AjvCompiler from '@fastify/ajv-compiler';
+import { SerializerSelector } from '@fastify/fast-json-stringify-compiler';
+import Fastify, { LogController, type FastifyInstance, type FastifyServerOptions } from 'fastify';
 import type { Config } from '../config/schema.js';
 import type { TlsCredentials } from '../contracts/tls.js';
 import { Errors } from '../errors.js';
@@ -14,11 +17,10 @@ import { LogHub, REDACT_PATHS } from '../logging.js';
 import { createHooks, type Hooks } from '../plugin/hooks.js';
 import { loadPlugins, registerPlugins, type LoadedPlugin } from '../plugin/host.js';
 import { VERSION } from '../version.js';
-import { installAuthGate } from './auth-hook.js';
+import { installAuthGate } from './auth.js';
 import { installConnectionGuard, serverTimeouts } from './connections.js';
 import { DEFAULT_SHUTDOWN_GRACE_MS, installDrain, type Drain } from './drain.js';
 import { createClientErrorHandler, createErrorHandler, createFrameworkErrorHandler } from './error-handler.js';
-import { lazyCompilers } from './lazy-compilers.js';
 import { installRouting, RouteTable } from './routing.js';
 import { registerSecurityHeaders } from './security-headers.js';
 import { TLS_POLICY } from './tls-policy.js';
@@ -82,6 +84,50 @@ export const AJV_OPTIONS = {
   verbose: true,
   keywords: ['errorMessage'],
 } as const;
+
+/*
+ * Route schemas are compiled on their first use instead of at start. Fastify compiles every
+ * route's validator (Ajv) and serializer (fast-json-stringify) while the app becomes ready; for
+ * the request schemas of the inference APIs that is a fifth of the start
+ * (bench/results/2026-11-27-code-notes.md), for routes a given appliance may never serve. The
+ * compilers are Fastify's own (`@fastify/ajv-compiler`, `@fastify/fast-json-stringify-compiler`)
+ * with the same options; only the moment changes: the first request of each route pays its compile.
+ */
+type CompilersFactory = NonNullable<NonNullable<FastifyServerOptions['schemaController']>['compilersFactory']>;
+
+/** A validator that compiles on its first call and exposes the compiled one's `errors`, as Fastify reads them. */
+function lazyValidator(compile: () => (data: unknown) => unknown): (data: unknown) => unknown {
+  let compiled: (((data: unknown) => unknown) & { errors?: unknown }) | undefined;
+  const validate = (data: unknown): unknown => {
+    compiled ??= compile();
+    const result = compiled(data);
+    validate.errors = compiled.errors;
+    return result;
+  };
+  validate.errors = undefined as unknown;
+  return validate;
+}
+
+function lazySerializer(compile: () => (data: unknown) => string): (data: unknown) => string {
+  let compiled: ((data: unknown) => string) | undefined;
+  return (data) => (compiled ??= compile())(data);
+}
+
+/** Fastify's `schemaController.compilersFactory`, deferring each compile to the route's first use. */
+export function lazyCompilers(): CompilersFactory {
+  const validators = AjvCompiler() as unknown as (...args: unknown[]) => (route: unknown) => (data: unknown) => unknown;
+  const serializers = SerializerSelector() as unknown as (...args: unknown[]) => (route: unknown) => (data: unknown) => string;
+  return {
+    buildValidator: ((...args: unknown[]) => {
+      const compiler = validators(...args);
+      return (route: unknown) => lazyValidator(() => compiler(route));
+    }) as unknown as CompilersFactory['buildValidator'],
+    buildSerializer: (...args: unknown[]) => {
+      const compiler = serializers(...args);
+      return (route: unknown) => lazySerializer(() => compiler(route));
+    },
+  };
+}
 
 export async function buildApp(config: Config, options: BuildOptions = {}): Promise<BuiltApp> {
   const logs = new LogHub();
@@ -178,8 +224,8 @@ function installProxyRole(app: FastifyInstance, hooks: Hooks): void {
  * for every plugin's routes and for 404s; an observer that throws is ignored (it only counts).
  */
 function installRequestObservers(app: FastifyInstance, hooks: Hooks): void {
+  const observers = hooks.requestObservers.list(); // the live list (see Registry.list)
   app.addHook('onResponse', (request, reply, done) => {
-    const observers = hooks.requestObservers.list();
     if (observers.length > 0) {
       const record = {
         method: request.method,

@@ -13,7 +13,7 @@
  *   take many minutes.
  *
  * A connection counts as unauthenticated from its TCP accept until one of its requests passes
- * the auth gate ({@link markAuthenticated}, called by ./auth-hook.ts). When more than
+ * the auth gate ({@link markAuthenticated}, called by ./auth.ts). When more than
  * `maxUnauthenticatedConnections` are open, or more than `maxConnections` in all, the
  * unauthenticated connection that has been idle longest (no request being answered; possibly
  * still in its handshake or headers) is closed; only when none is idle is the new connection

@@ -6,7 +6,7 @@
  * @module
  */
 import type { Principal } from '../contracts/auth.js';
-import type { Scope } from './scopes.js';
+import type { Scope } from './auth.js';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -18,7 +18,7 @@ declare module 'fastify' {
     public?: boolean;
     /**
      * The scope a principal needs for this route (`models:read`, `inference`, …; see
-     * `core/http/scopes.ts`). Defaults to `*`: only a principal holding every scope.
+     * `core/http/auth.ts`). Defaults to `*`: only a principal holding every scope.
      */
     scope?: Scope;
     /**

@@ -93,6 +93,10 @@ export class Registry<T extends { readonly name: string }> {
     this.#items.push(item);
   }
 
+  /**
+   * The registered items. Always the same array, which later registrations extend: a caller may
+   * keep it (e.g. read it on every request) and still see what plugins set up after it register.
+   */
   list(): readonly T[] {
     return this.#items;
   }

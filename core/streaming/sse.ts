@@ -11,8 +11,7 @@ import type { FastifyReply } from 'fastify';
 import type { AppError } from '../errors.js';
 import { defaultErrorBody } from '../http/error-handler.js';
 import { failStream } from './fail.js';
-import { holdFirstTurn } from './first-turn.js';
-import type { StreamWriter } from './ndjson.js';
+import { holdFirstTurn, type StreamWriter } from './pump.js';
 
 export interface SseOptions {
   /** The body of the last frame of a failed stream, in the surface's error format. */

@@ -27,6 +27,7 @@ import { ServerRanker } from './ranking.js';
 import { ServedModel } from './served-model.js';
 import { LlamaServer, type ServerSpec } from './server.js';
 import { privateDir } from './temp-dirs.js';
+import { backendEnv, listDevices, type GpuBackend } from './devices.js';
 
 export interface LlamaServerBackendOptions {
   /** Resolves the binary, or throws the error that says how to get it. */
@@ -48,6 +49,12 @@ export interface LlamaServerBackendOptions {
    * `chatTemplate`. Without it (a handler that cannot say), the weights are taken to carry one.
    */
   chatTemplate?: (model: ResolvedModel) => Promise<string | null> | undefined;
+  /**
+   * The GPU back end servers load (devices.ts), or null to run on the CPU: what the plugin's
+   * `gpu` option chose for this binary. Throws the error that says what to install when the
+   * configured one is missing. Defaults to the CPU.
+   */
+  gpu?: (binary: string) => Promise<GpuBackend | null>;
 }
 
 /** A server process's own memory beyond its model's footprint (the binary, its HTTP threads, slot bookkeeping), with a margin. */
@@ -81,8 +88,17 @@ export function llamaServerBackend(o: LlamaServerBackendOptions): LlamaServerBac
     prefers: ['completion', 'rerank'],
     available: async () => (o.available ? o.available() : true),
     estimateMemory: (model, options) => estimate(model, options),
+    // The devices of the configured GPU back end, read anew at each load: what is free changes.
+    async devices() {
+      const binary = await o.binary();
+      const gpu = await o.gpu?.(binary);
+      return gpu ? listDevices(binary, gpu) : [];
+    },
     async load(model: ResolvedModel, options: LoadOptions): Promise<LoadedModel> {
       const binary = await o.binary();
+      // The engine's offload plan, carried out: only a plan that names a device loads the GPU back end.
+      const offload = options.offload?.device ? options.offload : null;
+      const gpu = offload ? await o.gpu?.(binary) : null;
       const embedding = model.capabilities.includes('embedding');
       const rerank = model.capabilities.includes('rerank');
       const batchSize = options.batchSize ?? o.batchSize;
@@ -104,6 +120,7 @@ export function llamaServerBackend(o: LlamaServerBackendOptions): LlamaServerBac
         startTimeoutMs: o.startTimeoutMs,
         ...(slotDir ? { slotDir } : {}),
         ...(prompting.chatTemplate !== undefined ? { chatTemplate: prompting.chatTemplate } : {}),
+        ...(offload && gpu ? { offload, env: backendEnv(gpu) } : {}),
         ...(o.args?.length ? { args: o.args } : {}),
       });
       const start = (contextPerSlot: number) =>
@@ -131,10 +148,12 @@ export function llamaServerBackend(o: LlamaServerBackendOptions): LlamaServerBac
         running.delete(server);
         await dropSlotDir();
       });
+      if (offload && gpu) served.vramBytes = Math.min(offload.vramBytes, totalBytes);
       // A generation model embeds through a second server on the same weights, started at its
       // first embedding request (see ServedModel.embed).
       if (!embedding && !rerank) {
-        const { projector: _projector, slotDir: _slotDir, chatTemplate: _template, ...base } = spec(server.contextPerSlot);
+        // On the CPU: its memory is outside the model's budget, and so outside the GPU's plan.
+        const { projector: _projector, slotDir: _slotDir, chatTemplate: _template, offload: _offload, env: _env, ...base } = spec(server.contextPerSlot);
         served.startEmbedder = () =>
           LlamaServer.start({ ...base, parallel: 1, batchSize: server.contextPerSlot, embedding: true, pooling: 'last' }, () => served.dropEmbedder());
       }

@@ -18,6 +18,7 @@
 import { accessSync, constants } from 'node:fs';
 import { definePlugin, Errors } from 'lia/plugin';
 import { Type } from 'lia/utils';
+import { gpuResolver } from './devices.js';
 import { llamaServerBackend } from './backend.js';
 import { cacheRoot, cachedBinary } from './build.js';
 import { probeBinary } from './probe.js';
@@ -55,6 +56,11 @@ const RESERVED_ARGS = new Set(
     '--jinja',
     '--no-kv-unified',
     '--kv-unified',
+    '-ngl',
+    '--n-gpu-layers',
+    '--gpu-layers',
+    '-dev',
+    '--device',
   ]),
 );
 
@@ -83,6 +89,11 @@ export default definePlugin({
         default: 512,
         description: 'Prompt tokens evaluated per decode (`--batch-size`). Defaults to 512.',
       }),
+      gpu: Type.Union([Type.Literal('auto'), Type.Literal('cpu'), Type.Literal('vulkan'), Type.Literal('cuda')], {
+        default: 'auto',
+        description:
+          "Where models run: `auto` (CUDA, else Vulkan, when llama-server has the back end and it sees a device; else the CPU), `cpu`, `vulkan` or `cuda` (an error names what to install when it is missing). How many layers go to the GPU is the engine's offload plan (num_gpu). Defaults to auto.",
+      }),
       startTimeoutMs: Type.Integer({ minimum: 1000, default: 300_000, description: 'Longest wait for a server to load its model, in ms. Defaults to 300000.' }),
       args: Type.Array(Type.String({ minLength: 1, maxLength: 256 }), {
         maxItems: 64,
@@ -93,7 +104,7 @@ export default definePlugin({
     },
     { additionalProperties: false },
   ),
-  env: { LIA_LLAMA_SERVER: 'binary', LIA_CACHE_DIR: 'cacheDir', LIA_LLAMA_SERVER_ARGS: 'args' },
+  env: { LIA_LLAMA_SERVER: 'binary', LIA_CACHE_DIR: 'cacheDir', LIA_LLAMA_SERVER_ARGS: 'args', LIA_GPU: 'gpu' },
   dependencies: ['gguf', 'openai-wire'],
   requires: ['gguf', 'openai-wire'],
   commands: engineCommands,
@@ -101,7 +112,7 @@ export default definePlugin({
     const fixed = ctx.options.args.find((a) => RESERVED_ARGS.has(a.split('=')[0]!));
     if (fixed)
       throw new Error(
-        `plugins.${ctx.name}.options.args: ${fixed} is set by LIA for every server (its address, key, model files, slots, threads, context and batch)`,
+        `plugins.${ctx.name}.options.args: ${fixed} is set by LIA for every server (its address, key, model files, slots, threads, context, batch, device and GPU layers)`,
       );
     const configured = ctx.options.binary;
     const env = { ...process.env, ...(ctx.options.cacheDir ? { LIA_CACHE_DIR: ctx.options.cacheDir } : {}) };
@@ -149,6 +160,16 @@ export default definePlugin({
       // does whether the weights carry a chat template, or the store's template layer prompts them.
       footprint: (model, options) => gguf.format.footprint?.(model, options),
       chatTemplate: (model) => gguf.format.chatTemplate?.(model),
+      gpu: gpuResolver(ctx.options.gpu, (chosen, devices) =>
+        ctx.log.info(
+          chosen
+            ? { engine: 'llama-server', backend: chosen.kind, from: chosen.source, devices: devices.map((d) => `${d.id}: ${d.name}`) }
+            : { engine: 'llama-server', backend: 'cpu' },
+          chosen
+            ? `llama-server runs models on ${chosen.kind} (${devices.length} device${devices.length === 1 ? '' : 's'})`
+            : 'llama-server runs models on the CPU: no GPU back end sees a device',
+        ),
+      ),
     });
     ctx.hooks.backends.register(backend);
     // The temporary folders an appliance that died left behind.

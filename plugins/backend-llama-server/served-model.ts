@@ -34,7 +34,8 @@ export class ServedModel implements LoadedModel {
   readonly capabilities;
   readonly contextLength: number;
   readonly sizeBytes: number;
-  readonly vramBytes = 0;
+  /** What the offload plan placed on the GPU (0 on the CPU). */
+  vramBytes = 0;
   /** Set for a reranker (a server started with `--rerank`). */
   ranker: ServerRanker | null = null;
   readonly #requests: SlotRequests;

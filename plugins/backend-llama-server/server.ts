@@ -56,6 +56,13 @@ export interface ServerSpec {
    * llama.cpp's ChatML.
    */
   chatTemplate?: string;
+  /**
+   * Where the layers go (`--device`, `--n-gpu-layers`): a device of the GPU back end `env` loads
+   * and how many layers, or null for the CPU only (`--device none`). Unset: the CPU.
+   */
+  offload?: { device: string | null; gpuLayers: number };
+  /** Environment the server needs for its GPU back end (`GGML_BACKEND_PATH`; devices.ts). */
+  env?: Readonly<Record<string, string>>;
   /** More arguments, appended after LIA's own (the plugin's `args` option). */
   args?: readonly string[];
   /** Sees everything the server writes, as it comes (the engine probe reads which CPU variant it loaded). */
@@ -172,6 +179,9 @@ export function serverArgs(spec: ServerSpec, address: Address): string[] {
     ...(spec.pooling ? ['--pooling', spec.pooling] : []),
     ...(spec.chatTemplate !== undefined && !spec.rerank && !spec.embedding ? ['--chat-template', spec.chatTemplate] : []),
     ...(spec.slotDir ? ['--slot-save-path', spec.slotDir] : []),
+    ...(spec.offload?.device
+      ? ['--device', spec.offload.device, '--n-gpu-layers', String(spec.offload.gpuLayers)]
+      : ['--device', 'none', '--n-gpu-layers', '0']),
     ...(spec.args ?? []),
   ];
 }
@@ -238,7 +248,7 @@ export class LlamaServer {
         // ggml looks for its CPU variants beside the binary and in the working folder: only the former.
         cwd: path.dirname(spec.binary),
         stdio: ['ignore', 'pipe', 'pipe'],
-        env: { ...env, LLAMA_API_KEY: key, LLAMA_ARG_HOST: 'socket' in address ? address.socket : '127.0.0.1' },
+        env: { ...env, ...spec.env, LLAMA_API_KEY: key, LLAMA_ARG_HOST: 'socket' in address ? address.socket : '127.0.0.1' },
       });
       const server = new LlamaServer(child, address, key);
       if (spec.onOutput) for (const out of [child.stdout, child.stderr]) out?.on('data', (d: Buffer) => spec.onOutput!(d.toString()));

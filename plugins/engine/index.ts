@@ -9,7 +9,6 @@
  */
 import { Type } from '@sinclair/typebox';
 import { definePlugin } from 'lia/plugin';
-import type { InferenceEvent } from 'lia/plugin/contracts';
 import { parseKeepAlive } from './keep-alive.js';
 import { memoryBudget } from './memory.js';
 import { chatRoute } from './routes/chat.js';
@@ -21,6 +20,7 @@ import { psRoutes } from './routes/ps.js';
 import { Scheduler } from './scheduler.js';
 import { DEFAULT_MAX_IMAGE_BYTES } from './images.js';
 import { EngineService } from './service.js';
+import { toObservers } from './admission.js';
 import { inferenceBatchThreads, inferenceThreads } from './threads.js';
 
 export default definePlugin({
@@ -51,6 +51,17 @@ export default definePlugin({
       minimum: 0,
       default: 0,
       description: 'Bytes loaded models may use together; 0 = 80 % of RAM (or of the cgroup limit). Defaults to 0.',
+    }),
+    gpuMemoryCap: Type.Integer({
+      minimum: 0,
+      default: 0,
+      description:
+        "Bytes of each GPU the loaded models may hold together (Ollama has no such cap; llama-server's --fit-target is per load); 0 = what the device has free. Defaults to 0.",
+    }),
+    gpuReserve: Type.Integer({
+      minimum: 0,
+      default: 256 * 1024 * 1024,
+      description: "Bytes of each GPU left to its driver and other programs when layers are fitted (Ollama's OLLAMA_GPU_OVERHEAD). Defaults to 256 MiB.",
     }),
     contextLength: Type.Integer({
       minimum: 0,
@@ -88,6 +99,8 @@ export default definePlugin({
     LIA_KEEP_ALIVE: 'keepAlive',
     LIA_MAX_LOADED_MODELS: 'maxLoadedModels',
     LIA_MEMORY_BUDGET: 'memoryBudget',
+    LIA_GPU_MEMORY_CAP: 'gpuMemoryCap',
+    LIA_GPU_RESERVE: 'gpuReserve',
     LIA_CONTEXT_LENGTH: 'contextLength',
     LIA_THREADS: 'threads',
     LIA_BATCH_THREADS: 'batchThreads',
@@ -99,16 +112,7 @@ export default definePlugin({
     const o = ctx.options;
     const threads = inferenceThreads(o.threads);
     const batchThreads = inferenceBatchThreads(o.batchThreads, threads);
-    // Observers are read at each event, so a plugin set up after the engine is told too.
-    const observe = (event: InferenceEvent): void => {
-      for (const o of ctx.hooks.inferenceObservers.list()) {
-        try {
-          o.onEvent(event);
-        } catch {
-          // An observer only counts; its failure must not touch inference.
-        }
-      }
-    };
+    const observe = toObservers(ctx.hooks.inferenceObservers.list());
     const scheduler = new Scheduler({
       backends: ctx.hooks.backends,
       log: ctx.log,
@@ -117,12 +121,14 @@ export default definePlugin({
       keepAliveMs: parseKeepAlive(o.keepAlive) ?? 5 * 60_000,
       maxLoadedModels: o.maxLoadedModels,
       memoryBudgetBytes: memoryBudget(o.memoryBudget),
+      ...(o.gpuMemoryCap > 0 ? { gpuMemoryCapBytes: o.gpuMemoryCap } : {}),
+      gpuReserveBytes: o.gpuReserve,
       contextLength: o.contextLength,
       threads,
       batchThreads,
       observe,
     });
-    const service = new EngineService(() => ctx.hooks.models.get(), scheduler, observe);
+    const service = new EngineService(ctx.hooks.models, scheduler, observe);
     service.maxImageBytes = o.maxImageBytes;
     service.remoteImages = o.remoteImages;
     ctx.hooks.inference.provide(service, 'engine');

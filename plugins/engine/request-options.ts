@@ -9,7 +9,7 @@
 import { Errors } from 'lia/plugin';
 import type { SamplingOptions } from 'lia/plugin/contracts';
 
-const INTEGER_KEYS = ['top_k', 'seed', 'num_predict', 'num_ctx', 'repeat_last_n'] as const;
+const INTEGER_KEYS = ['top_k', 'seed', 'num_predict', 'num_ctx', 'num_gpu', 'repeat_last_n'] as const;
 const FLOAT_KEYS = ['temperature', 'top_p', 'min_p', 'repeat_penalty', 'presence_penalty', 'frequency_penalty'] as const;
 
 /**
@@ -22,6 +22,7 @@ const FLOAT_KEYS = ['temperature', 'top_p', 'min_p', 'repeat_penalty', 'presence
 export const OPTION_BOUNDS = {
   repeat_last_n: { min: -1, max: 131_072 },
   num_ctx: { min: 0, max: 16_777_216 },
+  num_gpu: { min: -1, max: 1_000_000 },
   stopWords: 64,
   stopLength: 1024,
 } as const;
@@ -52,7 +53,7 @@ export function parseSamplingOptions(raw: unknown, strict = true): SamplingOptio
       continue;
     }
     const n = Math.trunc(v);
-    const bound = key === 'repeat_last_n' || key === 'num_ctx' ? OPTION_BOUNDS[key] : null;
+    const bound = key === 'repeat_last_n' || key === 'num_ctx' || key === 'num_gpu' ? OPTION_BOUNDS[key] : null;
     if (bound && (n < bound.min || n > bound.max)) outside(key, bound.min, bound.max);
     else out[key] = n;
   }

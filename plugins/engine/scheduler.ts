@@ -16,6 +16,7 @@ import type { LoadOptions } from 'lia/plugin/contracts';
 import type { LoadedModelInfo } from 'lia/plugin/contracts';
 import type { ResolvedModel } from 'lia/plugin/contracts';
 import type { InferenceEvent, ModelActivity } from 'lia/plugin/contracts';
+import { planOffload, type Offload } from './plan/offload.js';
 
 export interface SchedulerOptions {
   backends: BackendRegistry;
@@ -39,6 +40,10 @@ export interface SchedulerOptions {
   batchSize?: number;
   /** Told of loads, unloads and runner crashes (`hooks.inferenceObservers`). Defaults to nobody. */
   observe?: (event: InferenceEvent) => void;
+  /** At most this many bytes of each GPU for the loaded models together; undefined: what the device has free. */
+  gpuMemoryCapBytes?: number;
+  /** Bytes of each GPU left to its driver and other programs when layers are fitted. Defaults to 0. */
+  gpuReserveBytes?: number;
 }
 
 /** A held slot of a loaded model; `release` exactly once when the request ends (extra calls are ignored). */
@@ -57,6 +62,8 @@ export interface AcquireOptions {
    * engine's `contextLength`. See `#tooSmall` for when a model is reloaded.
    */
   contextLength?: number;
+  /** The request's `num_gpu` (its own or the model's stored parameter), used when this request loads the model; undefined: automatic. */
+  numGpu?: number;
 }
 
 /** A request waiting for a slot; `ask` is its `contextLength`. */
@@ -77,6 +84,10 @@ class Instance {
   lastUsed = Date.now();
   /** The context length asked for at load (0 = the model's own); the loaded one may be clamped. */
   contextAsked = 0;
+  /** `num_gpu` asked for at load; undefined: automatic. */
+  numGpu: number | undefined;
+  /** Where the offload plan put the model (null: no plan, the backend decided). */
+  offload: Offload | null = null;
   gone = false;
   unloading: Promise<void> | null = null;
   readonly goneWaiters: (() => void)[] = [];
@@ -247,6 +258,7 @@ export class Scheduler {
 
   #create(model: ResolvedModel, options: AcquireOptions): Instance {
     const inst = new Instance(model, options.keepAliveMs ?? this.#o.keepAliveMs);
+    inst.numGpu = options.numGpu;
     this.#instances.set(model.name, inst);
     const contextLength = options.contextLength ?? this.#o.contextLength;
     inst.contextAsked = contextLength;
@@ -298,8 +310,10 @@ export class Scheduler {
    * dies of a signal: resolves with the second crash, or null once loaded (or no longer wanted).
    * Any other failure is thrown.
    */
-  async #loadOn(inst: Instance, backend: InferenceBackend, loadOptions: LoadOptions, contextLength: number): Promise<EngineCrash | null> {
+  async #loadOn(inst: Instance, backend: InferenceBackend, baseOptions: LoadOptions, contextLength: number): Promise<EngineCrash | null> {
     for (let attempt = 1; ; attempt++) {
+      const loadOptions = await this.#place(inst, backend, baseOptions);
+      if (inst.gone) return null;
       inst.estimateBytes = (await backend.estimateMemory(inst.resolved, loadOptions)).totalBytes;
       this.#checkLargerContext(inst, contextLength);
       await this.#makeRoom(inst);
@@ -323,9 +337,42 @@ export class Scheduler {
       }
       inst.model = model;
       inst.engine = backend.name;
+      inst.offload = loadOptions.offload ?? null;
       this.#pump(inst);
       if (inst.idle) this.#scheduleExpiry(inst);
       return null;
+    }
+  }
+
+  /**
+   * The load's offload (plugins/engine/plan/offload.ts), for a backend that lists devices and a
+   * format that says what an offload moves. Automatic placement that cannot put the whole model on
+   * a device first unloads idle models holding memory on this backend's devices, least recently
+   * used first, as Ollama does, then plans again; what still does not fit is split with the CPU.
+   */
+  async #place(inst: Instance, backend: InferenceBackend, options: LoadOptions): Promise<LoadOptions> {
+    if (!backend.devices || inst.resolved.remote) return options;
+    const costs = await this.#o.backends.handler(inst.resolved.format)?.offloadCosts?.(inst.resolved, options);
+    if (!costs) return options;
+    for (;;) {
+      const devices = await backend.devices();
+      const onDevice = (id: string, of: Instance[]) =>
+        of.filter((i) => i.engine === backend.name && i.offload?.device === id).reduce((sum, i) => sum + (i.offload?.vramBytes ?? 0), 0);
+      const others = [...this.#instances.values()].filter((i) => i !== inst && !i.gone && i.model);
+      const rooms = devices.map((d) => ({ id: d.id, freeBytes: d.freeBytes, usedByLiaBytes: onDevice(d.id, others) }));
+      const offload = planOffload(costs, rooms, { numGpu: inst.numGpu, capBytes: this.#o.gpuMemoryCapBytes, reserveBytes: this.#o.gpuReserveBytes ?? 0 });
+      const whole = offload.gpuLayers >= costs.layers + 1;
+      const automatic = inst.numGpu === undefined || inst.numGpu < 0;
+      const victim = others
+        .filter((i) => i.idle && i.engine === backend.name && i.offload?.device != null && devices.some((d) => d.id === i.offload?.device))
+        .sort((a, b) => a.lastUsed - b.lastUsed)[0];
+      if (whole || !automatic || !victim) return { ...options, offload };
+      this.#o.log.info(
+        { model: victim.resolved.name, for: inst.resolved.name, device: victim.offload?.device },
+        'unloading an idle model to make room on the GPU',
+      );
+      await this.#unload(victim);
+      if (inst.gone) return options;
     }
   }
 

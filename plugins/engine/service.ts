@@ -10,7 +10,7 @@
 import { currentPrincipal, Errors } from 'lia/plugin';
 import { mayUse } from 'lia/utils';
 import type { LoadedModel } from 'lia/plugin';
-import type { ChatMessage, ChatParams } from 'lia/plugin/contracts';
+import type { ChatMessage, ChatParams, SamplingOptions } from 'lia/plugin/contracts';
 import type {
   EmbedResponse,
   GenerationStream,
@@ -28,9 +28,8 @@ import type {
 } from 'lia/plugin/contracts';
 import type { ModelActivity } from 'lia/plugin/contracts';
 import type { ModelStore, ResolvedModel } from 'lia/plugin/contracts';
-import { admitted, estimateTokens } from './admission.js';
+import { admitted, estimateTokens, leased, observed, type Observe } from './admission.js';
 import { checkImages, DEFAULT_MAX_IMAGE_BYTES, unsupported, visionServed } from './images.js';
-import { leased, observed, type Observe } from './instrumented.js';
 import { parseKeepAlive } from './keep-alive.js';
 import { withContextFit } from './plan/context-fit.js';
 import { planChat, planGenerate } from './plan/request-plan.js';
@@ -44,13 +43,19 @@ export class EngineService implements InferenceService {
   maxImageBytes = DEFAULT_MAX_IMAGE_BYTES;
   /** Whether `http(s)` image URLs are fetched (the engine's `remoteImages`); off, they are a 400. */
   remoteImages = false;
-  readonly #store: () => ModelStore;
+  readonly #stores: { get(): ModelStore };
+  /** The store, once asked for: a sole hook's value never changes once provided. */
+  #store: ModelStore | undefined;
   readonly #scheduler: Scheduler;
   readonly #observe: Observe;
+  readonly #storedOptions = new WeakMap<ResolvedModel, SamplingOptions>();
 
-  /** @param observe told of requests, tokens and token counts. Defaults to nobody. */
-  constructor(store: () => ModelStore, scheduler: Scheduler, observe: Observe = () => {}) {
-    this.#store = store;
+  /**
+   * @param stores the `models` hook (its `get` throws the 503 while no store is provided).
+   * @param observe told of requests, tokens and token counts. Defaults to nobody.
+   */
+  constructor(stores: { get(): ModelStore }, scheduler: Scheduler, observe: Observe = () => {}) {
+    this.#stores = stores;
     this.#scheduler = scheduler;
     this.#observe = observe;
   }
@@ -62,12 +67,12 @@ export class EngineService implements InferenceService {
     const images = await this.#images(model, req.model, req.images ?? [], 'images');
     const plan = planGenerate(model, req.model, req);
     const system = req.system ?? model.system;
-    const asker = admitted(model.name, estimateTokens([req.prompt, system, req.suffix]), mergeOptions(model.parameters, req.options), signal);
+    const asker = admitted(model.name, estimateTokens([req.prompt, system, req.suffix]), this.#options(model, req.options), signal);
     const { options } = asker;
     signal = asker.signal;
     this.#observe({ type: 'request', model: model.name, kind: 'generate', ...asker.label });
     const { lease, events } = await withContextFit(async (grown) => {
-      const lease = await this.#acquire(model, req.keep_alive, grown ?? options.num_ctx, signal);
+      const lease = await this.#acquire(model, req.keep_alive, { ...options, num_ctx: grown ?? options.num_ctx }, signal);
       if (images.length > 0) visionServed(lease, req.model, asker);
       const events = lease.model.generate(
         {
@@ -98,13 +103,13 @@ export class EngineService implements InferenceService {
     const plan = planChat(model, req.model, req);
     const { messages: requested, images } = await this.#messageImages(model, req.model, req.messages);
     const messages = withStored(model, requested);
-    const asker = admitted(model.name, estimateTokens(messages.map((m) => m.content)), mergeOptions(model.parameters, req.options), signal);
+    const asker = admitted(model.name, estimateTokens(messages.map((m) => m.content)), this.#options(model, req.options), signal);
     const options = plan.options(asker.options);
     signal = asker.signal;
     this.#observe({ type: 'request', model: model.name, kind: 'chat', ...asker.label });
     const conversation = { messages, count: (loaded: LoadedModel, m: ChatMessage[]) => countTokens(loaded, { messages: m, options, ...plan.fields }, signal) };
     const { lease, events } = await withContextFit(async (grown, fitted) => {
-      const lease = await this.#acquire(model, req.keep_alive, grown ?? options.num_ctx, signal);
+      const lease = await this.#acquire(model, req.keep_alive, { ...options, num_ctx: grown ?? options.num_ctx }, signal);
       if (images > 0) visionServed(lease, req.model, asker);
       return { lease, events: lease.model.chat({ messages: fitted ?? messages, options, ...plan.fields }, signal) };
     }, conversation).catch(asker.fail);
@@ -119,8 +124,8 @@ export class EngineService implements InferenceService {
     const model = await this.#resolve(req.model, 'chat');
     const { fields } = planChat(model, req.model, req);
     const { messages: requested } = await this.#messageImages(model, req.model, req.messages);
-    const options = mergeOptions(model.parameters, req.options);
-    const lease = await this.#acquire(model, req.keep_alive, options.num_ctx, signal);
+    const options = this.#options(model, req.options);
+    const lease = await this.#acquire(model, req.keep_alive, options, signal);
     const params: ChatParams = { messages: withStored(model, requested), options, ...fields };
     try {
       if (lease.model.countChatTokens) return { model: model.name, promptTokens: await lease.model.countChatTokens(params, signal) };
@@ -138,12 +143,12 @@ export class EngineService implements InferenceService {
   async embed(req: InferenceEmbedRequest, signal: AbortSignal): Promise<EmbedResponse> {
     const started = process.hrtime.bigint();
     const model = await this.#resolve(req.model, 'embed');
-    const asker = admitted(model.name, estimateTokens(req.input), mergeOptions(model.parameters, req.options), signal, 'embed');
+    const asker = admitted(model.name, estimateTokens(req.input), this.#options(model, req.options), signal, 'embed');
     const { options } = asker;
     signal = asker.signal;
     let used: number | undefined;
     this.#observe({ type: 'request', model: model.name, kind: 'embed', ...asker.label });
-    const lease = await this.#acquire(model, req.keep_alive, options.num_ctx, signal).catch(asker.fail);
+    const lease = await this.#acquire(model, req.keep_alive, options, signal).catch(asker.fail);
     try {
       const result =
         req.input.length === 0
@@ -175,11 +180,11 @@ export class EngineService implements InferenceService {
   /** Scores documents for a query on a model with the `rerank` capability; admitted like an embedding. */
   async rerank(req: InferenceRerankRequest, signal: AbortSignal): Promise<RerankResponse> {
     const model = await this.#resolve(req.model, 'rerank');
-    const asker = admitted(model.name, estimateTokens([req.query, ...req.documents]), mergeOptions(model.parameters, {}), signal, 'embed');
+    const asker = admitted(model.name, estimateTokens([req.query, ...req.documents]), this.#options(model, {}), signal, 'embed');
     signal = asker.signal;
     let used: number | undefined;
     this.#observe({ type: 'request', model: model.name, kind: 'rerank', ...asker.label });
-    const lease = await this.#acquire(model, req.keep_alive, asker.options.num_ctx, signal).catch(asker.fail);
+    const lease = await this.#acquire(model, req.keep_alive, asker.options, signal).catch(asker.fail);
     try {
       if (!lease.model.rank) throw unsupported(req.model, 'rerank');
       const result =
@@ -224,7 +229,7 @@ export class EngineService implements InferenceService {
     work: (model: LoadedModel, name: string) => Promise<T>,
   ): Promise<T> {
     const model = await this.#resolve(name, 'tokenize');
-    const lease = await this.#acquire(model, keepAlive, undefined, signal);
+    const lease = await this.#acquire(model, keepAlive, {}, signal);
     try {
       return await work(lease.model, model.name);
     } finally {
@@ -234,7 +239,7 @@ export class EngineService implements InferenceService {
 
   async load(name: string, keepAlive?: KeepAlive): Promise<{ model: string; loadNs: number }> {
     const model = await this.#resolve(name, 'load');
-    const lease = await this.#acquire(model, keepAlive, undefined, new AbortController().signal);
+    const lease = await this.#acquire(model, keepAlive, {}, new AbortController().signal);
     lease.release();
     return { model: model.name, loadNs: lease.loadNs };
   }
@@ -283,6 +288,20 @@ export class EngineService implements InferenceService {
     return { messages: out, images };
   }
 
+  /**
+   * The model's stored parameters, overridden key by key by the request's options. The stored ones
+   * are read once per resolved model: the store hands out the same object while its manifest is
+   * unchanged.
+   */
+  #options(model: ResolvedModel, request: SamplingOptions | undefined): SamplingOptions {
+    let stored = this.#storedOptions.get(model);
+    if (!stored) this.#storedOptions.set(model, (stored = mergeOptions(model.parameters, undefined)));
+    if (!request) return { ...stored };
+    const out: SamplingOptions = { ...stored };
+    for (const [key, value] of Object.entries(request)) if (value !== undefined) (out as Record<string, unknown>)[key] = value;
+    return out;
+  }
+
   async #resolve(name: string, action: 'generate' | 'chat' | 'embed' | 'rerank' | 'tokenize' | 'load' | 'unload'): Promise<ResolvedModel> {
     if (!this.running) throw Errors.unavailable('svc-inference is stopped; start it with POST /system/services/svc-inference/start');
     if (typeof name !== 'string' || name.trim() === '') throw Errors.badRequest('model is required', { param: 'model' });
@@ -290,7 +309,7 @@ export class EngineService implements InferenceService {
     // cannot learn which models exist outside its list) and on the name it resolves to.
     const principal = currentPrincipal();
     if (!mayUse(principal, name)) throw notAllowed(name);
-    const model = await this.#store().resolve(name);
+    const model = await (this.#store ??= this.#stores.get()).resolve(name);
     if (!mayUse(principal, model.name)) throw notAllowed(name);
     const caps = model.capabilities;
     if ((action === 'generate' || action === 'chat') && (caps.includes('embedding') || caps.includes('rerank')) && !caps.includes('completion')) {
@@ -302,11 +321,17 @@ export class EngineService implements InferenceService {
     return model;
   }
 
-  #acquire(model: ResolvedModel, keepAlive: KeepAlive | undefined, numCtx: number | undefined, signal: AbortSignal): Promise<Lease> {
-    const keepAliveMs = parseKeepAlive(keepAlive);
+  /** A slot of `model`, loaded with the options that size a load (`num_ctx`, `num_gpu`). */
+  #acquire(model: ResolvedModel, keepAlive: KeepAlive | undefined, load: Pick<SamplingOptions, 'num_ctx' | 'num_gpu'>, signal: AbortSignal): Promise<Lease> {
+    const keepAliveMs = keepAlive === undefined ? undefined : parseKeepAlive(keepAlive);
+    const { num_ctx: numCtx, num_gpu: numGpu } = load;
     return this.#scheduler.acquire(
       model,
-      { ...(keepAliveMs !== undefined ? { keepAliveMs } : {}), ...(numCtx && numCtx > 0 ? { contextLength: numCtx } : {}) },
+      {
+        ...(keepAliveMs !== undefined ? { keepAliveMs } : {}),
+        ...(numCtx && numCtx > 0 ? { contextLength: numCtx } : {}),
+        ...(numGpu !== undefined ? { numGpu } : {}),
+      },
       signal,
     );
   }

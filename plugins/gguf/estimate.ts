@@ -8,7 +8,7 @@
  * @module
  */
 import { stat } from 'node:fs/promises';
-import { readGgufHeader } from './header.js';
+import { readGgufHeader, type TensorBytes } from './header.js';
 
 /** The GGUF facts the estimate needs. */
 export interface GgufShape {
@@ -18,6 +18,8 @@ export interface GgufShape {
   kvHeads: number;
   trainedContext: number;
   vocab: number;
+  /** The tensor data by what a GPU offload moves (the header reader's groups). */
+  tensorBytes: TensorBytes;
 }
 
 /** Arrays the shape does not need: walked past, never kept. */
@@ -25,7 +27,7 @@ const IGNORED = ['tokenizer.ggml.merges', 'tokenizer.ggml.token_type', 'tokenize
 
 /** Reads the shape of a model from its GGUF header (the bounded reader of header.ts). */
 export async function readShape(modelPath: string): Promise<GgufShape> {
-  const { metadata, arrayLengths } = await readGgufHeader(modelPath, { maxArrayLength: 0, ignoreKeys: IGNORED });
+  const { metadata, arrayLengths, tensorBytes } = await readGgufHeader(modelPath, { maxArrayLength: 0, ignoreKeys: IGNORED });
   const arch = metadata.get('general.architecture');
   const key = (name: string): unknown => metadata.get(`${typeof arch === 'string' ? arch : 'llama'}.${name}`);
   const num = (v: unknown, fallback: number): number => (typeof v === 'number' && v > 0 ? v : fallback);
@@ -37,17 +39,43 @@ export async function readShape(modelPath: string): Promise<GgufShape> {
     kvHeads: num(key('attention.head_count_kv'), heads),
     trainedContext: num(key('context_length'), 2048),
     vocab: num(key('vocab_size'), arrayLengths.get('tokenizer.ggml.tokens') || 32000),
+    tensorBytes,
   };
 }
 
-/** Bytes for weights + KV cache + one batch's compute buffer (not the engine's process). */
-export function estimateBytes(shape: GgufShape, fileBytes: number, opts: { contextLength: number; parallel: number; batchSize: number }): number {
+interface LoadShape {
+  contextLength: number;
+  parallel: number;
+  batchSize: number;
+}
+
+/** KV cache bytes of one layer (keys and values in F16) and one batch's compute buffer. */
+function caches(shape: GgufShape, opts: LoadShape): { kvPerLayer: number; compute: number } {
   const ctx = opts.contextLength > 0 ? Math.min(opts.contextLength, shape.trainedContext) : shape.trainedContext;
   const kvWidth = (shape.embedding / shape.heads) * shape.kvHeads;
-  const kv = 2 * shape.layers * ctx * opts.parallel * kvWidth * 2;
   const batch = Math.min(opts.batchSize, ctx * opts.parallel);
-  const compute = batch * (shape.vocab + 8 * shape.embedding) * 4;
-  return Math.ceil(fileBytes + kv + compute);
+  return { kvPerLayer: 2 * ctx * opts.parallel * kvWidth * 2, compute: batch * (shape.vocab + 8 * shape.embedding) * 4 };
+}
+
+/** Bytes for weights + KV cache + one batch's compute buffer (not the engine's process). */
+export function estimateBytes(shape: GgufShape, fileBytes: number, opts: LoadShape): number {
+  const { kvPerLayer, compute } = caches(shape, opts);
+  return Math.ceil(fileBytes + shape.layers * kvPerLayer + compute);
+}
+
+/**
+ * What a GPU offload moves: each repeating layer's weights with its KV cache, the output layer,
+ * and the compute buffer a device holds for any offload (the engine's offload plan divides the
+ * model by these).
+ */
+export function offloadCosts(shape: GgufShape, opts: LoadShape): { layers: number; bytesPerLayer: number; outputBytes: number; fixedBytes: number } {
+  const { kvPerLayer, compute } = caches(shape, opts);
+  return {
+    layers: shape.layers,
+    bytesPerLayer: Math.ceil(shape.tensorBytes.layers / shape.layers + kvPerLayer),
+    outputBytes: shape.tensorBytes.output,
+    fixedBytes: Math.ceil(compute),
+  };
 }
 
 /** The file size of a model (its weights). */

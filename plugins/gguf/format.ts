@@ -12,7 +12,7 @@
  */
 import type { FormatHandler } from 'lia/plugin';
 import type { ModelCapability, ModelFile } from 'lia/plugin/contracts';
-import { estimateBytes, fileBytes, readShape } from './estimate.js';
+import { estimateBytes, fileBytes, offloadCosts, readShape } from './estimate.js';
 import { readGguf, type GgufSummary } from './summary.js';
 import { readGgufHeader } from './header.js';
 
@@ -74,6 +74,13 @@ export function ggufFormat(): FormatHandler {
       const [shape, ...sizes] = await Promise.all([readShape(model.modelPath), ...files.map(fileBytes)]);
       const bytes = sizes.reduce((a, b) => a + b, 0);
       return estimateBytes(shape, bytes, {
+        contextLength: options.contextLength ?? 0,
+        parallel: options.parallel,
+        batchSize: options.batchSize ?? DEFAULT_BATCH,
+      });
+    },
+    async offloadCosts(model, options) {
+      return offloadCosts(await readShape(model.modelPath), {
         contextLength: options.contextLength ?? 0,
         parallel: options.parallel,
         batchSize: options.batchSize ?? DEFAULT_BATCH,

@@ -56,6 +56,22 @@ export interface GgufHeader {
   elementsByType: Map<number, number>;
   /** Whether a classification head is among the tensors (`cls.weight` or `cls.output.weight`: a reranker's). */
   classifierHead: boolean;
+  /** Bytes of the tensor data by where llama.cpp places it; see {@link TensorBytes}. */
+  tensorBytes: TensorBytes;
+}
+
+/**
+ * The tensor data's bytes in the groups a GPU offload moves, measured from the tensors' offsets
+ * (each tensor runs to the next one's start, the last to the end of the file), so no table of
+ * quantisation block sizes is needed and padding is counted where it lies.
+ */
+export interface TensorBytes {
+  /** The repeating layers (`blk.N.*`). */
+  layers: number;
+  /** The output layer (`output.weight`, `output_norm.*`), offloaded as one more layer; a model with tied embeddings has no `output.weight` and offloads a copy of `token_embd`, counted here. */
+  output: number;
+  /** Everything else (the token embeddings, which stay on the CPU, a projector's tensors...). */
+  other: number;
 }
 
 /** Options of {@link readGgufHeader}. */
@@ -281,6 +297,7 @@ async function parse(c: Cursor, options: GgufHeaderOptions): Promise<GgufHeader>
 
   const elementsByType = new Map<number, number>();
   let classifierHead = false;
+  const tensors: { name: string; offset: number }[] = [];
   for (let i = 0; i < tensorCount; i++) {
     const name = await c.string(MAX_KEY);
     if (name === SKIPPED) throw new GgufHeaderError(`a tensor name is longer than ${MAX_KEY} bytes`);
@@ -290,8 +307,31 @@ async function parse(c: Cursor, options: GgufHeaderOptions): Promise<GgufHeader>
     let elements = 1;
     for (let d = 0; d < dims; d++) elements *= await c.u64();
     const ggmlType = await c.u32();
-    c.skip(8); // data offset
+    tensors.push({ name, offset: await c.u64() });
     elementsByType.set(ggmlType, (elementsByType.get(ggmlType) ?? 0) + elements);
   }
-  return { version, tensorCount, metadata, arrayLengths, elementsByType, classifierHead };
+  const alignment = metadata.get('general.alignment');
+  const align = typeof alignment === 'number' && alignment > 0 ? alignment : 32;
+  const dataStart = Math.ceil(c.pos / align) * align;
+  return { version, tensorCount, metadata, arrayLengths, elementsByType, classifierHead, tensorBytes: groupTensorBytes(tensors, c.size - dataStart) };
+}
+
+function groupTensorBytes(tensors: { name: string; offset: number }[], dataBytes: number): TensorBytes {
+  const sorted = [...tensors].sort((a, b) => a.offset - b.offset);
+  const groups: TensorBytes = { layers: 0, output: 0, other: 0 };
+  let embeddings = 0;
+  let tied = true;
+  sorted.forEach((t, i) => {
+    const bytes = Math.min(dataBytes, Math.max(0, (i + 1 < sorted.length ? sorted[i + 1]!.offset : dataBytes) - t.offset));
+    if (t.name.startsWith('blk.')) groups.layers += bytes;
+    else if (t.name === 'output.weight' || t.name.startsWith('output_norm.')) {
+      groups.output += bytes;
+      if (t.name === 'output.weight') tied = false;
+    } else {
+      groups.other += bytes;
+      if (t.name === 'token_embd.weight') embeddings = bytes;
+    }
+  });
+  if (tied) groups.output += embeddings;
+  return groups;
 }

@@ -26,6 +26,8 @@ export const gpuResponseSchema = {
           vram_used_mb: { type: 'integer' },
           temp_c: nullableNumber,
           utilization_percent: nullableNumber,
+          vendor: { type: 'string' },
+          type: { type: 'string' },
         },
       },
     },

@@ -8,7 +8,7 @@
  * @module
  */
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
-import type { GpuMonitor, InferenceEvent, InferenceService, RequestRecord } from 'lia/plugin/contracts';
+import type { GpuMonitor, InferenceEvent, InferenceObserver, InferenceService, RequestObserver, RequestRecord } from 'lia/plugin/contracts';
 
 /** Buckets in seconds: HTTP answers run from a cached JSON (ms) to a long stream (minutes). */
 const HTTP_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120];
@@ -17,6 +17,50 @@ const TTFT_BUCKETS = [0.025, 0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60];
 /** Decode steps: from a small model on a GPU (ms) to a large one on a CPU (a second). */
 const TOKEN_GAP_BUCKETS = [0.002, 0.005, 0.01, 0.02, 0.04, 0.08, 0.16, 0.32, 0.64, 1.28];
 const LOAD_BUCKETS = [0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300];
+
+/** How long a rendering serves further scrapes while nothing but scrapes happened (ms). */
+export const REUSE_MS = 1000;
+
+/**
+ * The rendered text, shared: scrapes that arrive during a rendering wait for it, and scrapes
+ * within {@link REUSE_MS} of it get the same text as long as no request other than a scrape and no
+ * inference event was observed since. A scrape thus never misses a request or a token that came
+ * before it; what it may miss is the other scrapes of the last second and up to a second of the
+ * process and GPU gauges. Rendering costs about five `/health` answers (prom-client walks every
+ * series and reads `/proc`), so fifty scrapers at once would otherwise cost fifty renderings.
+ */
+export class Rendering {
+  #pending: Promise<string> | null = null;
+  #last: { text: string; at: number } | null = null;
+  #dirty = true;
+
+  readonly #render: () => Promise<string>;
+
+  constructor(render: () => Promise<string>) {
+    this.#render = render;
+  }
+
+  /** Something a scrape must see happened. */
+  changed(): void {
+    this.#dirty = true;
+  }
+
+  get(): Promise<string> {
+    if (this.#last && !this.#dirty && Date.now() - this.#last.at < REUSE_MS) return Promise.resolve(this.#last.text);
+    return (this.#pending ??= this.#fresh());
+  }
+
+  async #fresh(): Promise<string> {
+    this.#dirty = false;
+    try {
+      const text = await this.#render();
+      this.#last = { text, at: Date.now() };
+      return text;
+    } finally {
+      this.#pending = null;
+    }
+  }
+}
 
 export interface Sources {
   inference: () => InferenceService | undefined;
@@ -121,6 +165,32 @@ export class Series {
     });
     this.#modelGauges(sources.inference, registers);
     this.#gpuGauges(sources.gpu, registers);
+  }
+
+  /** The rendered text `GET /metrics` serves. */
+  readonly text = new Rendering(() => this.registry.metrics());
+
+  /**
+   * The observers to register: each observation feeds the series and marks the rendered text
+   * stale (a scrape of `/metrics` itself excepted).
+   */
+  observers(name: string): { request: RequestObserver; inference: InferenceObserver } {
+    return {
+      request: {
+        name,
+        onResponse: (r) => {
+          this.onResponse(r);
+          if (r.route !== '/metrics') this.text.changed();
+        },
+      },
+      inference: {
+        name,
+        onEvent: (e) => {
+          this.onEvent(e);
+          this.text.changed();
+        },
+      },
+    };
   }
 
   onResponse(r: RequestRecord): void {

@@ -8,7 +8,7 @@ import type { GenerationEvent } from '../../core/contracts/index.js';
 import { ChatChunker, ChatCollector } from '../../plugins/api-openai/translate/chat-response.js';
 import { CompletionCollector, sumUsage, textCompletion } from '../../plugins/api-openai/translate/completion.js';
 import { embeddingList, float32Base64 } from '../../plugins/api-openai/translate/embeddings.js';
-import { newId, unixSeconds } from '../../plugins/api-openai/translate/ids.js';
+import { newId, unixSeconds } from '../../plugins/api-openai/translate/shared.js';
 import { COMPLETION_CHUNK, validateOpenAI } from '../helpers/openai-schema.js';
 
 const meta = { id: 'chatcmpl-test', created: 1_700_000_000, model: 'stories:latest' };

@@ -157,7 +157,15 @@ t.test('chat history: tool calls and their results, tools as handler-less functi
 t.test('memory estimate from the GGUF header grows with context and slots', async (t) => {
   const file = fixture('gguf/bench-random-135m-q4_0.gguf');
   const shape = await readShape(file);
-  t.same(shape, { layers: 30, embedding: 576, heads: 9, kvHeads: 3, trainedContext: 2048, vocab: 32000 });
+  t.same(shape, {
+    layers: 30,
+    embedding: 576,
+    heads: 9,
+    kvHeads: 3,
+    trainedContext: 2048,
+    vocab: 32000,
+    tensorBytes: { layers: 59_857_920, output: 10_370_304, other: 10_368_000 },
+  });
   const bytes = await fileBytes(file);
   const one = estimateBytes(shape, bytes, { contextLength: 2048, parallel: 1, batchSize: 512 });
   const four = estimateBytes(shape, bytes, { contextLength: 2048, parallel: 4, batchSize: 512 });

@@ -14,6 +14,7 @@ import t, { type Test } from 'tap';
 import { HOST_ONLY } from '../helpers/plugin-sets.js';
 import { startTestAppliance, type TestAppliance } from '../helpers/appliance.js';
 import { waitFor } from '../helpers/wait.js';
+import which from 'which';
 import { fakeTool, hostFixture } from './fake-tool.js';
 
 interface GpuBody {
@@ -29,6 +30,16 @@ async function start(t: Test, gpuOptions: Record<string, unknown>): Promise<Test
   const app = await startTestAppliance({ listen: false, plugins: { ...HOST_ONLY, 'host-gpu': { options: { sysfsRoot: '/nonexistent', ...gpuOptions } } } });
   t.teardown(() => app.close());
   return app;
+}
+
+/** No NVIDIA or AMD tool: what is left to find is Vulkan's. */
+const NO_TOOLS = { nvidiaSmi: '/nonexistent/nvidia-smi', rocmSmi: '/nonexistent/rocm-smi', amdSmi: '/nonexistent/amd-smi' };
+
+/** The real vulkaninfo, which `.ci/run` installs with Mesa's lavapipe (a Vulkan device on the CPU). */
+function vulkaninfo(): string {
+  const found = which.sync('vulkaninfo', { nothrow: true });
+  if (!found) throw new Error('vulkaninfo is not installed: apt-get install vulkan-tools mesa-vulkan-drivers (.ci/run installs them)');
+  return found;
 }
 
 /** One `GET /system/gpu`. The bound is far below the hanging tools' 30 s: an answer never waits for a probe. */
@@ -52,7 +63,7 @@ function firstReading(app: TestAppliance): Promise<GpuBody> {
 }
 
 t.test('a machine without a GPU answers vendor none and no devices', async (t) => {
-  const app = await start(t, { nvidiaSmi: '/nonexistent/nvidia-smi', rocmSmi: '/nonexistent/rocm-smi', amdSmi: '/nonexistent/amd-smi' });
+  const app = await start(t, { ...NO_TOOLS, vulkaninfo: '/nonexistent/vulkaninfo' });
   const body = await gpu(app);
   t.equal(body.vendor, 'none');
   t.same(body.devices, []);
@@ -215,4 +226,21 @@ t.test('AMD detected from the amdgpu sysfs files when no tool is installed', asy
   t.equal(body.vendor, 'amd');
   t.equal(body.source, 'sysfs');
   t.match(body.devices, [{ name: 'AMD GPU 0', vram_total_mb: 16368, vram_used_mb: 660, temp_c: 47 }]);
+});
+
+t.test('a device only Vulkan sees: Mesa lavapipe through the real vulkaninfo, once GGML_VK_VISIBLE_DEVICES names it', async (t) => {
+  const app = await start(t, { ...NO_TOOLS, vulkaninfo: vulkaninfo(), vulkanDevices: '0' });
+  const body = await firstReading(app);
+  t.equal(body.vendor, 'vulkan');
+  t.equal(body.source, 'vulkaninfo');
+  t.equal(body.error, null);
+  t.match(body.devices, [{ index: 0, name: /llvmpipe/, vendor: 'mesa', type: 'cpu', vram_used_mb: 0, temp_c: null }]);
+  t.ok((body.devices[0]?.vram_total_mb ?? 0) > 0, 'its memory heap is reported');
+});
+
+t.test('the same machine without the variable has no GPU: a CPU-type Vulkan device is not one', async (t) => {
+  const app = await start(t, { ...NO_TOOLS, vulkaninfo: vulkaninfo() });
+  const body = await gpu(app);
+  t.equal(body.vendor, 'none');
+  t.same(body.devices, []);
 });

@@ -1,13 +1,14 @@
 /**
  * GPU output parsers against recorded real tool outputs (test/fixtures/host, see its README):
  * nvidia-smi CSV with one and eight GPUs and `[N/A]` fields, rocm-smi JSON, amd-smi JSON, an
- * amdgpu sysfs tree, and garbage that must be rejected rather than misread.
+ * amdgpu sysfs tree, vulkaninfo's report, and garbage that must be rejected rather than misread.
  */
 import { readFile } from 'node:fs/promises';
 import t from 'tap';
 import { parseNvidiaCsv } from '../../plugins/host-gpu/providers/nvidia.js';
 import { parseAmdSmiJson, parseAmdSysfs, parseRocmSmiJson } from '../../plugins/host-gpu/providers/amd-parse.js';
 import { readAmdSysfs } from '../../plugins/host-gpu/providers/amd.js';
+import { parseVulkaninfo, visibleVulkanDevices } from '../../plugins/host-gpu/providers/vulkan-parse.js';
 import { hostFixture } from './fake-tool.js';
 
 const text = (f: string): Promise<string> => readFile(hostFixture(f), 'utf8');
@@ -77,4 +78,49 @@ t.test('amdgpu sysfs: only vendor 0x1002 cards, bytes and millidegrees', async (
   t.equal(cards.length, 1, 'the Intel card1 is skipped');
   t.same(parseAmdSysfs(cards), [{ index: 0, name: 'AMD GPU 0', vram_total_mb: 16368, vram_used_mb: 660, temp_c: 47, utilization_percent: 3 }]);
   t.same(await readAmdSysfs('/nonexistent'), []);
+});
+
+t.test('vulkaninfo: Mesa lavapipe is a CPU-type device of 2 GiB, reported only when named', async (t) => {
+  const devices = parseVulkaninfo(await text('vulkan/lavapipe.txt'));
+  const lavapipe = {
+    index: 0,
+    name: 'llvmpipe (LLVM 15.0.6, 256 bits)',
+    vendor: 'mesa',
+    type: 'cpu',
+    vram_total_mb: 2048,
+    vram_used_mb: 0,
+    temp_c: null,
+    utilization_percent: null,
+  };
+  t.same(devices, [lavapipe], 'no budget extension: nothing counted as used');
+  t.same(visibleVulkanDevices(devices, undefined), [], 'a CPU device is not a GPU unless GGML_VK_VISIBLE_DEVICES names it');
+  t.same(visibleVulkanDevices(devices, '0'), [lavapipe]);
+  t.same(visibleVulkanDevices(devices, '1'), []);
+});
+
+t.test('vulkaninfo: a discrete card is its largest device-local heap, used = size - (budget - usage)', async (t) => {
+  const devices = parseVulkaninfo(await text('vulkan/discrete-and-lavapipe.txt'));
+  t.same(
+    devices.map((d) => [d.index, d.vendor, d.type, d.vram_total_mb, d.vram_used_mb]),
+    [
+      [0, 'nvidia', 'discrete', 24564, 2144],
+      [1, 'mesa', 'cpu', 2048, 0],
+    ],
+  );
+  t.equal(devices[0]?.name, 'NVIDIA GeForce RTX 4090');
+  t.same(
+    visibleVulkanDevices(devices, undefined).map((d) => d.index),
+    [0],
+    'without the variable: every device but the CPU one',
+  );
+  t.same(
+    visibleVulkanDevices(devices, '1, 0').map((d) => d.index),
+    [0, 1],
+  );
+});
+
+t.test('vulkaninfo: a loader error or garbage is rejected', async (t) => {
+  t.throws(() => parseVulkaninfo('ERROR: [Loader Message] Code 0 : vkCreateInstance: Found no drivers!\n'), /unexpected vulkaninfo output/);
+  t.throws(() => parseVulkaninfo('Device Properties and Extensions:\n=====\n'), /no GPU block/);
+  t.throws(() => parseVulkaninfo('Device Properties and Extensions:\nGPU0:\nvendorID = 0x10de\n'), /no deviceName/);
 });

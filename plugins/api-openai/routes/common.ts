@@ -6,8 +6,8 @@
  */
 import type { FastifyReply } from 'fastify';
 import { clientGone, Errors, isAppError, type Hooks } from 'lia/plugin';
-import type { GenerationEvent, InferenceChatRequest } from 'lia/plugin/contracts';
-import { newId, unixSeconds, type ResponseMeta } from '../translate/ids.js';
+import type { GenerationEvent, InferenceChatRequest, InferenceService } from 'lia/plugin/contracts';
+import { newId, unixSeconds, type ResponseMeta } from '../translate/shared.js';
 
 /** Options every route reads. */
 export interface RouteOptions {
@@ -44,6 +44,16 @@ export interface OpenedChat {
   signal: AbortSignal;
 }
 
+/** The engine of each appliance's hooks, once asked for: a sole hook's value never changes once provided. */
+const engines = new WeakMap<Hooks, InferenceService>();
+
+/** The inference engine (`hooks.inference`; a 503 while none is provided). */
+function engine(hooks: Hooks): InferenceService {
+  let found = engines.get(hooks);
+  if (!found) engines.set(hooks, (found = hooks.inference.get()));
+  return found;
+}
+
 /**
  * Opens a native chat for a `/v1` route: resolves the model alias and calls the engine (an unknown
  * model is a 404 naming `model`). The engine's promise settles with the first event in hand
@@ -52,8 +62,7 @@ export interface OpenedChat {
 export async function startChat(hooks: Hooks, native: InferenceChatRequest, options: RouteOptions, reply: FastifyReply, idPrefix: string): Promise<OpenedChat> {
   const requested = native.model;
   const signal = clientGone(reply);
-  const generation = await hooks.inference
-    .get()
+  const generation = await engine(hooks)
     .chat({ ...native, model: resolveAlias(requested, options) }, signal)
     .catch((err) => withModelParam(err, requested));
   const meta: ResponseMeta = { id: newId(idPrefix), created: unixSeconds(), model: generation.model };

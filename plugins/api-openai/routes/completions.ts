@@ -21,7 +21,7 @@ import {
   type TextCompletion,
 } from '../translate/completion.js';
 import type { Usage } from '../translate/chat-response.js';
-import { newId, unixSeconds, type ResponseMeta } from '../translate/ids.js';
+import { newId, unixSeconds, type ResponseMeta } from '../translate/shared.js';
 import { requestIdHeader, resolveAlias, withModelParam, type RouteOptions } from './common.js';
 
 /** Registers the route. */

@@ -16,7 +16,7 @@
  */
 import type { InferenceChatRequest, OutputFormat, SamplingOptions, ToolChoice, ToolDefinition } from 'lia/plugin/contracts';
 import { checkSchemaBounds } from 'lia/utils';
-import { invalid, singleChoice, stopSequences } from './fields.js';
+import { invalid, singleChoice, stopSequences } from './shared.js';
 import { toChatMessages } from './messages.js';
 import { ChatCompletionBody, type CompletionBody } from './schemas.js';
 

@@ -19,7 +19,7 @@
  * @module
  */
 import type { GeneratedLogprob, GenerationEvent, ToolCall } from 'lia/plugin/contracts';
-import { newId, envelope, type ResponseMeta } from './ids.js';
+import { newId, envelope, type ResponseMeta } from './shared.js';
 
 /** OpenAI's `finish_reason` for chat. */
 export type ChatFinishReason = 'stop' | 'length' | 'tool_calls';

@@ -15,9 +15,8 @@
 import type { GeneratedLogprob, GenerationEvent, InferenceGenerateRequest } from 'lia/plugin/contracts';
 import { samplingOptions, streamFlags } from './chat-request.js';
 import { usageOf, type Usage } from './chat-response.js';
-import { invalid, singleChoice } from './fields.js';
+import { envelope, invalid, singleChoice, type ResponseMeta } from './shared.js';
 import type { CompletionBody } from './schemas.js';
-import { envelope, type ResponseMeta } from './ids.js';
 
 /** OpenAI's default `max_tokens` for legacy completions. */
 export const DEFAULT_COMPLETION_TOKENS = 16;

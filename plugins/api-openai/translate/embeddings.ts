@@ -8,7 +8,7 @@
  * @module
  */
 import type { EmbedResponse, InferenceEmbedRequest } from 'lia/plugin/contracts';
-import { invalid } from './fields.js';
+import { invalid } from './shared.js';
 import type { EmbeddingsBody } from './schemas.js';
 
 /** How vectors are written. */

@@ -16,7 +16,7 @@
  */
 import type { ChatMessage, ToolCall } from 'lia/plugin/contracts';
 import { imageFromDataUrl } from 'lia/utils';
-import { invalid, type Body } from './fields.js';
+import { invalid, type Body } from './shared.js';
 
 const ROLES = new Set(['system', 'developer', 'user', 'assistant', 'tool', 'function']);
 

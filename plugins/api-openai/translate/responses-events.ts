@@ -28,7 +28,7 @@ import type { AppError } from 'lia/plugin';
 import type { GenerationEvent } from 'lia/plugin/contracts';
 import { toOpenAIToolCall } from './chat-response.js';
 import { openaiErrorBody } from '../errors.js';
-import { newId, unixSeconds, type ResponseMeta } from './ids.js';
+import { newId, unixSeconds, type ResponseMeta } from './shared.js';
 import {
   responseObject,
   responseUsage,

@@ -27,7 +27,7 @@
  */
 import type { ChatMessage } from 'lia/plugin/contracts';
 import { imageFromDataUrl } from 'lia/utils';
-import { invalid, type Body } from './fields.js';
+import { invalid, type Body } from './shared.js';
 import type { ResponseBody } from './responses-schema.js';
 import { flatName } from './responses-tools.js';
 

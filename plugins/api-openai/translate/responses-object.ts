@@ -8,7 +8,7 @@
  * @module
  */
 import type { GenerationEvent } from 'lia/plugin/contracts';
-import type { ResponseMeta } from './ids.js';
+import type { ResponseMeta } from './shared.js';
 
 /** A function tool as the response echoes it (flat, every field present). */
 export interface FunctionToolEcho {

@@ -20,7 +20,7 @@
  */
 import type { InferenceChatRequest, OutputFormat, SamplingOptions } from 'lia/plugin/contracts';
 import { checkSchemaBounds } from 'lia/utils';
-import { invalid } from './fields.js';
+import { invalid } from './shared.js';
 import type { ResponseEcho, TextFormatEcho } from './responses-object.js';
 import { toResponseMessages } from './responses-input.js';
 import { ResponseBody } from './responses-schema.js';

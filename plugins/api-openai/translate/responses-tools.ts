@@ -26,7 +26,7 @@
 import type { ToolDefinition } from 'lia/plugin/contracts';
 import { checkSchemaBounds } from 'lia/utils';
 import { chooseTools, type ToolChoiceRequest } from './chat-request.js';
-import { invalid, type Body } from './fields.js';
+import { invalid, type Body } from './shared.js';
 import type { ToolChoiceEcho } from './responses-object.js';
 import type { ResponseBody } from './responses-schema.js';
 

@@ -20,6 +20,17 @@ import { materialiseFolder } from './layout.js';
 import { findRemote, remoteEntry, remoteModels, remoteRefusal, remoteResolved, type RemoteView } from './remote.js';
 import { StorePaths } from './paths.js';
 
+/** A manifest file's identity (inode, size, mtime), or null when it is missing or unreadable. */
+function manifestStamp(file: string): string | null {
+  let st: Stats | undefined;
+  try {
+    st = statSync(file, { throwIfNoEntry: false });
+  } catch {
+    st = undefined; // unreadable: resolved the slow way, which reports the problem
+  }
+  return st ? `${st.ino}:${st.size}:${st.mtimeMs}` : null;
+}
+
 /** The store of one models folder; the value of the `models` hook. */
 function catalogEntry(m: StoredManifest): CatalogEntry {
   return { name: displayName(m.name), namespace: m.name.namespace, digest: m.digest, sizeBytes: m.size, modifiedAt: m.modifiedAt };
@@ -34,6 +45,8 @@ export class ModelStoreService implements ModelStore {
   readonly #beforeDelete: BeforeDeleteHook[] = [];
   /** Resolved models by manifest file, valid while the file's identity (inode, size, mtime) holds. */
   readonly #resolved = new Map<string, { stamp: string; model: ResolvedModel }>();
+  /** The manifest file of each name asked (as spelled), for {@link resolve}'s short way. */
+  readonly #fileOf = new Map<string, string>();
 
   /** The sources of remote models (`hooks.modelSources`); none by default. */
   readonly #sources: () => readonly ModelSource[];
@@ -163,27 +176,41 @@ export class ModelStoreService implements ModelStore {
    * stat is synchronous: a manifest's inode is in the kernel's cache, so it takes microseconds,
    * where the thread-pool round trip of an asynchronous one showed in every request's time to
    * first token (bench/results/2026-11-engine.md).
+   *
+   * A name asked before goes straight to its manifest file: while that file is there, a local
+   * model holds the name, so no remote model can, and parsing the name again and asking the
+   * remote sources would give the same answer.
    */
   async resolve(raw: string): Promise<ResolvedModel> {
+    const known = this.#fileOf.get(raw);
+    if (known !== undefined) {
+      const stamp = manifestStamp(known);
+      const hit = this.#resolved.get(known);
+      if (stamp !== null && hit?.stamp === stamp) return hit.model;
+    }
     const name = parseName(raw, 'model');
     const remote = findRemote(this.#sources(), name);
     if (remote && !this.#isLocal(name)) return remoteResolved(remote);
     const file = this.paths.manifest(name);
-    let st: Stats | undefined;
-    try {
-      st = statSync(file, { throwIfNoEntry: false });
-    } catch {
-      st = undefined; // unreadable: resolved the slow way below, which reports the problem
-    }
-    const stamp = st ? `${st.ino}:${st.size}:${st.mtimeMs}` : null;
+    const stamp = manifestStamp(file);
     const hit = this.#resolved.get(file);
-    if (stamp !== null && hit?.stamp === stamp) return hit.model;
+    if (stamp !== null && hit?.stamp === stamp) {
+      this.#remember(raw, file);
+      return hit.model;
+    }
     const model = await this.toResolved(await this.view(raw));
     if (stamp !== null) {
       if (this.#resolved.size >= 256) this.#resolved.clear();
       this.#resolved.set(file, { stamp, model });
+      this.#remember(raw, file);
     }
     return model;
+  }
+
+  /** Notes the manifest file a name asked resolved to (see {@link resolve}). */
+  #remember(raw: string, file: string): void {
+    if (this.#fileOf.size >= 256) this.#fileOf.clear();
+    this.#fileOf.set(raw, file);
   }
 
   async list(): Promise<ResolvedModel[]> {

@@ -1,0 +1,91 @@
+/**
+ * Where a model runs, decided once per load for every engine: which GPU, and how many of its
+ * layers go there. The engine asks this before it loads; each backend only carries the answer out
+ * (llama-server's `--device` and `-ngl`, node-llama-cpp's `gpuLayers`).
+ *
+ * The rule is Ollama's: a model goes to the device with the most room, and as many of its layers
+ * as that room holds with their share of the KV cache, after the device's fixed cost (the compute
+ * buffer); the output layer counts as one more layer, offloaded last, as llama.cpp counts it. A
+ * model that does not fit whole is split between the GPU and the CPU; one for which not a single
+ * layer fits runs on the CPU. `num_gpu` (Ollama's option and Modelfile parameter) sets the count
+ * instead: 0 keeps the model on the CPU, a larger count is taken as asked (at most every layer),
+ * even past what the room holds, as Ollama does (the load then fails where the driver refuses).
+ *
+ * The room of a device is what it reports free, less a reserve for the driver's own allocations,
+ * and at most what the configured cap leaves LIA on it.
+ *
+ * @module
+ */
+
+/** What offloading moves, from the model's header (the format's estimate). */
+export interface LayerCosts {
+  /** Repeating layers (`block_count`). */
+  layers: number;
+  /** Bytes one layer takes on a device: its weights and its KV cache for the load's context and slots. */
+  bytesPerLayer: number;
+  /** Bytes of the output layer (and what goes with it) when it is offloaded too. */
+  outputBytes: number;
+  /** Bytes a device holds for any offload at all (compute buffers). */
+  fixedBytes: number;
+}
+
+/** A device an engine can place layers on. */
+export interface DeviceRoom {
+  /** The engine's device name (`Vulkan0`, `CUDA1`). */
+  id: string;
+  /** Bytes the device reports free now. */
+  freeBytes: number;
+  /** Bytes LIA's loaded models already hold on it (counted against the cap). */
+  usedByLiaBytes: number;
+}
+
+export interface OffloadOptions {
+  /** `num_gpu`: layers to offload, or undefined for automatic. */
+  numGpu?: number;
+  /** At most this many bytes of each device for LIA's models; undefined: no cap. */
+  capBytes?: number;
+  /** Bytes of each device left to the driver and other programs. */
+  reserveBytes: number;
+}
+
+/** The decision: a device and a layer count, or the CPU. */
+export interface Offload {
+  /** The device, or null for the CPU. */
+  device: string | null;
+  /** Layers on the device, the output layer counted as one (`layers + 1` is the whole model). */
+  gpuLayers: number;
+  /** Bytes the model is expected to hold on the device. */
+  vramBytes: number;
+}
+
+export const ON_CPU: Offload = Object.freeze({ device: null, gpuLayers: 0, vramBytes: 0 });
+
+/** Bytes `n` offloaded layers take on a device (the output layer is the last one). */
+export function offloadBytes(costs: LayerCosts, n: number): number {
+  if (n <= 0) return 0;
+  const repeating = Math.min(n, costs.layers);
+  return costs.fixedBytes + repeating * costs.bytesPerLayer + (n > costs.layers ? costs.outputBytes : 0);
+}
+
+/** The most layers that fit in `room` bytes. */
+function layersThatFit(costs: LayerCosts, room: number): number {
+  if (room <= costs.fixedBytes) return 0;
+  if (offloadBytes(costs, costs.layers + 1) <= room) return costs.layers + 1;
+  return Math.max(0, Math.min(costs.layers, Math.floor((room - costs.fixedBytes) / Math.max(1, costs.bytesPerLayer))));
+}
+
+function room(device: DeviceRoom, options: OffloadOptions): number {
+  const free = device.freeBytes - options.reserveBytes;
+  const capped = options.capBytes === undefined ? free : Math.min(free, options.capBytes - device.usedByLiaBytes);
+  return Math.max(0, capped);
+}
+
+/** Decides where a model runs; see the module comment. */
+export function planOffload(costs: LayerCosts, devices: readonly DeviceRoom[], options: OffloadOptions): Offload {
+  if (devices.length === 0 || options.numGpu === 0) return ON_CPU;
+  const best = [...devices].sort((a, b) => room(b, options) - room(a, options))[0]!;
+  const whole = costs.layers + 1;
+  const gpuLayers = options.numGpu !== undefined && options.numGpu > 0 ? Math.min(options.numGpu, whole) : layersThatFit(costs, room(best, options));
+  if (gpuLayers === 0) return ON_CPU;
+  return { device: best.id, gpuLayers, vramBytes: offloadBytes(costs, gpuLayers) };
+}
