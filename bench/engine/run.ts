@@ -26,7 +26,7 @@
  * with an error naming the setting when the two servers do not run the same context per sequence
  * or slot count.
  *
- * Run: `node --conditions=lia-source --import tsx bench/engine/run.ts [--model 135m|1b-q4_0|1b-q8_0] [--reps 3] [--tokens 128] [--slots 16] [--context 512] [--no-library] [--engine llama-cpp|llama-server]`
+ * Run: `node --conditions=lia-source --import tsx bench/engine/run.ts [--model 135m|1b-q4_0|1b-q8_0] [--reps 3] [--tokens 128] [--slots 16] [--context 512] [--no-library] [--engine llama-cpp|llama-server] [--gpu cpu|vulkan|cuda]`
  * (the appliance's engine for GGUF, set as `backends.gguf`: its managed llama-server by default, as where it is built, or `--engine llama-cpp`)
  * (the 512-token prompt needs a context above 512 per slot: `--context 1024`). Results are also written to
  * `bench/results/engine-<time>.json` (next to the dated logs of earlier runs).
@@ -49,6 +49,7 @@ import { measureFigures, PROMPT, type Figures, type Generate } from './figures.j
 import { applianceGenerate, llamaServerGenerate } from './targets.js';
 import { amxNote, benchThreads, buildLlamaServer, checkSameConfiguration, startLlamaServer } from './llama-server.js';
 import { machineInfo, machineLine } from '../lib/machine.js';
+import { backendEnv, findGpuBackend, howToGet, type GpuBackendKind } from '../../plugins/backend-llama-server/devices.js';
 
 const { values } = parseArgs({
   options: {
@@ -60,8 +61,18 @@ const { values } = parseArgs({
     context: { type: 'string', default: '512' },
     model: { type: 'string', default: '135m' },
     engine: { type: 'string', default: 'llama-server' },
+    gpu: { type: 'string', default: 'cpu' },
   },
 });
+/**
+ * `--gpu vulkan` or `--gpu cuda`: both servers run every layer on the back end's first device
+ * (llama-server directly with the same back-end library, `--device Vulkan0 -ngl 999`; the
+ * appliance with its `gpu` setting and the offload plan, checked to place the whole model). Name a
+ * CPU-type Vulkan device such as Mesa's lavapipe with `GGML_VK_VISIBLE_DEVICES=0`. The library
+ * column is left out (it runs node-llama-cpp on the CPU).
+ */
+if (!['cpu', 'vulkan', 'cuda'].includes(values.gpu)) throw new Error(`--gpu ${values.gpu}: cpu, vulkan or cuda`);
+const GPU = values.gpu === 'cpu' ? null : (values.gpu as GpuBackendKind);
 const REPS = Number(values.reps);
 const TOKENS = Number(values.tokens);
 /** Slots (parallel sequences) and context per slot, the same on every side. Defaults to 16 × 512. */
@@ -110,7 +121,13 @@ async function main(): Promise<void> {
   const model = await benchModelPath(values.model);
   const binary = await buildLlamaServer();
   let port = Number(values.port);
-  const startServer = () => startLlamaServer(binary, { model, port, threads: THREADS, batchThreads: BATCH_THREADS, parallel: SLOTS, contextPerSlot: CONTEXT });
+  const gpuBackend = GPU ? findGpuBackend(GPU, binary) : null;
+  if (GPU && !gpuBackend) throw new Error(`--gpu ${GPU}: llama-server has no ${GPU} back end: ${howToGet(GPU)}`);
+  const gpuArgs = GPU ? ['--device', GPU === 'cuda' ? 'CUDA0' : 'Vulkan0', '--n-gpu-layers', '999'] : [];
+  // The direct server inherits this process's environment; the appliance's servers get the same variable from LIA.
+  Object.assign(process.env, backendEnv(gpuBackend));
+  const startServer = () =>
+    startLlamaServer(binary, { model, port, threads: THREADS, batchThreads: BATCH_THREADS, parallel: SLOTS, contextPerSlot: CONTEXT, args: gpuArgs });
   let server = await startServer();
   // Servers of earlier repetitions, stopped at the end.
   const retired: ChildProcess[] = [];
@@ -119,6 +136,7 @@ async function main(): Promise<void> {
     backends: { gguf: values.engine },
     plugins: {
       ...ENGINE_ONLY,
+      ...(GPU ? { 'backend-llama-server': { options: { gpu: GPU } } } : {}),
       engine: { options: { numParallel: SLOTS, contextLength: CONTEXT, threads: THREADS, batchThreads: BATCH_THREADS, keepAlive: -1 } },
     },
   });
@@ -147,6 +165,12 @@ async function main(): Promise<void> {
     };
     await warm();
     await checkSameConfiguration(app, port, { context: CONTEXT, slots: SLOTS });
+    if (GPU) {
+      const ps = (await (await app.fetch('/api/ps')).json()) as { models: { name: string; size_vram: number }[] };
+      const vram = ps.models.find((m) => m.name.startsWith('bench'))?.size_vram ?? 0;
+      if (vram <= 0) throw new Error(`--gpu ${GPU}: the appliance did not place the model on the device (size_vram 0)`);
+      console.log(`appliance: ${(vram / 2 ** 20).toFixed(1)} MiB placed on the device by the offload plan; llama-server: ${gpuArgs.join(' ')}`);
+    }
     const connections = countConnections();
     const results: Record<string, Figures[]> = { appliance: [], 'llama-server': [], library: [] };
     for (let r = 0; r < REPS; r++) {
@@ -161,6 +185,12 @@ async function main(): Promise<void> {
         await app.fetch('/api/generate', { method: 'POST', body: JSON.stringify({ model: 'bench', prompt: '', keep_alive: 0 }) }).then((res) => res.text());
         await warm();
         await checkSameConfiguration(app, port, { context: CONTEXT, slots: SLOTS });
+        if (GPU) {
+          const ps = (await (await app.fetch('/api/ps')).json()) as { models: { name: string; size_vram: number }[] };
+          const vram = ps.models.find((m) => m.name.startsWith('bench'))?.size_vram ?? 0;
+          if (vram <= 0) throw new Error(`--gpu ${GPU}: the appliance did not place the model on the device (size_vram 0)`);
+          console.log(`appliance: ${(vram / 2 ** 20).toFixed(1)} MiB placed on the device by the offload plan; llama-server: ${gpuArgs.join(' ')}`);
+        }
       }
       connections.on = true;
       for (const target of r % 2 === 0 ? [appliance, llamaServer] : [llamaServer, appliance]) {
@@ -168,7 +198,7 @@ async function main(): Promise<void> {
         console.error(`rep ${r + 1}/${REPS} ${target.name}: ${JSON.stringify(results[target.name]!.at(-1))}`);
       }
       connections.on = false;
-      if (!values['no-library']) {
+      if (!values['no-library'] && !GPU) {
         results['library']!.push(await measureLibrary(model));
         console.error(`rep ${r + 1}/${REPS} library: ${JSON.stringify(results['library']!.at(-1))}`);
       }
@@ -227,6 +257,7 @@ async function main(): Promise<void> {
         {
           model: modelLabel(model),
           engine: values.engine,
+          gpu: values.gpu,
           date: new Date().toISOString(),
           machine,
           loadavg: os.loadavg(),

@@ -19,6 +19,7 @@ export async function benchModelPath(name: string): Promise<string> {
   if (name === '135m') return fixture('gguf/bench-random-135m-q4_0.gguf');
   if (name === '1b-q4_0' || name === '1b-q8_0') return build1b(name === '1b-q4_0' ? 'q4_0' : 'q8_0');
   if (name === '1b-32k-q4_0') return build1b32k();
+  if (name.endsWith('.gguf')) return path.resolve(name);
   throw new Error(`unknown benchmark model ${name}: one of ${BENCH_MODELS.join(', ')}`);
 }
 

@@ -1,6 +1,6 @@
 /**
- * One generation request to a llama-server, on the slot slots.ts picks for its prompt: what the
- * pick asks of the server (a donor's cache copied through a slot snapshot; a new conversation's
+ * One generation request to a llama-server, on the slot slots.ts picks for its prompt (the engines'
+ * one policy, `chooseSlot` of `lia/gguf`): what the pick asks of the server (a donor's cache copied through a slot snapshot; a new conversation's
  * long prompt evaluated first, so that others arriving with it can copy it; long prompts sent
  * one after another), then the answer's events read with the `openai-wire` plugin's codec.
  *
@@ -11,8 +11,9 @@ import path from 'node:path';
 import { Errors } from 'lia/plugin';
 import type { GenerationEvent } from 'lia/engine';
 import { openaiWire, streamLines, type WireCall } from 'lia/openai-wire';
+import { takesTurn, worthCopying, type PromptFacts } from 'lia/gguf';
 import type { LlamaServer } from './server.js';
-import { commonPrefix, MIN_SHARED_CHARS, SERIAL_PROMPT_CHARS, SlotTable, type Slot } from './slots.js';
+import { commonPrefix, promptFacts, SlotTable, type Slot } from './slots.js';
 
 /** A slot snapshot shared by the requests that copy the same donor at once. */
 interface Snapshot {
@@ -60,14 +61,16 @@ export class SlotRequests {
     let gate: { turn: Promise<void>; done: () => void } | undefined;
     try {
       if (placed) {
-        let holds = placed.held;
-        if (placed.donor) holds = await this.#copy(placed.donor, placed.slot, placed.held, key, sig);
-        else if (this.#slots.size > 1 && shareable && key.length - placed.held >= MIN_SHARED_CHARS && placed.held * 2 < key.length) {
+        let turn = placed.takesTurn;
+        if (placed.donor) {
+          const prompt = promptFacts(key, shareable);
+          const holds = await this.#copy(placed.donor, placed.slot, placed.held, key, prompt, sig);
+          turn = takesTurn(key.length - holds, prompt);
+        } else if (placed.opens) {
           // A new conversation's long prompt (its slot held less than half of it), which others may share.
           primed = await this.#prime(call, placed.slot, sig);
-          holds = key.length;
         }
-        if (this.#slots.size > 1 && key.length - holds >= SERIAL_PROMPT_CHARS) {
+        if (turn) {
           gate = this.#queuePrompt();
           await Promise.race([gate.turn, aborted(sig)]);
         }
@@ -140,14 +143,14 @@ export class SlotRequests {
   }
 
   /**
-   * Copies `donor`'s state into `slot` once the donor's prompt is evaluated, when it still holds
-   * enough more of `key` than the `held` characters the slot had. Requests copying the same donor at once share one snapshot file,
+   * Copies `donor`'s state into `slot` once the donor's prompt is evaluated, when it is still worth
+   * it (`worthCopying`: it holds enough more of `key` than the `held` characters the slot had). Requests copying the same donor at once share one snapshot file,
    * removed when the last of them has restored it. A failed copy only costs the evaluation.
    */
-  async #copy(donor: Slot, slot: Slot, held: number, key: string, signal: AbortSignal): Promise<number> {
+  async #copy(donor: Slot, slot: Slot, held: number, key: string, prompt: PromptFacts, signal: AbortSignal): Promise<number> {
     await Promise.race([donor.evaluated, aborted(signal)]);
     const shared = commonPrefix(donor.key, key);
-    if (shared < held + MIN_SHARED_CHARS) return held;
+    if (!worthCopying(shared, held, prompt)) return held;
     let snap = this.#snapshots.get(donor);
     const fresh = !snap || snap.key !== donor.key;
     if (!snap || fresh) {

@@ -176,6 +176,7 @@ export class Scheduler {
           expires_at: new Date(Math.min(expires, 8.64e15)).toISOString(),
           context_length: m.contextLength,
           engine: i.engine,
+          device: i.offload?.device ?? (m.vramBytes > 0 ? 'gpu' : 'cpu'),
         };
       })
       .sort((a, b) => b.expires_at.localeCompare(a.expires_at));

@@ -3,7 +3,8 @@
  * holds what every llama.cpp engine must do alike, so a client reads the same prompt, the same
  * errors and vectors of the same shape whichever engine runs its model: the chat format a store
  * template names, Ollama's simple Go templates, the 400 of a prompt past the context, the shape of
- * an embedding, and the memory a model takes before it is loaded. The format handler itself is the
+ * an embedding, which slot a request takes and whose cached prompt it copies, and the memory a
+ * model takes before it is loaded. The format handler itself is the
  * plugin's hook (`hooks.extensions.get('gguf')`), which an engine declares in `requires`.
  *
  * Nothing here imports a library or the appliance: an engine's own process (backend-llama-cpp's
@@ -17,6 +18,19 @@ export { promptTooLong } from './prompts/context-length.js';
 export { renderGoTemplate } from './prompts/go-template.js';
 export { familyJinjaTemplate, goTemplateFamily, type TemplateFamily } from './prompts/chat-families.js';
 export { shapeEmbedding } from './prompts/embedding-shape.js';
+export {
+  chooseDonor,
+  chooseSlot,
+  takesTurn,
+  worthCopying,
+  CHARS_PER_TOKEN,
+  MIN_SHARED_TOKENS,
+  SERIAL_PROMPT_TOKENS,
+  type Donor,
+  type PromptFacts,
+  type SlotChoice,
+  type SlotFacts,
+} from './slots/slot-choice.js';
 export { estimateBytes, fileBytes, readShape, type GgufShape } from './estimate.js';
 
 /** What the `gguf` plugin offers the engines (`hooks.extensions.get('gguf')`). */

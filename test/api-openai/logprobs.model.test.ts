@@ -5,7 +5,7 @@
  * ends a structured answer is counted without an entry.
  */
 import t from 'tap';
-import { ggufEngine } from '../helpers/engines.js';
+import { engineDifference } from '../helpers/engines.js';
 import { checkLogprobs } from './logprobs.js';
 
-await checkLogprobs(t, {}, ggufEngine() === 'llama-server');
+await checkLogprobs(t, {}, engineDifference('Log probabilities of a structured answer', { 'llama-cpp': false, 'llama-server': true }));

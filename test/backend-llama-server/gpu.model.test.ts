@@ -3,8 +3,9 @@
  * uses once `GGML_VK_VISIBLE_DEVICES` names it, with node-llama-cpp's Vulkan back end (a
  * dependency) loaded into LIA's own llama-server. The engine's offload plan puts a small model
  * whole on the device (`/api/ps` `size_vram` is what it placed, `lia ps` says GPU), `num_gpu`
- * splits it, greedy answers are the CPU's, a device cap makes a second model evict the first, and
- * the server really loaded the Vulkan library and took the plan's arguments.
+ * splits it, greedy answers are the CPU's, a device cap makes a second model evict the first, a
+ * server killed mid-stream ends the stream with an error and the model comes back on the device,
+ * and the server really loaded the Vulkan library and took the plan's arguments.
  */
 import { readFile } from 'node:fs/promises';
 import t, { type Test } from 'tap';
@@ -19,7 +20,7 @@ requireLlamaServer();
 process.env['GGML_VK_VISIBLE_DEVICES'] = '0';
 
 interface Ps {
-  models: Array<{ name: string; size: number; size_vram: number }>;
+  models: Array<{ name: string; size: number; size_vram: number; device: string }>;
 }
 
 const MiB = 2 ** 20;
@@ -77,11 +78,15 @@ t.test('a model that fits goes whole to the Vulkan device, and answers as on the
   );
   t.match(await readFile(`/proc/${pid}/maps`, 'utf8'), /libggml-vulkan\.so/, 'and the process has it mapped');
   const [gpu] = (await ps(app)).filter((m) => m.name === 'gpu:latest');
+  t.equal(gpu?.device, 'Vulkan0', '/api/ps says where it runs');
   t.ok(gpu && gpu.size_vram > 0 && gpu.size_vram <= gpu.size, `size_vram ${gpu?.size_vram} of ${gpu?.size}`);
 
   const onCpu = await greedy(app, 'cpu', 0);
   t.equal((await argsOf(server(app, 'cpu')))('--device'), 'none', 'num_gpu 0: the CPU only');
-  t.equal((await ps(app)).find((m) => m.name === 'cpu:latest')?.size_vram, 0);
+  t.match(
+    (await ps(app)).find((m) => m.name === 'cpu:latest'),
+    { size_vram: 0, device: 'cpu' },
+  );
   t.ok(onGpu.length > 0);
   t.equal(onGpu, onCpu, 'greedy decoding gives the same text on the device and on the CPU');
 });
@@ -112,4 +117,33 @@ t.test('a device cap that holds one model: the next one evicts the idle first', 
     'the first was unloaded to make room on the device',
   );
   t.ok(models[0]!.size_vram > 0, 'and the second went to the device');
+});
+
+t.test('a server killed mid-stream on the device: a clean error frame, then the model is back on the device', async (t) => {
+  const app = await start(t);
+  await createModel(app, 'killed', MODEL);
+  await greedy(app, 'killed');
+  const pid = server(app, 'killed');
+  const res = await app.fetch('/api/generate', {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ model: 'killed', prompt: 'Once upon a time', options: { num_predict: 4096, temperature: 0 } }),
+  });
+  t.equal(res.status, 200);
+  const reader = res.body!.getReader();
+  const first = await reader.read();
+  t.notOk(first.done, 'tokens are streaming');
+  process.kill(pid, 'SIGKILL');
+  let text = new TextDecoder().decode(first.value);
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    text += new TextDecoder().decode(value);
+  }
+  const last = JSON.parse(text.trim().split('\n').at(-1)!) as { error?: string; done?: boolean };
+  t.match(last, { error: /./ }, `the stream ends with an error frame: ${JSON.stringify(last)}`);
+  t.ok((await greedy(app, 'killed')).length > 0, 'the next request is answered');
+  t.not(server(app, 'killed'), pid, 'by a new server');
+  t.equal((await argsOf(server(app, 'killed')))('--device'), 'Vulkan0', 'on the device again');
+  t.ok((await ps(app)).find((m) => m.name === 'killed:latest')!.size_vram > 0);
 });

@@ -1,14 +1,16 @@
 /**
- * Slot placement (plugins/backend-llama-server/slots.ts): a conversation keeps its slot, a new one
+ * Slot placement on llama-server (plugins/backend-llama-server/slots.ts, over the policy of
+ * plugins/gguf/slots/slot-choice.ts, whose own table is test/gguf/slot-choice.test.ts): a conversation keeps its slot, a new one
  * takes an empty slot and copies a long shared prefix from the slot that holds it, and a slot is
  * given up least recently used first.
  */
 import t from 'tap';
-import { MIN_SHARED_CHARS, SlotTable } from '../../plugins/backend-llama-server/slots.js';
+import { CHARS_PER_TOKEN, MIN_SHARED_TOKENS } from 'lia/gguf';
+import { SlotTable } from '../../plugins/backend-llama-server/slots.js';
 
 /** A canonical prompt as slot-requests.ts writes it: the messages last, closed by the JSON's brackets. */
 const prompt = (...messages: string[]) => JSON.stringify(['/v1/chat/completions', null, null, null, messages.map((content) => ({ role: 'user', content }))]);
-const SYSTEM = 'You are a coding agent. '.repeat(Math.ceil((2 * MIN_SHARED_CHARS) / 24));
+const SYSTEM = 'You are a coding agent. '.repeat(Math.ceil((2 * MIN_SHARED_TOKENS * CHARS_PER_TOKEN) / 24));
 
 t.test('a conversation keeps its slot while another comes and goes', async (t) => {
   const table = new SlotTable(2);

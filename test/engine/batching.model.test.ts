@@ -8,7 +8,8 @@
 import t, { type Test } from 'tap';
 import { GeneralChatWrapper, getLlama, LlamaCompletion, type BatchItem, type LlamaContext, type Token } from 'node-llama-cpp';
 import { fixBatchDispatch, stepsThenPrompts } from '../../plugins/backend-llama-cpp/runner/batching.js';
-import { MIN_SHARED_TOKENS, SlotPool } from '../../plugins/backend-llama-cpp/runner/slots.js';
+import { MIN_SHARED_TOKENS } from 'lia/gguf';
+import { SlotPool } from '../../plugins/backend-llama-cpp/runner/slots.js';
 import { fixture } from '../helpers/fixtures.js';
 
 /** A context of 4 sequences × `contextSize` on stories260K, one thread, freed after the test. */
@@ -160,7 +161,7 @@ t.test('prompts sharing a long prefix, arriving together: it is evaluated once a
     },
   });
   const model = context.model;
-  const system = 'Once upon a time there was a little girl who lived in a village near the forest. '.repeat(3);
+  const system = 'Once upon a time there was a little girl who lived in a village near the forest. '.repeat(12);
   const prompts = [0, 1, 2, 3].map((i) => `${system}Story ${i}:`);
   const complete = (prompt: string) => {
     const prompt_ = model.tokenize(prompt);

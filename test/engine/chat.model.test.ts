@@ -9,7 +9,7 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import t from 'tap';
 import { ROOT } from '../helpers/fixtures.js';
-import { ggufEngine } from '../helpers/engines.js';
+import { engineDifference } from '../helpers/engines.js';
 import { createModel } from '../helpers/models.js';
 import { ndjson, ollamaClient, startEngineAppliance } from './helpers.js';
 
@@ -62,11 +62,11 @@ t.test('a model without any template chats through ChatML; a store template laye
   const l3 = await ollama.chat({ model: 'llama3ish', messages: hi, options: { num_predict: 4 } });
   t.equal(l3.done, true);
   t.not(l3.prompt_eval_count, bare.prompt_eval_count, 'a different template shapes the prompt differently');
-  // The turn in Llama 3's format, sent raw, is the same prompt (node-llama-cpp's Llama 3 chat
-  // wrapper spaces it its own way: two tokens more).
+  // The turn in Llama 3's format, sent raw, is the same prompt (up to a listed difference: node-llama-cpp's Llama 3 chat
+  // wrapper spaces it its own way, two tokens more).
   const turn = `<|start_header_id|>user<|end_header_id|>\n\n${hi[0]!.content}<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n\n`;
   const asTurn = await ollama.generate({ model: 'llama3ish', prompt: turn, raw: true, options: { num_predict: 1 } });
-  const spacing = ggufEngine() === 'llama-cpp' ? 2 : 0;
+  const spacing = engineDifference('A request `template` that is not the simple kind', { 'llama-cpp': 2, 'llama-server': 0 });
   t.equal(l3.prompt_eval_count, asTurn.prompt_eval_count + spacing, 'the prompt is the turn in the Llama 3 format');
 });
 
@@ -84,12 +84,14 @@ t.test('tools are declared to the model; tool results are accepted in the histor
   const opts = { num_predict: 8, temperature: 0 };
   const without = await ollama.chat({ model: 'chatml', messages: hi, options: opts });
   const withTools = await ollama.chat({ model: 'chatml', messages: hi, tools, options: opts });
-  if (ggufEngine() === 'llama-cpp') {
-    t.ok(withTools.prompt_eval_count > without.prompt_eval_count + 10, "the tool is documented in the prompt, in node-llama-cpp's syntax");
-  } else {
-    // llama-server prompts with the model's template, which has no place for tools.
-    t.equal(withTools.prompt_eval_count, without.prompt_eval_count, "the template has no tools: the prompt is the template's");
-  }
+  // node-llama-cpp documents the tool in the prompt in its own syntax; llama-server prompts with the model's template, which has no place for tools.
+  const documented = engineDifference('Tools for a model whose chat template has none', { 'llama-cpp': true, 'llama-server': false });
+  t.equal(
+    withTools.prompt_eval_count > without.prompt_eval_count + 10,
+    documented,
+    documented ? 'the tool is documented in the prompt' : "the template has no tools: the prompt is the template's",
+  );
+  if (!documented) t.equal(withTools.prompt_eval_count, without.prompt_eval_count, 'the same prompt as without tools');
   t.equal(withTools.done, true);
   for (const call of withTools.message.tool_calls ?? []) t.match(call, { function: { name: 'get_weather', arguments: Object } });
 

@@ -7,7 +7,7 @@
 import t from 'tap';
 import { VERSION } from '../../core/version.js';
 import { OLLAMA_COMPAT_VERSION } from '../../plugins/engine/routes/ps.js';
-import { ggufEngine } from '../helpers/engines.js';
+import { engineDifference } from '../helpers/engines.js';
 import { createModel } from '../helpers/models.js';
 import { ollamaClient, startEngineAppliance } from './helpers.js';
 
@@ -52,7 +52,7 @@ t.test('dimensions cut and re-normalise; truncate:false on a too-long input is a
   const truncated = await ollama.embed({ model: 'short', input: long });
   t.equal(truncated.embeddings[0]?.length, 64, 'truncated by default');
   // llama-server's context is a whole number of 256-token blocks: 128 asked is 256 loaded.
-  const context = ggufEngine() === 'llama-server' ? 256 : 128;
+  const context = engineDifference('The context loaded', { 'llama-cpp': 128, 'llama-server': 256 });
   t.ok(truncated.prompt_eval_count <= context, `at most the context: ${truncated.prompt_eval_count}`);
   t.match(
     (await ollama.ps()).models.find((m) => m.name === 'short:latest'),

@@ -1,14 +1,13 @@
 /**
  * Runner CPU placement (plugins/backend-llama-cpp/placement.ts): the CPU-list parsing and choice
  * rules, table-driven, and binding real processes (`sleep`) with `taskset`, read back from /proc.
- * Request placement by prefix (runner/slots.ts, `chooseDonor`): which sequence a prompt's cached
- * prefix is copied from.
+ * (Which sequence a prompt's cached prefix is copied from is the engines' one slot policy:
+ * test/gguf/slot-choice.test.ts.)
  */
 import { spawn } from 'node:child_process';
 import { readFile } from 'node:fs/promises';
 import t from 'tap';
 import { allowedCpus, chooseCpus, CpuPlacement, parseCpuList } from '../../plugins/backend-llama-cpp/placement.js';
-import { chooseDonor, MIN_SHARED_TOKENS } from '../../plugins/backend-llama-cpp/runner/slots.js';
 
 t.test('cpu placement: lists parsed, the first CPU kept free, runners never share CPUs', async (t) => {
   t.same(parseCpuList('0-3,8,10-11'), [0, 1, 2, 3, 8, 10, 11]);
@@ -51,19 +50,4 @@ t.test('cpu placement: a runner left unbound takes the CPUs of one that stops', 
   } else {
     t.same(await cpusOf(first), allowed, 'a single CPU: unbound');
   }
-});
-
-t.test('prefix sharing: the sequence holding the longest prefix gives it, waiting while it evaluates', async (t) => {
-  const c = (index: number, cached: number, pending = 0) => ({ index, cached, pending });
-  const gain = MIN_SHARED_TOKENS;
-  t.equal(chooseDonor([], 0), null, 'no other sequence');
-  t.equal(chooseDonor([c(1, gain - 1)], 0), null, 'too short a prefix to be worth a copy');
-  t.same(chooseDonor([c(1, 1000)], 0), { index: 1, wait: false }, 'a cached system prompt is copied');
-  t.equal(chooseDonor([c(1, 1000)], 1000 - gain + 1), null, 'the own sequence holds nearly as much');
-  t.same(chooseDonor([c(1, 500), c(2, 1000), c(3, 800)], 10), { index: 2, wait: false }, 'the longest prefix wins');
-  t.same(chooseDonor([c(3, 1000), c(2, 1000)], 0), { index: 2, wait: false }, 'ties: the lowest sequence id');
-  t.same(chooseDonor([c(1, 256, 1000)], 0), { index: 1, wait: true }, 'still evaluating the shared prefix: wait for it');
-  t.same(chooseDonor([c(1, 256, 1000), c(2, 1000)], 0), { index: 2, wait: false }, 'as long and already cached: no wait');
-  t.same(chooseDonor([c(1, 0, 1000), c(2, 600)], 0), { index: 1, wait: true }, 'a longer prefix on its way beats a shorter one cached');
-  t.same(chooseDonor([c(1, 1000, 1000)], 0), { index: 1, wait: false }, 'evaluated: copy now');
 });

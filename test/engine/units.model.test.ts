@@ -14,7 +14,6 @@ import { parseGoDuration, parseKeepAlive } from '../../plugins/engine/keep-alive
 import { cgroupMemoryLimit, memoryBudget } from '../../plugins/engine/memory.js';
 import { mergeOptions, parseSamplingOptions } from '../../plugins/engine/request-options.js';
 import { availableCores, cgroupCpuLimit, inferenceThreads } from '../../plugins/engine/threads.js';
-import { chooseSlot } from '../../plugins/backend-llama-cpp/runner/slots.js';
 import { fixture } from '../helpers/fixtures.js';
 
 t.test('keep_alive: seconds, Go durations, negative = forever', async (t) => {
@@ -195,21 +194,4 @@ t.test('stop sequences on the text stream: everything before, nothing from the s
   t.same(run(['x', 'ab'], ['cab', 'x']), { out: 'c', stopped: 1 }, 'the earliest stop wins');
   t.same(run([], ['a', 'b']), { out: 'ab', stopped: 0 });
   t.same(run(['zz'], ['a', 'z']), { out: 'az', stopped: 0 }, 'flush releases what was held');
-});
-
-t.test('slot choice: a cached half of the prompt, then an empty slot, then LRU alone or the lowest id beside others', async (t) => {
-  const c = (index: number, shared: number, cached: number, lastUsed: number) => ({ index, shared, cached, lastUsed });
-  // Slot 0 holds another prompt (only BOS in common), 1-3 are empty: an empty one, not slot 0's cache.
-  t.equal(chooseSlot([c(0, 1, 40, 1), c(1, 0, 0, 0), c(2, 0, 0, 0), c(3, 0, 0, 0)], 40, false), 1);
-  // A shared prefix of at least half the prompt wins over empty slots (a chat's next turn).
-  t.equal(chooseSlot([c(0, 0, 0, 0), c(1, 30, 170, 2), c(2, 12, 50, 3)], 50, false), 1);
-  // A few template tokens in common are not worth another prompt's cache.
-  t.equal(chooseSlot([c(0, 4, 170, 3), c(1, 0, 0, 0)], 20, false), 1);
-  t.equal(chooseSlot([c(0, 4, 170, 3), c(1, 1, 90, 1), c(2, 1, 90, 2)], 20, false), 1, 'the least recently used instead');
-  // Nothing shared, nothing empty, nothing else running: the least recently used (two users taking turns keep both).
-  t.equal(chooseSlot([c(0, 1, 170, 5), c(1, 1, 160, 2), c(2, 1, 90, 4), c(3, 1, 90, 3)], 30, false), 1);
-  // The same with a generation running on another slot: the lowest id (busy sequences stay consecutive).
-  t.equal(chooseSlot([c(1, 1, 160, 2), c(2, 1, 90, 4), c(3, 1, 90, 1)], 30, true), 0);
-  // Ties go to the lowest id.
-  t.equal(chooseSlot([c(2, 0, 0, 0), c(1, 0, 0, 0)], 10, false), 1);
 });

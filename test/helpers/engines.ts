@@ -3,13 +3,15 @@
  * it is built (the product's default, which CI builds) and on node-llama-cpp elsewhere; a
  * surface's test file runs on that default as it is, and again on node-llama-cpp through a wrapper
  * under test/backend-llama-cpp/surfaces/ that sets `LIA_TEST_BACKENDS` (which `startTestAppliance`
- * turns into the appliance's `backends`). Where the two engines legitimately differ, a test asks
- * {@link ggufEngine} and checks each one's behaviour (docs/backends.md, "What differs between the
- * engines"). A test of node-llama-cpp's own machinery (its runner processes, their threads and
+ * turns into the appliance's `backends`). A surface test is one table of cases for both engines;
+ * where the two legitimately differ, it names the row of docs/backends.md's "What differs between
+ * the engines" with {@link engineDifference}, which fails once that row is gone, rather than
+ * branching on {@link ggufEngine}. A test of node-llama-cpp's own machinery (its runner processes, their threads and
  * crashes) starts its appliance with {@link ON_LLAMA_CPP}.
  *
  * @module
  */
+import { readFileSync } from 'node:fs';
 import { cachedBinary } from '../../plugins/backend-llama-server/build.js';
 
 const built = (await cachedBinary()) !== null;
@@ -32,4 +34,21 @@ export async function onLlamaCpp(load: () => Promise<unknown>): Promise<void> {
 /** Fails a test file that needs llama-server, with the command that builds it, when it is not built. */
 export function requireLlamaServer(): void {
   if (!built) throw new Error('llama-server is not built: run `lia engine build` (or `node bin/lia.js engine build`; .ci/run does it once per run)');
+}
+
+/** The rows of docs/backends.md's "What differs between the engines", by their first cell. */
+const differences = (() => {
+  const doc = readFileSync(new URL('../../docs/backends.md', import.meta.url), 'utf8');
+  const table = doc.slice(doc.indexOf('### What differs between the engines')).split('\n## ')[0]!;
+  return new Set([...table.matchAll(/^\| ([^|]+?) \|/gm)].map((m) => m[1]!));
+})();
+
+/**
+ * What this test's engine gives for a difference the docs list: `row` is the first cell of its row
+ * in docs/backends.md's "What differs between the engines" (a row that is gone fails the test:
+ * the engines are meant to agree there now), `values` each engine's.
+ */
+export function engineDifference<T>(row: string, values: Record<'llama-cpp' | 'llama-server', T>): T {
+  if (!differences.has(row)) throw new Error(`docs/backends.md lists no difference "${row}" between the engines`);
+  return values[ggufEngine()];
 }

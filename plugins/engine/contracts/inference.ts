@@ -150,6 +150,8 @@ export interface LoadedModelInfo {
   context_length: number;
   /** The backend (engine) that serves it: `llama-server`, `llama-cpp`, … */
   engine: string;
+  /** Where it runs: `cpu`, the device the offload plan chose (`Vulkan0`, `CUDA1`), or `gpu` where the backend placed layers by itself. */
+  device: string;
 }
 
 export interface InferenceService {

@@ -32,6 +32,7 @@ export function psRoutes(app: FastifyInstance, service: () => InferenceService, 
         size_vram: m.size_vram,
         context_length: m.context_length,
         engine: m.engine,
+        device: m.device,
       })),
   }));
 

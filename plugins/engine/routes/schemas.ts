@@ -165,7 +165,7 @@ export type DetokenizeBody = Static<typeof DetokenizeBody>;
 /** `GET /api/version`. */
 export const VersionResponse = Type.Object({ version: Type.String(), lia_version: Type.String() });
 
-/** `GET /api/ps`: each loaded model (details are the store's, or null; `engine` is LIA's own field: the backend serving it). */
+/** `GET /api/ps`: each loaded model (details are the store's, or null; `engine` and `device` are LIA's own fields: the backend serving it, and where: `cpu`, the GPU the offload plan chose such as `Vulkan0`, or `gpu` where the backend placed layers by itself). */
 export const PsResponse = Type.Object({
   models: Type.Array(
     Type.Object({
@@ -178,6 +178,7 @@ export const PsResponse = Type.Object({
       size_vram: Type.Number(),
       context_length: Type.Number(),
       engine: Type.String(),
+      device: Type.String(),
     }),
   ),
 });
