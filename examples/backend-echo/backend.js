@@ -7,12 +7,12 @@
 import { readFile } from 'node:fs/promises';
 import { Errors } from 'lia/plugin';
 
-/** @typedef {import('lia/plugin').FormatHandler} FormatHandler */
-/** @typedef {import('lia/plugin').InferenceBackend} InferenceBackend */
-/** @typedef {import('lia/plugin').LoadedModel} LoadedModel */
-/** @typedef {import('lia/plugin/contracts').GenerationEvent} GenerationEvent */
-/** @typedef {import('lia/plugin/contracts').ChatMessage} ChatMessage */
-/** @typedef {import('lia/plugin/contracts').SamplingOptions} SamplingOptions */
+/** @typedef {import('lia/engine').FormatHandler} FormatHandler */
+/** @typedef {import('lia/engine').InferenceBackend} InferenceBackend */
+/** @typedef {import('lia/engine').LoadedModel} LoadedModel */
+/** @typedef {import('lia/engine').GenerationEvent} GenerationEvent */
+/** @typedef {import('lia/engine').ChatMessage} ChatMessage */
+/** @typedef {import('lia/engine').SamplingOptions} SamplingOptions */
 /** @typedef {{ repeat: number, tokenDelayMs: number }} EchoOptions */
 
 /** The media type of the manifest layer that carries an echo model's file. */
