@@ -14,7 +14,7 @@ import { timingSafeEqual } from 'node:crypto';
 import { mkdir, readFile, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { Errors, type Principal } from 'lia/plugin';
-import type { KeyStore } from 'lia/auth-api-key';
+import type { KeyStore } from './public.js';
 import { writeFileAtomic } from 'lia/utils';
 import { checkShape, digestOf, generateKey, hintOf } from './key-format.js';
 import { namedHint } from './named-keys.js';

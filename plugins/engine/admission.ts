@@ -9,7 +9,7 @@
  */
 import { currentPrincipal } from 'lia/plugin';
 import type { Admission, InferenceEvent, InferenceObserver } from 'lia/plugin/contracts';
-import type { GenerationEvent, SamplingOptions } from 'lia/engine';
+import type { GenerationEvent, SamplingOptions } from './public.js';
 import type { Lease } from './scheduler.js';
 
 /** The asking principal's admission for one request: its label for events, and its release. */

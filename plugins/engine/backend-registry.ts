@@ -22,7 +22,7 @@
  */
 import { ConfigError, Errors } from 'lia/plugin';
 import type { ModelCapability, ModelFormat } from 'lia/model-store';
-import type { FormatHandler, InferenceBackend } from 'lia/engine';
+import type { FormatHandler, InferenceBackend } from './public.js';
 
 /** Allowed format names: they become folder names in the model store. */
 export const FORMAT_NAME = /^[a-z0-9][a-z0-9_-]{0,31}$/;

@@ -17,7 +17,7 @@
  * @module
  */
 import type { BackendRegistry } from './backend-registry.js';
-import type { InferenceService } from 'lia/engine';
+import type { InferenceService } from './contracts/inference.js';
 
 export type * from './contracts/backend.js';
 export type * from './contracts/inference.js';

@@ -7,7 +7,7 @@
  * @module
  */
 import { Errors } from 'lia/plugin';
-import type { SamplingOptions } from 'lia/engine';
+import type { SamplingOptions } from './public.js';
 
 const INTEGER_KEYS = ['top_k', 'seed', 'num_predict', 'num_ctx', 'num_gpu', 'repeat_last_n'] as const;
 const FLOAT_KEYS = ['temperature', 'top_p', 'min_p', 'repeat_penalty', 'presence_penalty', 'frequency_penalty'] as const;

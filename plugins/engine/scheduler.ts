@@ -11,13 +11,13 @@
  */
 import type { FastifyBaseLogger } from 'fastify';
 import { Errors, isAppError, type EngineCrash } from 'lia/plugin';
-import type { BackendRegistry, InferenceBackend } from 'lia/engine';
-import type { LoadedModel } from 'lia/engine';
-import type { LoadOptions } from 'lia/engine';
-import type { LoadedModelInfo } from 'lia/engine';
+import type { BackendRegistry, InferenceBackend } from './public.js';
+import type { LoadedModel } from './public.js';
+import type { LoadOptions } from './public.js';
+import type { LoadedModelInfo } from './public.js';
 import type { ResolvedModel } from 'lia/model-store';
 import type { InferenceEvent } from 'lia/plugin/contracts';
-import type { ModelActivity } from 'lia/engine';
+import type { ModelActivity } from './public.js';
 import { planOffload, type Offload } from './plan/offload.js';
 
 export interface SchedulerOptions {

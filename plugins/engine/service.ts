@@ -9,8 +9,8 @@
  */
 import { currentPrincipal, Errors } from 'lia/plugin';
 import { mayUse } from 'lia/utils';
-import type { LoadedModel } from 'lia/engine';
-import type { ChatMessage, ChatParams, SamplingOptions } from 'lia/engine';
+import type { LoadedModel } from './public.js';
+import type { ChatMessage, ChatParams, SamplingOptions } from './public.js';
 import type {
   EmbedResponse,
   GenerationStream,
@@ -25,8 +25,8 @@ import type {
   LoadedModelInfo,
   RerankResponse,
   TokenizeResponse,
-} from 'lia/engine';
-import type { ModelActivity } from 'lia/engine';
+} from './public.js';
+import type { ModelActivity } from './public.js';
 import type { ModelStore, ResolvedModel } from 'lia/model-store';
 import { admitted, estimateTokens, leased, observed, type Observe } from './admission.js';
 import { checkImages, DEFAULT_MAX_IMAGE_BYTES, unsupported, visionServed } from './images.js';

@@ -9,7 +9,7 @@
  *
  * @module
  */
-import type { GeneratedLogprob, GenerationEvent } from 'lia/engine';
+import type { GeneratedLogprob, GenerationEvent } from './public.js';
 
 const OPEN = '<think>';
 const CLOSE = '</think>';

@@ -5,7 +5,7 @@
  * @module
  */
 import os from 'node:os';
-import type { NetworkInterfaceInfo } from 'lia/host-network';
+import type { NetworkInterfaceInfo } from './public.js';
 
 /** Every interface with its addresses; a MAC of all zeros (loopback, tunnels) is reported as null. */
 export function listInterfaces(raw: NodeJS.Dict<os.NetworkInterfaceInfo[]> = os.networkInterfaces()): NetworkInterfaceInfo[] {

@@ -10,7 +10,7 @@
 import os from 'node:os';
 import type { FastifyBaseLogger } from 'fastify';
 import { Errors } from 'lia/plugin';
-import type { MdnsState, NetworkInterfaceInfo, NetworkProvider } from 'lia/host-network';
+import type { MdnsState, NetworkInterfaceInfo, NetworkProvider } from './public.js';
 import { VERSION } from 'lia/utils';
 import { HOSTNAME_LABEL, loadHostname, sanitizeHostname, saveHostname, setSystemHostname } from './hostname.js';
 import { addressSignature, listInterfaces, publicAddresses } from './interfaces.js';

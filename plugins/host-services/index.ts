@@ -13,7 +13,7 @@ import path from 'node:path';
 import { Type } from '@sinclair/typebox';
 import { definePlugin, Errors } from 'lia/plugin';
 import type { LogLine } from 'lia/plugin/contracts';
-import type { ServiceManager } from 'lia/host-services';
+import type { ServiceManager } from './public.js';
 import { LogFiles } from './log-files.js';
 import { EmbeddedServiceManager } from './managers/embedded.js';
 import { SystemdServiceManager } from './managers/systemd.js';

@@ -22,7 +22,7 @@
  * @module
  */
 import { Errors } from 'lia/plugin';
-import type { ToolDefinition } from 'lia/engine';
+import type { ToolDefinition } from '../public.js';
 import type { ForcedChoice } from './forced-call.js';
 
 /** A JSON schema object (loosely typed: schemas come from clients). */

@@ -21,8 +21,8 @@
  * @module
  */
 import { isAppError } from 'lia/plugin';
-import type { LoadedModel } from 'lia/engine';
-import type { ChatMessage, GenerationEvent } from 'lia/engine';
+import type { LoadedModel } from '../public.js';
+import type { ChatMessage, GenerationEvent } from '../public.js';
 import type { Lease } from '../scheduler.js';
 
 /** At most this many reloads for one request (4096 → 65536 by doubling). */

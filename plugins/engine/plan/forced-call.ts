@@ -8,7 +8,7 @@
  *
  * @module
  */
-import type { GenerationEvent, ToolCall, ToolDefinition } from 'lia/engine';
+import type { GenerationEvent, ToolCall, ToolDefinition } from '../public.js';
 
 /** A forced choice: any of the tools, or the named one. */
 export type ForcedChoice = 'required' | { name: string };

@@ -20,7 +20,7 @@
  * @module
  */
 import { Errors } from 'lia/plugin';
-import type { AnswerConstraint, ChatParams, GenerationEvent, OutputFormat, SamplingOptions, Think, ToolChoice, ToolDefinition } from 'lia/engine';
+import type { AnswerConstraint, ChatParams, GenerationEvent, OutputFormat, SamplingOptions, Think, ToolChoice, ToolDefinition } from '../public.js';
 import type { ResolvedModel } from 'lia/model-store';
 import { splitThinking } from '../thinking.js';
 import { formatSchema, forcedCallSchema } from './answer-schema.js';

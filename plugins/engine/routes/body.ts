@@ -7,7 +7,7 @@
  */
 import { Errors } from 'lia/plugin';
 import { checkSchemaBounds } from 'lia/utils';
-import type { ChatMessage, OutputFormat, ToolCall, ToolDefinition } from 'lia/engine';
+import type { ChatMessage, OutputFormat, ToolCall, ToolDefinition } from '../public.js';
 import type { ChatBodyMessage, ChatBodyTool } from './schemas.js';
 
 /** `undefined` for an absent or `null` field (Ollama's "not set"). */

@@ -7,8 +7,8 @@
  */
 import type { FastifyInstance } from 'fastify';
 import { clientGone } from 'lia/plugin';
-import type { ToolCall } from 'lia/engine';
-import type { InferenceService } from 'lia/engine';
+import type { ToolCall } from '../public.js';
+import type { InferenceService } from '../public.js';
 import { parseKeepAlive } from '../keep-alive.js';
 import { parseSamplingOptions } from '../request-options.js';
 import { chatMessages, given, logprobsField, outputFormat, toolDefinitions } from './body.js';

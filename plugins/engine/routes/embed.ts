@@ -6,7 +6,7 @@
  */
 import type { FastifyInstance } from 'fastify';
 import { clientGone } from 'lia/plugin';
-import type { InferenceService } from 'lia/engine';
+import type { InferenceService } from '../public.js';
 import { parseSamplingOptions } from '../request-options.js';
 import { given } from './body.js';
 import { EmbedBody, EmbeddingsBody } from './schemas.js';

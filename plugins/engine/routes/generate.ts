@@ -7,7 +7,7 @@
  */
 import type { FastifyInstance } from 'fastify';
 import { clientGone } from 'lia/plugin';
-import type { InferenceService } from 'lia/engine';
+import type { InferenceService } from '../public.js';
 import { parseSamplingOptions } from '../request-options.js';
 import { parseKeepAlive } from '../keep-alive.js';
 import { given, logprobsField, outputFormat } from './body.js';

@@ -5,7 +5,7 @@
  */
 import type { FastifyInstance } from 'fastify';
 import { principalMayUse, VERSION } from 'lia/utils';
-import type { InferenceService } from 'lia/engine';
+import type { InferenceService } from '../public.js';
 import type { ModelDetails } from 'lia/model-store';
 import { PsResponse, VersionResponse } from './schemas.js';
 

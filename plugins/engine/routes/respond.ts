@@ -8,8 +8,8 @@
  */
 import type { FastifyReply } from 'fastify';
 import { pump, startNdjson } from 'lia/plugin';
-import type { GeneratedLogprob, GenerationEvent, ToolCall } from 'lia/engine';
-import type { GenerationStream } from 'lia/engine';
+import type { GeneratedLogprob, GenerationEvent, ToolCall } from '../public.js';
+import type { GenerationStream } from '../public.js';
 
 type DoneEvent = Extract<GenerationEvent, { type: 'done' }>;
 

@@ -8,7 +8,7 @@
  */
 import type { FastifyInstance } from 'fastify';
 import { clientGone, Errors } from 'lia/plugin';
-import type { InferenceService } from 'lia/engine';
+import type { InferenceService } from '../public.js';
 import { given } from './body.js';
 import { DetokenizeBody, TokenizeBody } from './schemas.js';
 

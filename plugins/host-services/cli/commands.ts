@@ -8,7 +8,7 @@
  */
 import { table } from 'lia/utils';
 import { CliError, type ApiClient, type CliCommand, type CliIO } from 'lia/plugin';
-import type { SystemStatus } from 'lia/host-services';
+import type { SystemStatus } from '../public.js';
 
 const JSON_OPTION = { json: { type: 'boolean' } } as const;
 

@@ -8,7 +8,7 @@
  */
 import { Errors, type LogHub, type ServiceRegistry } from 'lia/plugin';
 import type { LogLine } from 'lia/plugin/contracts';
-import type { ServiceAction, ServiceManager, ServiceStatus } from 'lia/host-services';
+import type { ServiceAction, ServiceManager, ServiceStatus } from '../public.js';
 import { serviceManagerFailed } from '../errors.js';
 
 /** The embedded default's service manager over core's ServiceRegistry and LogHub. */

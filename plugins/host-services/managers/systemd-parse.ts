@@ -5,7 +5,7 @@
  * @module
  */
 import type { LogLine, ServiceActiveState } from 'lia/plugin/contracts';
-import type { ServiceStatus } from 'lia/host-services';
+import type { ServiceStatus } from '../public.js';
 
 /** Splits `systemctl show` output into one property map per unit (blocks are separated by blank lines). */
 export function parseShowBlocks(stdout: string): Map<string, string>[] {

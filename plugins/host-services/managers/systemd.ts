@@ -8,7 +8,7 @@
  */
 import { Errors } from 'lia/plugin';
 import type { LogLine, ServiceName } from 'lia/plugin/contracts';
-import type { ServiceAction, ServiceManager, ServiceStatus } from 'lia/host-services';
+import type { ServiceAction, ServiceManager, ServiceStatus } from '../public.js';
 import { serviceManagerFailed } from '../errors.js';
 import { firstLine, runTool, ToolError } from 'lia/utils';
 import { parseJournalJson, parseShowBlocks, serviceStatusOf } from './systemd-parse.js';

@@ -8,7 +8,7 @@
 import { Type } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
 import { Errors, type ServiceRegistry } from 'lia/plugin';
-import type { ServiceManager } from 'lia/host-services';
+import type { ServiceManager } from '../public.js';
 
 /** `lines` when the query has none. */
 export const LINES_DEFAULT = 100;

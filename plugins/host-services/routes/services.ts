@@ -13,7 +13,7 @@ import { Type } from '@sinclair/typebox';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { Errors, type ServiceRegistry } from 'lia/plugin';
 import type { ServiceName } from 'lia/plugin/contracts';
-import type { ServiceAction, ServiceManager } from 'lia/host-services';
+import type { ServiceAction, ServiceManager } from '../public.js';
 
 const ACTIONS: readonly ServiceAction[] = ['start', 'stop', 'restart'];
 

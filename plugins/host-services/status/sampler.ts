@@ -11,7 +11,7 @@ import { readFile, stat, statfs } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { cpuPercent, parseMeminfo, parseProcStat, type CpuTimes, type MemInfo } from './proc.js';
-import type { SystemStatus } from 'lia/host-services';
+import type { SystemStatus } from '../public.js';
 import { toGiB, toTiBOrGiB } from './format.js';
 
 /** Where to measure and how often. */

@@ -4,7 +4,7 @@
  *
  * @module
  */
-import type { StoredMessage } from 'lia/model-store';
+import type { StoredMessage } from '../public.js';
 
 /** What a Modelfile is rendered from. */
 export interface ModelfileParts {

@@ -5,7 +5,7 @@
  */
 import type { FastifyInstance } from 'fastify';
 import { Errors } from 'lia/plugin';
-import type { StoredMessage } from 'lia/model-store';
+import type { StoredMessage } from '../public.js';
 import { checkModelAllowed } from 'lia/utils';
 import { checkCreate, createModel, type CreateSpec } from '../store/create.js';
 import { parseName } from '../store/names.js';

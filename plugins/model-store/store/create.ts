@@ -7,7 +7,7 @@
  */
 import { Errors } from 'lia/plugin';
 import type { FormatHandler } from 'lia/engine';
-import type { ModelDetails, StoredMessage } from 'lia/model-store';
+import type { ModelDetails, StoredMessage } from '../public.js';
 import type { ConfigBlob, Formats } from './describe.js';
 import { relativePathProblem } from './layout.js';
 import {

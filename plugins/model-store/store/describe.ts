@@ -10,7 +10,7 @@
 import { readFile } from 'node:fs/promises';
 import { Errors, isAppError } from 'lia/plugin';
 import type { BackendRegistry, FormatHandler } from 'lia/engine';
-import type { ModelCapability, ModelDetails, StoredMessage } from 'lia/model-store';
+import type { ModelCapability, ModelDetails, StoredMessage } from '../public.js';
 import type { ModelFile } from 'lia/engine';
 import type { BlobStore } from './blobs.js';
 import { layerTitle } from './layout.js';

@@ -7,8 +7,8 @@
  * @module
  */
 import { Errors } from 'lia/plugin';
-import type { ModelSource } from 'lia/model-store';
-import type { CatalogEntry, RemoteModel, ResolvedModel } from 'lia/model-store';
+import type { ModelSource } from '../public.js';
+import type { CatalogEntry, RemoteModel, ResolvedModel } from '../public.js';
 import { displayName, fullName, tryParseName, type ModelName } from './names.js';
 
 /** A remote model under its normalised name (`big` → `big:latest`). */
