@@ -1,7 +1,7 @@
 /**
  * Plugin "backend-llama-cpp": registers the llama.cpp inference backend for GGUF models. It is the
  * only module of the appliance that imports node-llama-cpp; the engine plugin drives it through the
- * `InferenceBackend` contract of `core/contracts/backend.ts`. The GGUF format it serves is the
+ * `InferenceBackend` contract of `plugins/engine/contracts/backend.ts`. The GGUF format it serves is the
  * `gguf` plugin's (its handler, templates and estimate), which it requires.
  *
  * @module
