@@ -18,7 +18,7 @@ import type { LoadedModelInfo } from './public.js';
 import type { ResolvedModel } from 'lia/model-store';
 import type { InferenceEvent } from 'lia/plugin/contracts';
 import type { ModelActivity } from './public.js';
-import { planOffload, type Offload } from './plan/offload.js';
+import { ON_CPU, planOffload, type Offload } from './plan/offload.js';
 
 export interface SchedulerOptions {
   backends: BackendRegistry;
@@ -355,10 +355,14 @@ export class Scheduler {
    */
   async #place(inst: Instance, backend: InferenceBackend, options: LoadOptions): Promise<LoadOptions> {
     if (!backend.devices || inst.resolved.remote) return options;
-    const costs = await this.#o.backends.handler(inst.resolved.format)?.offloadCosts?.(inst.resolved, options);
-    if (!costs) return options;
-    for (;;) {
-      const devices = await backend.devices();
+    const handler = this.#o.backends.handler(inst.resolved.format);
+    if (!handler?.offloadCosts) return options;
+    let devices = await backend.devices();
+    // No device (most CPU-only machines): the CPU, without reading the model's layer sizes.
+    if (devices.length === 0) return { ...options, offload: ON_CPU };
+    const costs = await handler.offloadCosts(inst.resolved, options);
+    for (let first = true; ; first = false) {
+      if (!first) devices = await backend.devices();
       const onDevice = (id: string, of: Instance[]) =>
         of.filter((i) => i.engine === backend.name && i.offload?.device === id).reduce((sum, i) => sum + (i.offload?.vramBytes ?? 0), 0);
       const others = [...this.#instances.values()].filter((i) => i !== inst && !i.gone && i.model);
