@@ -8,6 +8,7 @@
  * @module
  */
 import { stat } from 'node:fs/promises';
+import type { LayerCosts } from 'lia/engine';
 import { readGgufHeader, type TensorBytes } from './header.js';
 
 /** The GGUF facts the estimate needs. */
@@ -68,7 +69,7 @@ export function estimateBytes(shape: GgufShape, fileBytes: number, opts: LoadSha
  * and the compute buffer a device holds for any offload (the engine's offload plan divides the
  * model by these).
  */
-export function offloadCosts(shape: GgufShape, opts: LoadShape): { layers: number; bytesPerLayer: number; outputBytes: number; fixedBytes: number } {
+export function offloadCosts(shape: GgufShape, opts: LoadShape): LayerCosts {
   const { kvPerLayer, compute } = caches(shape, opts);
   return {
     layers: shape.layers,

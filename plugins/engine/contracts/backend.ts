@@ -289,7 +289,29 @@ export interface LoadOptions {
    * `devices()` (null: the CPU) and how many layers go there, the output layer counted as one
    * more; `vramBytes` is what they are expected to hold there. Absent: the backend decides.
    */
-  offload?: { device: string | null; gpuLayers: number; vramBytes: number };
+  offload?: Offload;
+}
+
+/** What a GPU offload of a model moves (a format handler's {@link FormatHandler.offloadCosts}). */
+export interface LayerCosts {
+  /** Repeating layers (`block_count`). */
+  layers: number;
+  /** Bytes one layer takes on a device: its weights and its KV cache for the load's context and slots. */
+  bytesPerLayer: number;
+  /** Bytes of the output layer (and what goes with it) when it is offloaded too. */
+  outputBytes: number;
+  /** Bytes a device holds for any offload at all (compute buffers). */
+  fixedBytes: number;
+}
+
+/** Where a model runs, as the engine's offload plan decides it (see {@link LoadOptions.offload}). */
+export interface Offload {
+  /** The device (one of the backend's `devices()`), or null for the CPU. */
+  device: string | null;
+  /** Layers on the device, the output layer counted as one (`layers + 1` is the whole model). */
+  gpuLayers: number;
+  /** Bytes the model is expected to hold on the device. */
+  vramBytes: number;
 }
 
 export interface LoadedModel {
@@ -428,7 +450,7 @@ export interface FormatHandler {
    * any offload. The engine's offload plan divides the model by it. Optional: without it the
    * format's models run where their engine puts them.
    */
-  offloadCosts?(model: ResolvedModel, options: LoadOptions): Promise<{ layers: number; bytesPerLayer: number; outputBytes: number; fixedBytes: number }>;
+  offloadCosts?(model: ResolvedModel, options: LoadOptions): Promise<LayerCosts>;
   /**
    * The chat template the weights carry (a GGUF's `tokenizer.chat_template`), or null when they
    * carry none: then the store's template layer ({@link ResolvedModel.template}) says how the

@@ -16,18 +16,9 @@
  *
  * @module
  */
+import type { LayerCosts, Offload } from '../contracts/backend.js';
 
-/** What offloading moves, from the model's header (the format's estimate). */
-export interface LayerCosts {
-  /** Repeating layers (`block_count`). */
-  layers: number;
-  /** Bytes one layer takes on a device: its weights and its KV cache for the load's context and slots. */
-  bytesPerLayer: number;
-  /** Bytes of the output layer (and what goes with it) when it is offloaded too. */
-  outputBytes: number;
-  /** Bytes a device holds for any offload at all (compute buffers). */
-  fixedBytes: number;
-}
+export type { LayerCosts, Offload };
 
 /** A device an engine can place layers on. */
 export interface DeviceRoom {
@@ -46,16 +37,6 @@ export interface OffloadOptions {
   capBytes?: number;
   /** Bytes of each device left to the driver and other programs. */
   reserveBytes: number;
-}
-
-/** The decision: a device and a layer count, or the CPU. */
-export interface Offload {
-  /** The device, or null for the CPU. */
-  device: string | null;
-  /** Layers on the device, the output layer counted as one (`layers + 1` is the whole model). */
-  gpuLayers: number;
-  /** Bytes the model is expected to hold on the device. */
-  vramBytes: number;
 }
 
 export const ON_CPU: Offload = Object.freeze({ device: null, gpuLayers: 0, vramBytes: 0 });
