@@ -28,9 +28,9 @@ export { SoleHook, Registry, Extensions, type Hooks, type BannerSection, type Er
 export type { ServiceRegistry, ServiceRole, ServiceDeclaration } from './services/registry.js';
 export type { LogHub } from './logging.js';
 export { AppError, Errors, defineError, isAppError, type AppErrorOptions, type EngineCrash, type ErrorFactory } from './errors.js';
-export { startNdjson } from './streaming/ndjson.js';
-export { startSse, type SseOptions } from './streaming/sse.js';
-export { clientGone, pump, type StreamFrames, type StreamWriter } from './streaming/pump.js';
+export { startNdjson } from './http/streaming.js';
+export { startSse, type SseOptions } from './http/streaming.js';
+export { clientGone, pump, type StreamFrames, type StreamWriter } from './http/streaming.js';
 export { currentPrincipal } from './http/auth.js';
 export type { Scope } from './http/auth.js';
 export type { Config } from './config/schema.js';

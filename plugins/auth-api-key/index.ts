@@ -12,7 +12,7 @@ import { Type } from '@sinclair/typebox';
 import type { FastifyRequest } from 'fastify';
 import { definePlugin, Errors, type AuthResult } from 'lia/plugin';
 import { FailureLimiter } from './failure-limiter.js';
-import { checkShape, digestOf, hintOf } from './key-format.js';
+import { checkShape, digestOf, hintOf } from './key-store.js';
 import { FileKeyStore } from './key-store.js';
 import { NamedKeyStore } from './named-keys.js';
 import { keyRoutes } from './routes.js';

@@ -17,7 +17,7 @@ import { Errors, type Principal } from 'lia/plugin';
 import type { AdmissionAsk } from 'lia/plugin/contracts';
 import { readTextOrNull, writeFileAtomic } from 'lia/utils';
 import { KEY_SCOPES, modelAllowed } from './allow-list.js';
-import { digestOf, generateKey } from './key-format.js';
+import { digestOf, generateKey, namedHint } from './key-store.js';
 import { KeyLimiter, type KeyLimits } from './rate-limits.js';
 
 /** What is stored of a key (snake_case, as the API shows it). */
@@ -52,11 +52,6 @@ export interface NamedKey {
   readonly digest: Buffer;
   /** Aborts `principal.signal`: the key's running generations end with `reason`. */
   readonly withdraw: (reason: Error) => void;
-}
-
-/** `lia_ab…yz`: enough to tell keys apart, far too little to guess one. */
-export function namedHint(key: string): string {
-  return `${key.slice(0, 6)}…${key.slice(-2)}`;
 }
 
 export const NAME_PATTERN = '^[a-z0-9][a-z0-9._-]{0,63}$';

@@ -14,7 +14,7 @@
  *
  * This file holds the backend and its `load`: the memory estimate, the server's command line and
  * its start, clamped to the trained context. The loaded model is served-model.ts; slot placement
- * and prompt copying are slots.ts and slot-requests.ts; how a model without a chat template of
+ * and prompt copying are slots.ts; how a model without a chat template of
  * its own is prompted, prompting.ts.
  *
  * @module

@@ -1,7 +1,7 @@
 /**
  * A model as one llama-server serves it (the {@link LoadedModel} backend.ts's `load` returns): chat
  * and generate as OpenAI wire calls in llama-server's own sampling names, each run on a slot
- * (slot-requests.ts); embeddings from the model's own server or, for a generation model, from a
+ * (slots.ts); embeddings from the model's own server or, for a generation model, from a
  * second one started on first use; ranking and tokens through the server's own endpoints.
  *
  * @module
@@ -27,7 +27,7 @@ import { embedOn } from './embeddings.js';
 import { generateOn, type RunCall } from './generate.js';
 import { detokenize, type ServerRanker, tokenize } from './ranking.js';
 import type { LlamaServer } from './server.js';
-import { SlotRequests } from './slot-requests.js';
+import { SlotRequests } from './slots.js';
 
 /** A model as one llama-server serves it. */
 export class ServedModel implements LoadedModel {

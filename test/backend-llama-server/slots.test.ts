@@ -8,7 +8,7 @@ import t from 'tap';
 import { CHARS_PER_TOKEN, MIN_SHARED_TOKENS } from 'lia/gguf';
 import { SlotTable } from '../../plugins/backend-llama-server/slots.js';
 
-/** A canonical prompt as slot-requests.ts writes it: the messages last, closed by the JSON's brackets. */
+/** A canonical prompt as slots.ts writes it: the messages last, closed by the JSON's brackets. */
 const prompt = (...messages: string[]) => JSON.stringify(['/v1/chat/completions', null, null, null, messages.map((content) => ({ role: 'user', content }))]);
 const SYSTEM = 'You are a coding agent. '.repeat(Math.ceil((2 * MIN_SHARED_TOKENS * CHARS_PER_TOKEN) / 24));
 

@@ -4,7 +4,7 @@
  */
 import type { ServerResponse } from 'node:http';
 import t from 'tap';
-import { holdFirstTurn } from '../../core/streaming/pump.js';
+import { holdFirstTurn } from '../../core/http/streaming.js';
 
 /** Records cork, uncork and write calls as Node's response would receive them. */
 function recorder(): { res: ServerResponse; log: string[] } {
