@@ -1,8 +1,8 @@
 /**
- * Decode speed and time to first token of this checkout against another one (the anchor: an
+ * Decode speed, time to first token and the aggregate rate of 4 concurrent streams of this checkout against another one (the anchor: an
  * earlier commit, built, with `node_modules`), in one run: two `lia serve` processes side by side
  * serving the same text GGUF with the same threads, slots and context, rounds alternating which
- * goes first. Ratios are this ÷ anchor for decode and anchor ÷ this for the first token (≥ 1.0:
+ * goes first. Ratios are this ÷ anchor for the rates and anchor ÷ this for the first token (≥ 1.0:
  * no slower), the medians over the rounds with the smallest and largest round.
  *
  *   git worktree add /tmp/lia-anchor <commit> && (cd /tmp/lia-anchor && npm install && npm run build)
@@ -69,10 +69,24 @@ function descendants(pid: number): string[] {
   return out;
 }
 
-async function measure(app: ApplianceProcess): Promise<{ decode: number; ttft: number }> {
+interface Got {
+  decode: number;
+  ttft: number;
+  /** All tokens of 4 concurrent streams over the wave's wall time (tok/s). */
+  streams: number;
+}
+
+async function measure(app: ApplianceProcess): Promise<Got> {
   const runs = [];
   for (let i = 0; i < Number(values.requests); i++) runs.push(await applianceGenerate(app, app.dispatcher(), 'bench', PROMPT, Number(values.tokens)));
-  return { decode: ((median(runs.map((r) => r.tokens)) - 1) / median(runs.map((r) => r.decodeMs))) * 1000, ttft: median(runs.map((r) => r.ttftMs)) };
+  const t0 = performance.now();
+  const wave = await Promise.all(Array.from({ length: 4 }, () => applianceGenerate(app, app.dispatcher(), 'bench', PROMPT, Number(values.tokens))));
+  const wall = Math.max(...wave.map((r) => r.endMs)) - t0;
+  return {
+    decode: ((median(runs.map((r) => r.tokens)) - 1) / median(runs.map((r) => r.decodeMs))) * 1000,
+    ttft: median(runs.map((r) => r.ttftMs)),
+    streams: (wave.reduce((sum, r) => sum + r.tokens, 0) / wall) * 1000,
+  };
 }
 
 const machine = machineInfo();
@@ -97,14 +111,17 @@ try {
   await new Promise((resolve) => setTimeout(resolve, 4000));
   const decode: number[] = [];
   const ttft: number[] = [];
+  const streams: number[] = [];
   for (let r = 0; r < Number(values.rounds); r++) {
     const order = r % 2 === 0 ? (['this', 'anchor'] as const) : (['anchor', 'this'] as const);
-    const got = { this: { decode: 0, ttft: 0 }, anchor: { decode: 0, ttft: 0 } };
+    const got: Record<'this' | 'anchor', Got> = { this: { decode: 0, ttft: 0, streams: 0 }, anchor: { decode: 0, ttft: 0, streams: 0 } };
     for (const name of order) got[name] = await measure(sides[name]);
     decode.push(got.this.decode / got.anchor.decode);
     ttft.push(got.anchor.ttft / got.this.ttft);
+    streams.push(got.this.streams / got.anchor.streams);
     console.error(
-      `round ${r + 1}: decode ${got.this.decode.toFixed(1)} / ${got.anchor.decode.toFixed(1)} tok/s, TTFT ${got.this.ttft.toFixed(1)} / ${got.anchor.ttft.toFixed(1)} ms`,
+      `round ${r + 1}: decode ${got.this.decode.toFixed(1)} / ${got.anchor.decode.toFixed(1)} tok/s, TTFT ${got.this.ttft.toFixed(1)} / ${got.anchor.ttft.toFixed(1)} ms, ` +
+        `4 streams ${got.this.streams.toFixed(1)} / ${got.anchor.streams.toFixed(1)} tok/s`,
     );
   }
   const line = (label: string, xs: number[]) =>
@@ -112,6 +129,7 @@ try {
   console.log(`\n${modelLabel(model)}, threads ${threads} (batches ${batchThreads}), 4 slots × 512, this checkout against ${anchorRoot}`);
   console.log(line('decode, this ÷ anchor', decode));
   console.log(line('first token, anchor ÷ this', ttft));
+  console.log(line('4 streams, this ÷ anchor', streams));
 } finally {
   await Promise.all(Object.values(sides).map((s) => s.close()));
 }
