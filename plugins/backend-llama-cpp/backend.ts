@@ -13,7 +13,7 @@ import type { ResolvedModel } from 'lia/model-store';
 import { estimateBytes, fileBytes, readShape } from 'lia/gguf';
 import type { HugePagesMode } from './huge-pages.js';
 import { CpuPlacement, type CpuAffinityMode } from './placement.js';
-import { spawnRunner, startRunner, type RunnerModel, type SpawnOptions } from './runner-client.js';
+import { runnerDevices, spawnRunner, startRunner, type RunnerModel, type SpawnOptions } from './runner-client.js';
 
 /**
  * How long every loaded model must have been without work before the next spare runner starts.
@@ -58,6 +58,8 @@ export class LlamaCppBackend implements InferenceBackend {
    * process's lifetime; a model file never changes under its path.
    */
   readonly #jinjaOnly = new Set<string>();
+  /** Whether the bindings' GPU back end last listed a device ({@link devices}). */
+  #gpuSeen = false;
 
   constructor(options: LlamaCppBackendOptions) {
     this.#options = { gpu: 'auto', batchSize: 512, prewarm: true, cpuAffinity: 'off', hugePages: 'auto', ...options };
@@ -85,10 +87,27 @@ export class LlamaCppBackend implements InferenceBackend {
     return { totalBytes: totalBytes + RUNNER_OVERHEAD_BYTES, vramBytes: 0 };
   }
 
+  /**
+   * The GPU node-llama-cpp would load on, read live from the spare runner (started now when there
+   * is none; the load that follows takes it): the engine's offload plan decides from it, as for
+   * llama-server. None with `gpu: false`, or when the bindings found no GPU.
+   */
+  async devices(): Promise<{ id: string; name: string; totalBytes: number; freeBytes: number }[]> {
+    if (this.#options.gpu === false || this.#closed) return [];
+    if (!this.#spare) this.#refill(true);
+    const devices = this.#spare ? await runnerDevices(this.#spare) : [];
+    this.#gpuSeen = devices.length > 0;
+    return devices;
+  }
+
   async load(model: ResolvedModel, options: LoadOptions): Promise<RunnerModel> {
     const log = this.#options.log.child({ model: model.name });
     // The runner may exit before startRunner returns (a failed load): `runner` is unset then.
     let runner: RunnerModel | undefined;
+    // A model the plan keeps on the CPU of a machine with a GPU runs on the CPU-only bindings: with
+    // the GPU back end loaded and no layer offloaded, llama.cpp still sends large batches to the
+    // device (and its answers then differ from the CPU's), as llama-server does without `--device none`.
+    const gpu = options.offload && !options.offload.device && this.#gpuSeen ? false : this.#options.gpu;
     const onExit = (err: Error): void => {
       if (runner) this.#forget(runner);
       options.onExit?.(err);
@@ -101,12 +120,14 @@ export class LlamaCppBackend implements InferenceBackend {
         threads: options.threads,
         batchThreads: options.batchThreads ?? options.threads,
         batchSize: options.batchSize ?? this.#options.batchSize,
-        gpu: this.#options.gpu,
+        gpu,
+        // The engine's offload plan, carried out (none: node-llama-cpp fits the layers itself).
+        ...(options.offload ? { gpuLayers: options.offload.device ? options.offload.gpuLayers : 0 } : {}),
         ...(model.template ? { template: model.template } : {}),
         ...(this.#jinjaOnly.has(model.modelPath) ? { knownChatWrapper: 'JinjaTemplate' as const } : {}),
       },
       { log, onExit },
-      this.#takeSpare() ?? spawnRunner(this.#spawnOptions()),
+      (gpu === this.#options.gpu ? this.#takeSpare() : undefined) ?? spawnRunner({ ...this.#spawnOptions(), gpu }),
     );
     this.#refillWhenQuiet();
     if (runner.info?.chatWrapper === 'JinjaTemplate') this.#jinjaOnly.add(model.modelPath);
@@ -192,9 +213,9 @@ export class LlamaCppBackend implements InferenceBackend {
     this.#refillTimer = timer;
   }
 
-  /** Starts a new spare runner unless there is one (it does not keep the process alive). */
-  #refill(): void {
-    if (!this.#options.prewarm || this.#closed || this.#spare) return;
+  /** Starts a new spare runner unless there is one (it does not keep the process alive); `always`: even without `prewarm`. */
+  #refill(always = false): void {
+    if ((!this.#options.prewarm && !always) || this.#closed || this.#spare) return;
     const spare = spawnRunner(this.#spawnOptions());
     spare.once('exit', () => {
       if (this.#spare === spare) this.#spare = null;

@@ -21,6 +21,11 @@ export interface LoadSpec {
   batchSize: number;
   /** `auto` (CUDA, then Vulkan, then CPU) or `false` for the CPU. */
   gpu: 'auto' | false;
+  /**
+   * Layers to put on the GPU, the output layer counted as one more (llama.cpp's `n_gpu_layers`),
+   * as the engine's offload plan decided; absent: node-llama-cpp fits them itself (no plan).
+   */
+  gpuLayers?: number;
   /** The store's template layer (Ollama Go-template text), if any. */
   template?: string;
   /**
@@ -47,6 +52,8 @@ export interface RunnerInfo {
 export type ParentMessage =
   /** Sent right after the fork: import the bindings and pick the binary now, before a model is asked for. */
   | { t: 'prepare'; gpu: 'auto' | false }
+  /** The GPU the bindings use, with its memory now (answered by a `devices` message). */
+  | { t: 'devices' }
   | { t: 'load'; spec: LoadSpec }
   | { t: 'generate'; id: number; params: GenerateParams }
   | { t: 'chat'; id: number; params: ChatParams }
@@ -72,8 +79,22 @@ export type RunnerErrorKind = 'bad_request' | 'context_length' | 'engine';
 /** What a one-answer request's `result` carries. */
 export type RunnerResult = EmbedResult | number | RankResult | TokenizeResult | string;
 
+/**
+ * The GPU node-llama-cpp's bindings run on, as one device: node-llama-cpp spreads a model over
+ * every GPU of its back end by itself and reports their memory together.
+ */
+export interface RunnerDevice {
+  /** The back end (`cuda`, `vulkan`, `metal`). */
+  id: string;
+  /** The GPUs' names, comma-separated. */
+  name: string;
+  totalBytes: number;
+  freeBytes: number;
+}
+
 export type RunnerMessage =
   | { t: 'ready'; info: RunnerInfo }
+  | { t: 'devices'; devices: RunnerDevice[] }
   | { t: 'load_error'; message: string }
   | { t: 'event'; id: number; event: GenerationEvent }
   | { t: 'result'; id: number; result: RunnerResult }

@@ -20,7 +20,7 @@ import type { ChatParams, EmbedParams, EmbedResult, GenerateParams, GenerationEv
 import type { ModelCapability } from 'lia/model-store';
 import { EventQueue } from './event-queue.js';
 import { runnerTunables, type HugePagesMode } from './huge-pages.js';
-import type { LoadSpec, ParentMessage, RunnerErrorKind, RunnerInfo, RunnerMessage, RunnerResult } from './protocol.js';
+import type { LoadSpec, ParentMessage, RunnerDevice, RunnerErrorKind, RunnerInfo, RunnerMessage, RunnerResult } from './protocol.js';
 
 /** How long a runner may take to load its model. Defaults to 5 minutes (Ollama's load timeout). */
 const LOAD_TIMEOUT_MS = 5 * 60_000;
@@ -99,6 +99,29 @@ export function spawnRunner({ gpu, hugePages }: SpawnOptions): ChildProcess {
   });
   child.send({ t: 'prepare', gpu } satisfies ParentMessage);
   return child;
+}
+
+/**
+ * The GPU a runner from {@link spawnRunner} would load a model on, with its free memory now
+ * (empty: the CPU). A runner that dies or does not answer within the load timeout counts as none.
+ */
+export function runnerDevices(child: ChildProcess): Promise<RunnerDevice[]> {
+  return new Promise((resolve) => {
+    const done = (devices: RunnerDevice[]): void => {
+      clearTimeout(timer);
+      child.off('message', receive);
+      child.off('exit', gone);
+      resolve(devices);
+    };
+    const receive = (m: RunnerMessage): void => {
+      if (m.t === 'devices') done(m.devices);
+    };
+    const gone = (): void => done([]);
+    const timer = setTimeout(gone, LOAD_TIMEOUT_MS);
+    child.on('message', receive);
+    child.once('exit', gone);
+    child.send({ t: 'devices' } satisfies ParentMessage);
+  });
 }
 
 /**

@@ -20,6 +20,8 @@ export interface LoadedModel {
   name: string;
   size: number;
   size_vram: number;
+  /** Where it runs (`/api/ps` `device`): `cpu` or the GPU device. */
+  device?: string;
 }
 
 export interface GpuDevice {

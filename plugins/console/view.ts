@@ -119,7 +119,14 @@ function Body(props: { snap: Snapshot | null; fingerprint: string | null; width:
         ? line(`  unavailable${snap?.errors['models'] ? `: ${snap.errors['models']}` : ''}`)
         : models.length === 0
           ? line('  none')
-          : models.slice(0, 4).map((m, i) => line(`  ${m.name}  ${formatSize(m.size)}${m.size_vram > 0 ? ` (${formatSize(m.size_vram)} on GPU)` : ''}`, i)),
+          : models
+              .slice(0, 4)
+              .map((m, i) =>
+                line(
+                  `  ${m.name}  ${formatSize(m.size)}${m.size_vram > 0 ? ` (${formatSize(m.size_vram)} on ${m.device && m.device !== 'gpu' ? m.device : 'GPU'})` : ''}`,
+                  i,
+                ),
+              ),
     ),
     h(
       Section,

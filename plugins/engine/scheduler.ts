@@ -176,7 +176,7 @@ export class Scheduler {
           expires_at: new Date(Math.min(expires, 8.64e15)).toISOString(),
           context_length: m.contextLength,
           engine: i.engine,
-          device: i.offload?.device ?? (m.vramBytes > 0 ? 'gpu' : 'cpu'),
+          device: deviceOf(i),
         };
       })
       .sort((a, b) => b.expires_at.localeCompare(a.expires_at));
@@ -200,6 +200,8 @@ export class Scheduler {
         loaded: i.model !== null,
         sizeBytes: i.model?.sizeBytes ?? 0,
         vramBytes: i.model?.vramBytes ?? 0,
+        engine: i.model ? i.engine : '',
+        device: i.model ? deviceOf(i) : '',
       }));
   }
 
@@ -554,4 +556,12 @@ export class Scheduler {
   #notifyChanged(): void {
     for (const w of this.#changed.splice(0)) w();
   }
+}
+
+/**
+ * Where a loaded model runs: the device the offload plan chose, `cpu`, or `gpu` when a backend
+ * that plans by itself reports device memory.
+ */
+function deviceOf(i: Instance): string {
+  return i.offload?.device ?? ((i.model?.vramBytes ?? 0) > 0 ? 'gpu' : 'cpu');
 }

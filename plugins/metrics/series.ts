@@ -255,12 +255,12 @@ export class Series {
     });
     new Gauge({
       name: 'lia_model_loaded',
-      help: '1 for every loaded model.',
-      labelNames: ['model'],
+      help: '1 for every loaded model, with the engine serving it and the device it runs on (cpu, or the GPU device).',
+      labelNames: ['model', 'engine', 'device'],
       registers,
       collect() {
         this.reset();
-        for (const a of activity()) if (a.loaded) this.set({ model: a.model }, 1);
+        for (const a of activity()) if (a.loaded) this.set({ model: a.model, engine: a.engine, device: a.device }, 1);
       },
     });
     new Gauge({

@@ -49,7 +49,7 @@ t.test('/metrics needs a key and labels requests by route pattern, never by raw 
   t.notMatch(text, /Once upon/, 'a prompt is never a label');
   t.match(text, new RegExp(`lia_model_requests_total\\{model="${MODEL}",kind="generate"\\} 1`));
   t.match(text, new RegExp(`lia_model_loads_total\\{model="${MODEL}"\\} 1`));
-  t.match(text, new RegExp(`lia_model_loaded\\{model="${MODEL}"\\} 1`));
+  t.match(text, new RegExp(`lia_model_loaded\\{model="${MODEL}",engine="llama-(cpp|server)",device="cpu"\\} 1`), 'where the model runs');
   t.match(text, new RegExp(`lia_model_memory_bytes\\{model="${MODEL}",location="total"\\} [1-9]`));
   t.match(text, new RegExp(`lia_model_time_to_first_token_seconds_count\\{model="${MODEL}"\\} 1`));
   t.match(text, new RegExp(`lia_model_generated_tokens_total\\{model="${MODEL}"\\} [1-9]`));

@@ -9,7 +9,7 @@
  */
 import type { ParentMessage, RunnerMessage } from '../protocol.js';
 import { ContextLengthError, RequestError } from './errors.js';
-import { ModelSession, prepareLlama, type Prepared } from './session.js';
+import { gpuDevices, ModelSession, prepareLlama, type Prepared } from './session.js';
 
 let session: ModelSession | null = null;
 let prepared: Prepared | undefined;
@@ -74,6 +74,13 @@ function handle(message: ParentMessage): void {
       prepared = prepareLlama(message.gpu);
       // A failure here surfaces (and is reported) when the model is loaded.
       prepared.llama.catch(() => undefined);
+      return;
+    case 'devices':
+      // Asked of a prepared runner before a load: its bindings are the ones the load will use.
+      (prepared ?? (prepared = prepareLlama('auto'))).llama.then(gpuDevices).then(
+        (devices) => sendNow({ t: 'devices', devices }),
+        () => sendNow({ t: 'devices', devices: [] }),
+      );
       return;
     case 'load':
       ModelSession.load(message.spec, prepared).then(

@@ -19,7 +19,7 @@ import {
 } from 'node-llama-cpp';
 import type { ChatParams, EmbedParams, EmbedResult, GenerateParams, GenerationEvent } from 'lia/engine';
 import type { ModelCapability } from 'lia/model-store';
-import type { LoadSpec, ParentMessage, RunnerInfo, RunnerResult } from '../protocol.js';
+import type { LoadSpec, ParentMessage, RunnerDevice, RunnerInfo, RunnerResult } from '../protocol.js';
 import { minBatchTokens, useBatchThreads, type BatchThreads } from './batch-threads.js';
 import { fixBatchDispatch, stepsThenPrompts } from './batching.js';
 import { Embedder } from './embedding.js';
@@ -48,6 +48,17 @@ export interface Prepared {
  */
 export function prepareLlama(gpu: 'auto' | false): Prepared {
   return { gpu, llama: getLlama({ gpu, build: 'never', maxThreads: 1, logLevel: LlamaLogLevel.error }) };
+}
+
+/**
+ * The GPU the bindings run on, with its memory now; none on the CPU or when the back end sees no
+ * device (Vulkan without a GPU lists none, and lavapipe only when `GGML_VK_VISIBLE_DEVICES` names it).
+ */
+export async function gpuDevices(llama: Llama): Promise<RunnerDevice[]> {
+  if (llama.gpu === false) return [];
+  const [names, vram] = await Promise.all([llama.getGpuDeviceNames(), llama.getVramState()]);
+  if (names.length === 0 || vram.total <= 0) return [];
+  return [{ id: llama.gpu, name: names.join(', '), totalBytes: vram.total, freeBytes: vram.free }];
 }
 
 export class ModelSession {
@@ -96,7 +107,7 @@ export class ModelSession {
     // 4 threads, more than the free cores of a small machine, and spinning threads then wait on each other.
     llama.maxThreads = spec.threads;
     const t0 = performance.now();
-    const model = await llama.loadModel({ modelPath: spec.modelPath });
+    const model = await llama.loadModel({ modelPath: spec.modelPath, ...(spec.gpuLayers === undefined ? {} : { gpuLayers: spec.gpuLayers }) });
     const t1 = performance.now();
     const trained = model.trainContextSize;
     const contextLength = spec.contextLength > 0 ? Math.min(spec.contextLength, trained) : trained;

@@ -32,6 +32,8 @@ interface PsModel {
   size_vram: number;
   expires_at: string;
   context_length: number;
+  /** Where it runs: `cpu`, or the GPU device (`Vulkan0`, `CUDA0`, `vulkan` on node-llama-cpp). */
+  device?: string;
 }
 
 type Message = { role: 'system' | 'user' | 'assistant'; content: string };
@@ -263,9 +265,9 @@ export const commands: CliCommand[] = [
     async run(_args, io) {
       const client = await io.client();
       const { models } = await client.json<{ models: PsModel[] }>('GET', '/api/ps');
-      const rows = [['NAME', 'ID', 'SIZE', 'PROCESSOR', 'CONTEXT', 'UNTIL']];
+      const rows = [['NAME', 'ID', 'SIZE', 'PROCESSOR', 'DEVICE', 'CONTEXT', 'UNTIL']];
       for (const m of models) {
-        rows.push([m.name, m.digest.slice(0, 12), formatBytes(m.size), processor(m), String(m.context_length), until(m.expires_at)]);
+        rows.push([m.name, m.digest.slice(0, 12), formatBytes(m.size), processor(m), m.device ?? '', String(m.context_length), until(m.expires_at)]);
       }
       io.stdout.write(table(rows));
       return 0;

@@ -196,4 +196,7 @@ export interface ModelActivity {
   /** Bytes in memory (0 while loading) and of those on the GPU. */
   sizeBytes: number;
   vramBytes: number;
+  /** The backend serving it, and where it runs (a device of the offload plan, `cpu` or `gpu`); empty while loading. */
+  engine: string;
+  device: string;
 }

@@ -23,6 +23,7 @@ interface Loaded {
   name: string;
   size: number;
   size_vram?: number;
+  device?: string;
   expires_at?: string;
   details?: { format?: string } | null;
 }
@@ -378,7 +379,7 @@ export function Models() {
               <li key={m.name} class="row between wrap">
                 <span>
                   <strong>{m.name}</strong> · {isRemote(m) ? 'remote' : bytes(m.size)}
-                  {m.size_vram ? ` (${bytes(m.size_vram)} on GPU)` : ''}
+                  {m.size_vram ? ` (${bytes(m.size_vram)} on ${m.device && m.device !== 'gpu' ? m.device : 'GPU'})` : ''}
                   {m.expires_at ? ` · unloads ${new Date(m.expires_at).toLocaleTimeString()}` : ''}
                 </span>
                 <button type="button" class="small" onClick={() => act(() => json('/api/generate', { body: { model: m.name, keep_alive: 0 } }))}>
