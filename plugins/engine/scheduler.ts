@@ -343,6 +343,17 @@ export class Scheduler {
       inst.model = model;
       inst.engine = backend.name;
       inst.offload = loadOptions.offload ?? null;
+      this.#o.log.info(
+        {
+          model: inst.resolved.name,
+          engine: backend.name,
+          device: deviceOf(inst),
+          gpuLayers: inst.offload?.gpuLayers,
+          sizeBytes: model.sizeBytes,
+          vramBytes: model.vramBytes,
+        },
+        'model placed',
+      );
       this.#pump(inst);
       if (inst.idle) this.#scheduleExpiry(inst);
       return null;
