@@ -78,6 +78,7 @@ class Instance {
   model: LoadedModel | null = null;
   /** The backend that loaded `model`. */
   engine = '';
+  /** Host memory the load is expected to take: the backend's estimate less what the offload plan puts on a GPU. */
   estimateBytes = 0;
   active = 0;
   waiters: Waiter[] = [];
@@ -319,7 +320,9 @@ export class Scheduler {
     for (let attempt = 1; ; attempt++) {
       const loadOptions = await this.#place(inst, backend, baseOptions);
       if (inst.gone) return null;
-      inst.estimateBytes = (await backend.estimateMemory(inst.resolved, loadOptions)).totalBytes;
+      // What the plan puts on a GPU is not in the host's memory budget (as Ollama counts system memory).
+      const estimate = (await backend.estimateMemory(inst.resolved, loadOptions)).totalBytes;
+      inst.estimateBytes = Math.max(0, estimate - (loadOptions.offload?.vramBytes ?? 0));
       this.#checkLargerContext(inst, contextLength);
       await this.#makeRoom(inst);
       if (inst.gone) return null;
@@ -425,8 +428,8 @@ export class Scheduler {
     if (inst.resolved.remote) return;
     for (;;) {
       const others = [...this.#instances.values()].filter((i) => i !== inst && !i.gone && !i.resolved.remote);
-      // Like with like: the estimate (which counts the runner process too) unless the real size is larger.
-      const used = others.reduce((sum, i) => sum + Math.max(i.estimateBytes, i.model?.sizeBytes ?? 0), 0);
+      // Like with like: the estimate (which counts the runner process too) unless the real size in host memory is larger.
+      const used = others.reduce((sum, i) => sum + Math.max(i.estimateBytes, (i.model?.sizeBytes ?? 0) - (i.model?.vramBytes ?? 0)), 0);
       if (others.length < this.#o.maxLoadedModels && used + inst.estimateBytes <= this.#o.memoryBudgetBytes) return;
       if (others.length === 0) return;
       const victim = others.filter((i) => i.idle && i.model).sort((a, b) => a.lastUsed - b.lastUsed)[0];

@@ -222,6 +222,27 @@ t.test('memory budget: estimates that do not fit unload idle models first', asyn
   t.same(backend.journal, ['load a@2048', 'unload a', 'load b@2048']);
 });
 
+t.test('memory budget: what the offload plan puts on a GPU does not count against the host budget', async (t) => {
+  // 600 bytes a model, 500 of them on the device (2 layers of 200, the output layer 50, a fixed 50):
+  // two fit a 1000-byte host budget together only because the device holds most of each.
+  const costs = { layers: 2, bytesPerLayer: 200, outputBytes: 50, fixedBytes: 50 };
+  const onGpu = (devices: { id: string; name: string; totalBytes: number; freeBytes: number }[]) => {
+    const backend = fakeBackend(600);
+    backend.devices = async () => devices;
+    const registry = { candidates: async () => [backend], handler: () => ({ offloadCosts: async () => costs }) } as unknown as BackendRegistry;
+    return { backend, s: scheduler(backend, { memoryBudgetBytes: 1000, backends: registry }) };
+  };
+  const gpu = onGpu([{ id: 'Vulkan0', name: 'a GPU', totalBytes: 10_000, freeBytes: 10_000 }]);
+  (await gpu.s.acquire(model('a'), {}, never)).release();
+  (await gpu.s.acquire(model('b'), {}, never)).release();
+  t.same(gpu.backend.journal, ['load a@2048', 'load b@2048'], 'both loaded: 100 bytes each in host memory');
+
+  const cpu = onGpu([]);
+  (await cpu.s.acquire(model('a'), {}, never)).release();
+  (await cpu.s.acquire(model('b'), {}, never)).release();
+  t.same(cpu.backend.journal, ['load a@2048', 'unload a', 'load b@2048'], 'without a device both are in host memory: one at a time');
+});
+
 t.test('a context larger than the default that does not fit the memory budget is refused with a context error', async (t) => {
   const backend = fakeBackend(600);
   const s = scheduler(backend, { memoryBudgetBytes: 1000, contextLength: 2048 });
