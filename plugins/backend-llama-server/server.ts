@@ -60,7 +60,7 @@ export interface ServerSpec {
    * Where the layers go (`--device`, `--n-gpu-layers`): a device of the GPU back end `env` loads
    * and how many layers, or null for the CPU only (`--device none`). Unset: the CPU.
    */
-  offload?: { device: string | null; gpuLayers: number };
+  offload?: { device: string | null; gpuLayers: number; split?: readonly { device: string; gpuLayers: number }[] };
   /** Environment the server needs for its GPU back end (`GGML_BACKEND_PATH`; devices.ts). */
   env?: Readonly<Record<string, string>>;
   /** More arguments, appended after LIA's own (the plugin's `args` option). */
@@ -147,6 +147,23 @@ export function loadErrorLine(log: string): string {
     .slice(0, 200);
 }
 
+/**
+ * The offload plan as llama-server's arguments: its device and layer count, and for a model spread
+ * over several GPUs each device with its share of the layers (`--tensor-split`, llama.cpp's
+ * default layer split: the proportions are layer counts).
+ */
+function offloadArgs(offload: NonNullable<ServerSpec['offload']>): string[] {
+  const split = offload.split ?? [];
+  const devices = split.length > 1 ? split.map((s) => s.device).join(',') : offload.device!;
+  return [
+    '--device',
+    devices,
+    '--n-gpu-layers',
+    String(offload.gpuLayers),
+    ...(split.length > 1 ? ['--tensor-split', split.map((s) => s.gpuLayers).join(',')] : []),
+  ];
+}
+
 /** The command-line arguments of a server for `spec` at `address`. */
 export function serverArgs(spec: ServerSpec, address: Address): string[] {
   return [
@@ -179,9 +196,7 @@ export function serverArgs(spec: ServerSpec, address: Address): string[] {
     ...(spec.pooling ? ['--pooling', spec.pooling] : []),
     ...(spec.chatTemplate !== undefined && !spec.rerank && !spec.embedding ? ['--chat-template', spec.chatTemplate] : []),
     ...(spec.slotDir ? ['--slot-save-path', spec.slotDir] : []),
-    ...(spec.offload?.device
-      ? ['--device', spec.offload.device, '--n-gpu-layers', String(spec.offload.gpuLayers)]
-      : ['--device', 'none', '--n-gpu-layers', '0']),
+    ...(spec.offload?.device ? offloadArgs(spec.offload) : ['--device', 'none', '--n-gpu-layers', '0']),
     ...(spec.args ?? []),
   ];
 }

@@ -18,7 +18,7 @@ import type { LoadedModelInfo } from './public.js';
 import type { ResolvedModel } from 'lia/model-store';
 import type { InferenceEvent } from 'lia/plugin/contracts';
 import type { ModelActivity } from './public.js';
-import { ON_CPU, planOffload, type Offload } from './plan/offload.js';
+import { bytesOn, devicesOf, ON_CPU, planOffload, type Offload } from './plan/offload.js';
 
 export interface SchedulerOptions {
   backends: BackendRegistry;
@@ -379,15 +379,14 @@ export class Scheduler {
     const costs = await handler.offloadCosts(inst.resolved, options);
     for (let first = true; ; first = false) {
       if (!first) devices = await backend.devices();
-      const onDevice = (id: string, of: Instance[]) =>
-        of.filter((i) => i.engine === backend.name && i.offload?.device === id).reduce((sum, i) => sum + (i.offload?.vramBytes ?? 0), 0);
+      const onDevice = (id: string, of: Instance[]) => of.filter((i) => i.engine === backend.name).reduce((sum, i) => sum + bytesOn(i.offload, id), 0);
       const others = [...this.#instances.values()].filter((i) => i !== inst && !i.gone && i.model);
       const rooms = devices.map((d) => ({ id: d.id, freeBytes: d.freeBytes, usedByLiaBytes: onDevice(d.id, others) }));
       const offload = planOffload(costs, rooms, { numGpu: inst.numGpu, capBytes: this.#o.gpuMemoryCapBytes, reserveBytes: this.#o.gpuReserveBytes ?? 0 });
       const whole = offload.gpuLayers >= costs.layers + 1;
       const automatic = inst.numGpu === undefined || inst.numGpu < 0;
       const victim = others
-        .filter((i) => i.idle && i.engine === backend.name && i.offload?.device != null && devices.some((d) => d.id === i.offload?.device))
+        .filter((i) => i.idle && i.engine === backend.name && devicesOf(i.offload).some((id) => devices.some((d) => d.id === id)))
         .sort((a, b) => a.lastUsed - b.lastUsed)[0];
       if (whole || !automatic || !victim) return { ...options, offload };
       this.#o.log.info(
@@ -577,5 +576,7 @@ export class Scheduler {
  * that plans by itself reports device memory.
  */
 function deviceOf(i: Instance): string {
-  return i.offload?.device ?? ((i.model?.vramBytes ?? 0) > 0 ? 'gpu' : 'cpu');
+  const on = devicesOf(i.offload);
+  if (on.length > 0) return on.join(',');
+  return i.offload ? 'cpu' : (i.model?.vramBytes ?? 0) > 0 ? 'gpu' : 'cpu';
 }

@@ -4,7 +4,7 @@
  * layer last, `num_gpu` as asked, the cap and the reserve counted.
  */
 import t from 'tap';
-import { offloadBytes, planOffload, type LayerCosts } from '../../plugins/engine/plan/offload.js';
+import { bytesOn, devicesOf, offloadBytes, planOffload, type LayerCosts } from '../../plugins/engine/plan/offload.js';
 
 const MiB = 2 ** 20;
 // 30 layers of 10 MiB, a 20 MiB output layer, 50 MiB of compute buffers: 370 MiB whole.
@@ -42,4 +42,33 @@ t.test('the reserve and the cap shrink the room; the cap counts what LIA already
   t.equal(planOffload(costs, [device('Vulkan0', 4000)], { reserveBytes: 0, capBytes: 250 * MiB }).gpuLayers, 20);
   t.equal(planOffload(costs, [device('Vulkan0', 4000, 150)], { reserveBytes: 0, capBytes: 250 * MiB }).gpuLayers, 5);
   t.equal(planOffload(costs, [device('Vulkan0', 4000, 250)], { reserveBytes: 0, capBytes: 250 * MiB }).device, null, 'the cap is used up');
+});
+
+t.test('a model no single device holds is spread over several, most room first, the output layer on the last', async (t) => {
+  // 370 MiB whole; 250 MiB free on one, 200 MiB on the other: 20 layers (250 MiB), then 10 layers
+  // and the output layer (170 MiB).
+  const plan = planOffload(costs, [device('Vulkan0', 200), device('Vulkan1', 250)], none);
+  t.same(plan, {
+    device: 'Vulkan1',
+    gpuLayers: 31,
+    vramBytes: 420 * MiB,
+    split: [
+      { device: 'Vulkan1', gpuLayers: 20, vramBytes: 250 * MiB },
+      { device: 'Vulkan0', gpuLayers: 11, vramBytes: 170 * MiB },
+    ],
+  });
+  t.same(bytesOn(plan, 'Vulkan0'), 170 * MiB, 'each device counts its share');
+  t.same(devicesOf(plan), ['Vulkan1', 'Vulkan0']);
+});
+
+t.test('spread and still short: the rest on the CPU; one device that holds it whole is not split', async (t) => {
+  const short = planOffload(costs, [device('Vulkan0', 100), device('Vulkan1', 150)], none);
+  t.same(
+    short.split?.map((s) => s.gpuLayers),
+    [10, 5],
+    '15 of 30 layers, no output layer',
+  );
+  t.equal(short.gpuLayers, 15);
+  t.notOk(planOffload(costs, [device('Vulkan0', 100), device('Vulkan1', 2000)], none).split, 'whole on the larger');
+  t.notOk(planOffload(costs, [device('Vulkan0', 200), device('Vulkan1', 250)], { ...none, numGpu: 25 }).split, 'num_gpu places on one device, as asked');
 });

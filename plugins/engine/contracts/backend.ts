@@ -310,7 +310,23 @@ export interface Offload {
   device: string | null;
   /** Layers on the device, the output layer counted as one (`layers + 1` is the whole model). */
   gpuLayers: number;
-  /** Bytes the model is expected to hold on the device. */
+  /** Bytes the model is expected to hold on the device (on all of them, when split). */
+  vramBytes: number;
+  /**
+   * A model spread over several GPUs: each device with its layers and bytes, in order (the first
+   * is {@link device}, the output layer on the last); absent on one device. The layers add up to
+   * {@link gpuLayers}.
+   */
+  split?: readonly DeviceShare[];
+}
+
+/** One device's part of a split offload ({@link Offload.split}). */
+export interface DeviceShare {
+  /** The device (one of the backend's `devices()`). */
+  device: string;
+  /** Layers on this device, the output layer counted as one where it is here. */
+  gpuLayers: number;
+  /** Bytes this part is expected to hold on the device. */
   vramBytes: number;
 }
 

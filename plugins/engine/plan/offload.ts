@@ -7,7 +7,10 @@
  * as that room holds with their share of the KV cache, after the device's fixed cost (the compute
  * buffer); the output layer counts as one more layer, offloaded last, as llama.cpp counts it. A
  * model that does not fit whole is split between the GPU and the CPU; one for which not a single
- * layer fits runs on the CPU. `num_gpu` (Ollama's option and Modelfile parameter) sets the count
+ * layer fits runs on the CPU. A model that no single device holds whole, on a machine with several,
+ * is spread over them as Ollama does: the devices with the most room first, each taking the layers
+ * its room holds (each paying the fixed cost), the output layer on the last, until the model is
+ * placed or the devices are full; what remains runs on the CPU. `num_gpu` (Ollama's option and Modelfile parameter) sets the count
  * instead: 0 keeps the model on the CPU, a larger count is taken as asked (at most every layer),
  * even past what the room holds, as Ollama does (the load then fails where the driver refuses).
  *
@@ -16,9 +19,9 @@
  *
  * @module
  */
-import type { LayerCosts, Offload } from '../contracts/backend.js';
+import type { DeviceShare, LayerCosts, Offload } from '../contracts/backend.js';
 
-export type { LayerCosts, Offload };
+export type { DeviceShare, LayerCosts, Offload };
 
 /** A device an engine can place layers on. */
 export interface DeviceRoom {
@@ -64,9 +67,54 @@ function room(device: DeviceRoom, options: OffloadOptions): number {
 /** Decides where a model runs; see the module comment. */
 export function planOffload(costs: LayerCosts, devices: readonly DeviceRoom[], options: OffloadOptions): Offload {
   if (devices.length === 0 || options.numGpu === 0) return ON_CPU;
-  const best = [...devices].sort((a, b) => room(b, options) - room(a, options))[0]!;
+  const byRoom = [...devices].sort((a, b) => room(b, options) - room(a, options));
+  const best = byRoom[0]!;
   const whole = costs.layers + 1;
-  const gpuLayers = options.numGpu !== undefined && options.numGpu > 0 ? Math.min(options.numGpu, whole) : layersThatFit(costs, room(best, options));
+  const asked = options.numGpu !== undefined && options.numGpu > 0;
+  const gpuLayers = asked ? Math.min(options.numGpu!, whole) : layersThatFit(costs, room(best, options));
+  if (!asked && gpuLayers < whole && byRoom.length > 1) {
+    const split = spread(costs, byRoom, options);
+    if (split.length > 1) return joined(split);
+  }
   if (gpuLayers === 0) return ON_CPU;
   return { device: best.id, gpuLayers, vramBytes: offloadBytes(costs, gpuLayers) };
+}
+
+/** The shares of devices (most room first) that together hold as much of the model as they can. */
+function spread(costs: LayerCosts, byRoom: readonly DeviceRoom[], options: OffloadOptions): DeviceShare[] {
+  const shares: DeviceShare[] = [];
+  let left = costs.layers;
+  for (const device of byRoom) {
+    if (left === 0) break;
+    const space = room(device, options) - costs.fixedBytes;
+    const layers = Math.min(left, Math.max(0, Math.floor(space / Math.max(1, costs.bytesPerLayer))));
+    if (layers === 0) continue;
+    left -= layers;
+    const withOutput = left === 0 && space - layers * costs.bytesPerLayer >= costs.outputBytes;
+    const gpuLayers = layers + (withOutput ? 1 : 0);
+    shares.push({ device: device.id, gpuLayers, vramBytes: costs.fixedBytes + layers * costs.bytesPerLayer + (withOutput ? costs.outputBytes : 0) });
+  }
+  return shares;
+}
+
+function joined(split: DeviceShare[]): Offload {
+  return {
+    device: split[0]!.device,
+    gpuLayers: split.reduce((sum, s) => sum + s.gpuLayers, 0),
+    vramBytes: split.reduce((sum, s) => sum + s.vramBytes, 0),
+    split,
+  };
+}
+
+/** Bytes an offload holds on `device` (its share when split). */
+export function bytesOn(offload: Offload | null | undefined, device: string): number {
+  if (!offload) return 0;
+  if (offload.split) return offload.split.find((s) => s.device === device)?.vramBytes ?? 0;
+  return offload.device === device ? offload.vramBytes : 0;
+}
+
+/** The devices an offload uses. */
+export function devicesOf(offload: Offload | null | undefined): string[] {
+  if (!offload?.device) return [];
+  return offload.split ? offload.split.map((s) => s.device) : [offload.device];
 }

@@ -1,0 +1,53 @@
+/**
+ * The offload plan as llama-server's command line (plugins/backend-llama-server/server.ts): the CPU
+ * only, one device, and a model spread over several (`--tensor-split` in layers per device).
+ */
+import t from 'tap';
+import { serverArgs, type ServerSpec } from '../../plugins/backend-llama-server/server.js';
+
+const base: ServerSpec = {
+  binary: '/llama-server',
+  model: '/m.gguf',
+  threads: 1,
+  batchThreads: 1,
+  parallel: 1,
+  contextPerSlot: 256,
+  batchSize: 256,
+  embedding: false,
+  startTimeoutMs: 1000,
+};
+
+function arg(args: string[], name: string): string | undefined {
+  return args.includes(name) ? args[args.indexOf(name) + 1] : undefined;
+}
+
+t.test('no plan or a CPU plan: --device none and no layers', async (t) => {
+  for (const offload of [undefined, { device: null, gpuLayers: 0 }]) {
+    const args = serverArgs({ ...base, ...(offload ? { offload } : {}) }, { port: 1 });
+    t.equal(arg(args, '--device'), 'none');
+    t.equal(arg(args, '--n-gpu-layers'), '0');
+    t.notOk(args.includes('--tensor-split'));
+  }
+});
+
+t.test('one device: its name and the layer count', async (t) => {
+  const args = serverArgs({ ...base, offload: { device: 'CUDA0', gpuLayers: 17 } }, { port: 1 });
+  t.equal(arg(args, '--device'), 'CUDA0');
+  t.equal(arg(args, '--n-gpu-layers'), '17');
+  t.notOk(args.includes('--tensor-split'));
+});
+
+t.test('spread over two devices: both named, in order, each with its layers', async (t) => {
+  const offload = {
+    device: 'CUDA1',
+    gpuLayers: 31,
+    split: [
+      { device: 'CUDA1', gpuLayers: 20 },
+      { device: 'CUDA0', gpuLayers: 11 },
+    ],
+  };
+  const args = serverArgs({ ...base, offload }, { port: 1 });
+  t.equal(arg(args, '--device'), 'CUDA1,CUDA0');
+  t.equal(arg(args, '--n-gpu-layers'), '31');
+  t.equal(arg(args, '--tensor-split'), '20,11');
+});
