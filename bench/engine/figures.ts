@@ -39,6 +39,8 @@ export interface Figures {
   ttft: number;
   agg4: number;
   agg16: number;
+  /** 64 concurrent streams, measured only for a target with 64 slots or more (NaN otherwise). */
+  agg64: number;
   /** Time to first token of a ~512-token prompt, nothing cached (ms). */
   ttftLong: number;
 }
@@ -47,7 +49,7 @@ export interface Figures {
 export type Generate = (prompt?: string, predict?: number) => Promise<Stream>;
 
 /** Measures the figures; `generate` runs one generation (and waits for whatever it needs first). */
-export async function measureFigures(generate: Generate): Promise<Figures> {
+export async function measureFigures(generate: Generate, slots = 16): Promise<Figures> {
   const single: Stream[] = [];
   for (let i = 0; i < 5; i++) single.push(await generate());
   const tokens = median(single.map((s) => s.tokens));
@@ -60,7 +62,8 @@ export async function measureFigures(generate: Generate): Promise<Figures> {
   };
   const agg4 = await aggregate(4);
   const agg16 = await aggregate(16);
+  const agg64 = slots >= 64 ? await aggregate(64) : NaN;
   const long: number[] = [];
   for (let i = 0; i < 3; i++) long.push((await generate(longPrompt(), 1)).ttftMs);
-  return { decode, ttft, agg4, agg16, ttftLong: median(long) };
+  return { decode, ttft, agg4, agg16, agg64, ttftLong: median(long) };
 }

@@ -194,7 +194,7 @@ async function main(): Promise<void> {
       }
       connections.on = true;
       for (const target of r % 2 === 0 ? [appliance, llamaServer] : [llamaServer, appliance]) {
-        results[target.name]!.push(await measureFigures((prompt, predict) => target.generate(prompt, predict)));
+        results[target.name]!.push(await measureFigures((prompt, predict) => target.generate(prompt, predict), SLOTS));
         console.error(`rep ${r + 1}/${REPS} ${target.name}: ${JSON.stringify(results[target.name]!.at(-1))}`);
       }
       connections.on = false;
@@ -214,7 +214,9 @@ async function main(): Promise<void> {
         xs.map((x, i) => (key === 'ttft' || key === 'ttftLong' ? results['llama-server']![i]![key] / x[key] : x[key] / results['llama-server']![i]![key])),
       );
     };
-    const rows = (['decode', 'ttft', 'agg4', 'agg16', 'ttftLong'] as const).map((key) => ({
+    const figures =
+      SLOTS >= 64 ? (['decode', 'ttft', 'agg4', 'agg16', 'agg64', 'ttftLong'] as const) : (['decode', 'ttft', 'agg4', 'agg16', 'ttftLong'] as const);
+    const rows = figures.map((key) => ({
       figure: key,
       appliance: med('appliance', key),
       llamaServer: med('llama-server', key),
@@ -227,6 +229,7 @@ async function main(): Promise<void> {
       ttft: 'time to first token (ms)',
       agg4: 'aggregate, 4 streams (tok/s)',
       agg16: 'aggregate, 16 streams (tok/s)',
+      agg64: 'aggregate, 64 streams (tok/s)',
       ttftLong: 'TTFT, 512-token prompt (ms)',
     };
     console.log(`\n${machineLine(machine)}`);

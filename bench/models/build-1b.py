@@ -3,8 +3,12 @@ Writes a synthetic model in TinyLlama-1.1B's shape (llama architecture: hidden 2
 32 attention heads, 4 KV heads, feed-forward 5632, trained context 2048) with the Llama-2
 vocabulary and tokenizer metadata of a donor GGUF and random weights, as Q4_0 and Q8_0 GGUF files.
 
+With a third argument `8b`, one Q4_0 file in Llama-3-8B's shape instead (hidden 4096, 32 layers,
+32 heads, 8 KV heads, feed-forward 14336, context 8192; the donor's vocabulary), about 3.7 GB: the
+GPU check's large model (bench/gpu/check.sh).
+
 Called by build-1b.ts, which supplies llama.cpp's own gguf-py (from the source bundle
-node-llama-cpp ships) on PYTHONPATH. Arguments: DONOR_GGUF OUT_DIR.
+node-llama-cpp ships) on PYTHONPATH. Arguments: DONOR_GGUF OUT_DIR [8b].
 
 Weights are drawn once per tensor (normal, std 0.02; norms 1.0) and quantized to both types with
 gguf-py's numpy quantizers, so the two files hold the same model. Random weights decode at the
@@ -16,9 +20,11 @@ import gguf
 from gguf import GGUFReader, GGUFValueType, GGUFWriter, GGMLQuantizationType
 from gguf.quants import quantize
 
-HIDDEN, LAYERS, HEADS, KV_HEADS, FFN, CONTEXT = 2048, 22, 32, 4, 5632, 2048
+EIGHT_B = len(sys.argv) > 3 and sys.argv[3] == "8b"
+HIDDEN, LAYERS, HEADS, KV_HEADS, FFN, CONTEXT = (4096, 32, 32, 8, 14336, 8192) if EIGHT_B else (2048, 22, 32, 4, 5632, 2048)
 HEAD_DIM = HIDDEN // HEADS
-TYPES = {"q4_0": GGMLQuantizationType.Q4_0, "q8_0": GGMLQuantizationType.Q8_0}
+TYPES = {"q4_0": GGMLQuantizationType.Q4_0} if EIGHT_B else {"q4_0": GGMLQuantizationType.Q4_0, "q8_0": GGMLQuantizationType.Q8_0}
+LABEL = "bench-random-8b" if EIGHT_B else "bench-random-1b"
 FILE_TYPES = {"q4_0": gguf.LlamaFileType.MOSTLY_Q4_0, "q8_0": gguf.LlamaFileType.MOSTLY_Q8_0}
 # A Zephyr-style chat template (TinyLlama-Chat's format), so that /api/chat has one to render.
 TEMPLATE = (
@@ -68,8 +74,8 @@ def main(donor: str, out_dir: str) -> None:
     reader = GGUFReader(donor)
     writers = {}
     for name in TYPES:
-        w = GGUFWriter(f"{out_dir}/bench-random-1b-{name}.gguf", "llama")
-        w.add_name(f"bench-random-1b-{name}")
+        w = GGUFWriter(f"{out_dir}/{LABEL}-{name}.gguf", "llama")
+        w.add_name(f"{LABEL}-{name}")
         w.add_context_length(CONTEXT)
         w.add_embedding_length(HIDDEN)
         w.add_block_count(LAYERS)

@@ -72,6 +72,32 @@ export async function build1b32k(log: (line: string) => void = console.error): P
   return out;
 }
 
+/**
+ * The synthetic Q4_0 model in Llama-3-8B's shape (build-1b.py `8b`, about 3.7 GB): the GPU check's
+ * large model. Built on first use (minutes and about 6 GB of memory), cached beside the 1B files.
+ */
+export async function build8b(log: (line: string) => void = console.error): Promise<string> {
+  const out = path.join(CACHE, 'bench-random-8b-q4_0.gguf');
+  const stamp = `${out}.stamp`;
+  const digest = createHash('sha256')
+    .update(await readFile(SCRIPT))
+    .digest('hex');
+  if (existsSync(out) && (await readFile(stamp, 'utf8').catch(() => '')) === digest) return out;
+  const src = await llamaCppSource(log);
+  const tmp = path.join(CACHE, 'tmp-8b');
+  await rm(tmp, { recursive: true, force: true });
+  await mkdir(tmp, { recursive: true });
+  log('writing bench-random-8b (Q4_0) with gguf-py and numpy (minutes)');
+  execFileSync('python3', [SCRIPT, fixture('gguf/llama-2-tiny-random.gguf'), tmp, '8b'], {
+    env: { ...process.env, PYTHONPATH: path.join(src, 'gguf-py') },
+    stdio: ['ignore', 'inherit', 'inherit'],
+  });
+  await rename(path.join(tmp, path.basename(out)), out);
+  await rm(tmp, { recursive: true, force: true });
+  await writeFile(stamp, digest);
+  return out;
+}
+
 if (process.argv[1] && fileURLToPath(import.meta.url) === path.resolve(process.argv[1])) {
   for (const q of ['q4_0', 'q8_0'] as const) console.log(await build1b(q));
 }
