@@ -82,6 +82,7 @@ export class LlamaCppBackend implements InferenceBackend {
       contextLength: options.contextLength ?? 0,
       parallel: options.parallel,
       batchSize: options.batchSize ?? this.#options.batchSize,
+      kvCacheType: options.kvCacheType,
     });
     // The runner loads no projector: the weights alone, plus the runner process.
     return { totalBytes: totalBytes + RUNNER_OVERHEAD_BYTES, vramBytes: 0 };
@@ -123,6 +124,8 @@ export class LlamaCppBackend implements InferenceBackend {
         gpu,
         // The engine's offload plan, carried out (none: node-llama-cpp fits the layers itself).
         ...(options.offload ? { gpuLayers: options.offload.device ? options.offload.gpuLayers : 0 } : {}),
+        ...(options.kvCacheType ? { kvCacheType: options.kvCacheType } : {}),
+        ...(options.flashAttention !== undefined ? { flashAttention: options.flashAttention } : {}),
         ...(model.template ? { template: model.template } : {}),
         ...(this.#jinjaOnly.has(model.modelPath) ? { knownChatWrapper: 'JinjaTemplate' as const } : {}),
       },

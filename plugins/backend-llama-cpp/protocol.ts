@@ -26,6 +26,10 @@ export interface LoadSpec {
    * as the engine's offload plan decided; absent: node-llama-cpp fits them itself (no plan).
    */
   gpuLayers?: number;
+  /** The KV cache's element type, keys and values; absent: f16. */
+  kvCacheType?: 'f16' | 'q8_0' | 'q4_0';
+  /** Flash attention; absent: `auto`. */
+  flashAttention?: boolean;
   /** The store's template layer (Ollama Go-template text), if any. */
   template?: string;
   /**

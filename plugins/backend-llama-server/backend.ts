@@ -122,6 +122,8 @@ export function llamaServerBackend(o: LlamaServerBackendOptions): LlamaServerBac
         ...(slotDir ? { slotDir } : {}),
         ...(prompting.chatTemplate !== undefined ? { chatTemplate: prompting.chatTemplate } : {}),
         ...(offload && gpu ? { offload, env: backendEnv(gpu) } : {}),
+        ...(options.kvCacheType ? { kvCacheType: options.kvCacheType } : {}),
+        ...(options.flashAttention !== undefined ? { flashAttention: options.flashAttention } : {}),
         ...(o.args?.length ? { args: o.args } : {}),
       });
       const start = (contextPerSlot: number) =>

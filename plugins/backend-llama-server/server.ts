@@ -61,6 +61,10 @@ export interface ServerSpec {
    * and how many layers, or null for the CPU only (`--device none`). Unset: the CPU.
    */
   offload?: { device: string | null; gpuLayers: number; split?: readonly { device: string; gpuLayers: number }[] };
+  /** The KV cache's element type, keys and values (`-ctk`, `-ctv`). Unset: llama.cpp's f16. */
+  kvCacheType?: 'f16' | 'q8_0' | 'q4_0';
+  /** Flash attention (`-fa on|off`). Unset: `auto`. */
+  flashAttention?: boolean;
   /** Environment the server needs for its GPU back end (`GGML_BACKEND_PATH`; devices.ts). */
   env?: Readonly<Record<string, string>>;
   /** More arguments, appended after LIA's own (the plugin's `args` option). */
@@ -197,6 +201,9 @@ export function serverArgs(spec: ServerSpec, address: Address): string[] {
     ...(spec.chatTemplate !== undefined && !spec.rerank && !spec.embedding ? ['--chat-template', spec.chatTemplate] : []),
     ...(spec.slotDir ? ['--slot-save-path', spec.slotDir] : []),
     ...(spec.offload?.device ? offloadArgs(spec.offload) : ['--device', 'none', '--n-gpu-layers', '0']),
+    ...(spec.kvCacheType && spec.kvCacheType !== 'f16' ? ['--cache-type-k', spec.kvCacheType, '--cache-type-v', spec.kvCacheType] : []),
+    '--flash-attn',
+    spec.flashAttention === undefined ? 'auto' : spec.flashAttention ? 'on' : 'off',
     ...(spec.args ?? []),
   ];
 }

@@ -64,6 +64,16 @@ export default definePlugin({
       default: 256 * 1024 * 1024,
       description: "Bytes of each GPU left to its driver and other programs when layers are fitted (Ollama's OLLAMA_GPU_OVERHEAD). Defaults to 256 MiB.",
     }),
+    kvCacheType: Type.Union([Type.Literal('f16'), Type.Literal('q8_0'), Type.Literal('q4_0')], {
+      default: 'f16',
+      description:
+        "KV cache element type of a model whose Modelfile names none (PARAMETER kv_cache_type; Ollama's OLLAMA_KV_CACHE_TYPE, llama.cpp's -ctk/-ctv): f16, q8_0 (half the cache memory) or q4_0 (a quarter). A quantized cache needs flash attention: with flashAttention off it is f16. Defaults to f16.",
+    }),
+    flashAttention: Type.Union([Type.Literal('auto'), Type.Literal('on'), Type.Literal('off')], {
+      default: 'auto',
+      description:
+        "Flash attention for a model whose Modelfile does not set it (PARAMETER flash_attention true|false; Ollama's OLLAMA_FLASH_ATTENTION, llama.cpp's -fa): auto lets llama.cpp decide per device. Defaults to auto.",
+    }),
     contextLength: Type.Integer({
       minimum: 0,
       default: 4096,
@@ -103,6 +113,8 @@ export default definePlugin({
     LIA_GPU_MEMORY_CAP: 'gpuMemoryCap',
     LIA_GPU_RESERVE: 'gpuReserve',
     LIA_CONTEXT_LENGTH: 'contextLength',
+    LIA_KV_CACHE_TYPE: 'kvCacheType',
+    LIA_FLASH_ATTENTION: 'flashAttention',
     LIA_THREADS: 'threads',
     LIA_BATCH_THREADS: 'batchThreads',
     LIA_MAX_IMAGE_BYTES: 'maxImageBytes',
@@ -128,6 +140,8 @@ export default definePlugin({
       memoryBudgetBytes: memoryBudget(o.memoryBudget),
       ...(o.gpuMemoryCap > 0 ? { gpuMemoryCapBytes: o.gpuMemoryCap } : {}),
       gpuReserveBytes: o.gpuReserve,
+      ...(o.kvCacheType !== 'f16' ? { kvCacheType: o.kvCacheType } : {}),
+      ...(o.flashAttention !== 'auto' ? { flashAttention: o.flashAttention === 'on' } : {}),
       contextLength: o.contextLength,
       threads,
       batchThreads,

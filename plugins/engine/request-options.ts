@@ -7,7 +7,10 @@
  * @module
  */
 import { Errors } from 'lia/plugin';
-import type { SamplingOptions } from './public.js';
+import type { KvCacheType, SamplingOptions } from './public.js';
+
+/** The KV cache types a request, a Modelfile or the config may name. */
+export const KV_CACHE_TYPES: readonly KvCacheType[] = ['f16', 'q8_0', 'q4_0'];
 
 const INTEGER_KEYS = ['top_k', 'seed', 'num_predict', 'num_ctx', 'num_gpu', 'repeat_last_n'] as const;
 const FLOAT_KEYS = ['temperature', 'top_p', 'min_p', 'repeat_penalty', 'presence_penalty', 'frequency_penalty'] as const;
@@ -62,6 +65,16 @@ export function parseSamplingOptions(raw: unknown, strict = true): SamplingOptio
     if (v === undefined || v === null) continue;
     if (typeof v !== 'number' || !Number.isFinite(v)) bad(key, 'number');
     else out[key] = v;
+  }
+  const kv = src['kv_cache_type'];
+  if (kv !== undefined && kv !== null) {
+    if (typeof kv === 'string' && (KV_CACHE_TYPES as readonly string[]).includes(kv.toLowerCase())) out.kv_cache_type = kv.toLowerCase() as KvCacheType;
+    else if (strict) throw Errors.badRequest(`option "kv_cache_type" must be one of ${KV_CACHE_TYPES.join(', ')}`, { param: 'options.kv_cache_type' });
+  }
+  const fa = src['flash_attention'];
+  if (fa !== undefined && fa !== null) {
+    if (typeof fa === 'boolean') out.flash_attention = fa;
+    else bad('flash_attention', 'boolean');
   }
   const stop = src['stop'];
   if (stop !== undefined && stop !== null) {

@@ -13,7 +13,7 @@ import type { FastifyBaseLogger } from 'fastify';
 import { Errors, isAppError, type EngineCrash } from 'lia/plugin';
 import type { BackendRegistry, InferenceBackend } from './public.js';
 import type { LoadedModel } from './public.js';
-import type { LoadOptions } from './public.js';
+import type { KvCacheType, LoadOptions } from './public.js';
 import type { LoadedModelInfo } from './public.js';
 import type { ResolvedModel } from 'lia/model-store';
 import type { InferenceEvent } from 'lia/plugin/contracts';
@@ -44,6 +44,9 @@ export interface SchedulerOptions {
   observe?: (event: InferenceEvent) => void;
   /** At most this many bytes of each GPU for the loaded models together; undefined: what the device has free. */
   gpuMemoryCapBytes?: number;
+  /** The KV cache type and flash attention of a model that names none (config `engine.kvCacheType`, `engine.flashAttention`). */
+  kvCacheType?: KvCacheType;
+  flashAttention?: boolean;
   /** Bytes of each GPU left to its driver and other programs when layers are fitted. Defaults to 0. */
   gpuReserveBytes?: number;
 }
@@ -66,6 +69,9 @@ export interface AcquireOptions {
   contextLength?: number;
   /** The request's `num_gpu` (its own or the model's stored parameter), used when this request loads the model; undefined: automatic. */
   numGpu?: number;
+  /** `kv_cache_type` and `flash_attention` (the request's or the model's stored parameters), used like `numGpu`; undefined: the engine's defaults. */
+  kvCacheType?: KvCacheType;
+  flashAttention?: boolean;
 }
 
 /** A request waiting for a slot; `ask` is its `contextLength`. */
@@ -89,6 +95,8 @@ class Instance {
   contextAsked = 0;
   /** `num_gpu` asked for at load; undefined: automatic. */
   numGpu: number | undefined;
+  /** The KV cache type and flash attention it is loaded with. */
+  cache: Pick<LoadOptions, 'kvCacheType' | 'flashAttention'> = {};
   /** Where the offload plan put the model (null: no plan, the backend decided). */
   offload: Offload | null = null;
   gone = false;
@@ -178,6 +186,8 @@ export class Scheduler {
           context_length: m.contextLength,
           engine: i.engine,
           device: deviceOf(i),
+          kv_cache_type: i.cache.kvCacheType ?? 'f16',
+          flash_attention: i.cache.flashAttention === undefined ? ('auto' as const) : i.cache.flashAttention ? ('on' as const) : ('off' as const),
         };
       })
       .sort((a, b) => b.expires_at.localeCompare(a.expires_at));
@@ -265,6 +275,7 @@ export class Scheduler {
   #create(model: ResolvedModel, options: AcquireOptions): Instance {
     const inst = new Instance(model, options.keepAliveMs ?? this.#o.keepAliveMs);
     inst.numGpu = options.numGpu;
+    inst.cache = cacheOptions(options.kvCacheType ?? this.#o.kvCacheType, options.flashAttention ?? this.#o.flashAttention);
     this.#instances.set(model.name, inst);
     const contextLength = options.contextLength ?? this.#o.contextLength;
     inst.contextAsked = contextLength;
@@ -273,12 +284,14 @@ export class Scheduler {
   }
 
   async #load(inst: Instance, contextLength: number): Promise<void> {
+    await this.#checkCacheType(inst);
     const loadOptions = {
       parallel: this.#o.parallel,
       threads: this.#o.threads,
       batchThreads: this.#o.batchThreads ?? this.#o.threads,
       ...(contextLength > 0 ? { contextLength } : {}),
       ...(this.#o.batchSize ? { batchSize: this.#o.batchSize } : {}),
+      ...inst.cache,
       onExit: (err: Error) => this.#crashed(inst, err),
     };
     try {
@@ -361,6 +374,22 @@ export class Scheduler {
       if (inst.idle) this.#scheduleExpiry(inst);
       return null;
     }
+  }
+
+  /**
+   * A quantized KV cache the model's format says it cannot hold (a GGUF whose head width is no
+   * multiple of the type's block) becomes `f16`, with a warning, as Ollama falls back.
+   */
+  async #checkCacheType(inst: Instance): Promise<void> {
+    const type = inst.cache.kvCacheType;
+    if (!type || type === 'f16' || inst.resolved.remote) return;
+    const fits = await this.#o.backends
+      .handler(inst.resolved.format)
+      ?.kvCacheFits?.(inst.resolved, type)
+      .catch(() => true);
+    if (fits !== false) return;
+    this.#o.log.warn({ model: inst.resolved.name, kvCacheType: type }, `the model's attention heads cannot hold a ${type} KV cache: loading it with f16`);
+    inst.cache = { ...inst.cache, kvCacheType: 'f16' };
   }
 
   /**
@@ -579,4 +608,13 @@ function deviceOf(i: Instance): string {
   const on = devicesOf(i.offload);
   if (on.length > 0) return on.join(',');
   return i.offload ? 'cpu' : (i.model?.vramBytes ?? 0) > 0 ? 'gpu' : 'cpu';
+}
+
+/**
+ * The cache a load gets: a quantized KV cache needs flash attention, so with flash attention off
+ * it is `f16`, as Ollama does; `/api/ps` shows the type loaded.
+ */
+function cacheOptions(kvCacheType: KvCacheType | undefined, flashAttention: boolean | undefined): Pick<LoadOptions, 'kvCacheType' | 'flashAttention'> {
+  const type = flashAttention === false && kvCacheType !== undefined && kvCacheType !== 'f16' ? 'f16' : kvCacheType;
+  return { ...(type !== undefined ? { kvCacheType: type } : {}), ...(flashAttention !== undefined ? { flashAttention } : {}) };
 }

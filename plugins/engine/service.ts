@@ -321,16 +321,23 @@ export class EngineService implements InferenceService {
     return model;
   }
 
-  /** A slot of `model`, loaded with the options that size a load (`num_ctx`, `num_gpu`). */
-  #acquire(model: ResolvedModel, keepAlive: KeepAlive | undefined, load: Pick<SamplingOptions, 'num_ctx' | 'num_gpu'>, signal: AbortSignal): Promise<Lease> {
+  /** A slot of `model`, loaded with the options that size a load (`num_ctx`, `num_gpu`, `kv_cache_type`, `flash_attention`). */
+  #acquire(
+    model: ResolvedModel,
+    keepAlive: KeepAlive | undefined,
+    load: Pick<SamplingOptions, 'num_ctx' | 'num_gpu' | 'kv_cache_type' | 'flash_attention'>,
+    signal: AbortSignal,
+  ): Promise<Lease> {
     const keepAliveMs = keepAlive === undefined ? undefined : parseKeepAlive(keepAlive);
-    const { num_ctx: numCtx, num_gpu: numGpu } = load;
+    const { num_ctx: numCtx, num_gpu: numGpu, kv_cache_type: kvCacheType, flash_attention: flashAttention } = load;
     return this.#scheduler.acquire(
       model,
       {
         ...(keepAliveMs !== undefined ? { keepAliveMs } : {}),
         ...(numCtx && numCtx > 0 ? { contextLength: numCtx } : {}),
         ...(numGpu !== undefined ? { numGpu } : {}),
+        ...(kvCacheType !== undefined ? { kvCacheType } : {}),
+        ...(flashAttention !== undefined ? { flashAttention } : {}),
       },
       signal,
     );

@@ -13,7 +13,7 @@
 import type { FormatHandler } from 'lia/engine';
 import type { ModelCapability } from 'lia/model-store';
 import type { ModelFile } from 'lia/engine';
-import { estimateBytes, fileBytes, offloadCosts, readShape } from './estimate.js';
+import { estimateBytes, fileBytes, kvCacheFits, offloadCosts, readShape } from './estimate.js';
 import { readGguf, type GgufSummary } from './summary.js';
 import { readGgufHeader } from './header.js';
 
@@ -78,13 +78,18 @@ export function ggufFormat(): FormatHandler {
         contextLength: options.contextLength ?? 0,
         parallel: options.parallel,
         batchSize: options.batchSize ?? DEFAULT_BATCH,
+        kvCacheType: options.kvCacheType,
       });
+    },
+    async kvCacheFits(model, type) {
+      return kvCacheFits(await readShape(model.modelPath), type);
     },
     async offloadCosts(model, options) {
       return offloadCosts(await readShape(model.modelPath), {
         contextLength: options.contextLength ?? 0,
         parallel: options.parallel,
         batchSize: options.batchSize ?? DEFAULT_BATCH,
+        kvCacheType: options.kvCacheType,
       });
     },
   };

@@ -51,3 +51,14 @@ t.test('spread over two devices: both named, in order, each with its layers', as
   t.equal(arg(args, '--n-gpu-layers'), '31');
   t.equal(arg(args, '--tensor-split'), '20,11');
 });
+
+t.test('the KV cache type and flash attention: -ctk/-ctv for a quantized cache, -fa always said', async (t) => {
+  const q8 = serverArgs({ ...base, kvCacheType: 'q8_0', flashAttention: true }, { port: 1 });
+  t.equal(arg(q8, '--cache-type-k'), 'q8_0');
+  t.equal(arg(q8, '--cache-type-v'), 'q8_0');
+  t.equal(arg(q8, '--flash-attn'), 'on');
+  const plain = serverArgs({ ...base, kvCacheType: 'f16', flashAttention: false }, { port: 1 });
+  t.notOk(plain.includes('--cache-type-k'), "f16 is llama.cpp's own default");
+  t.equal(arg(plain, '--flash-attn'), 'off');
+  t.equal(arg(serverArgs(base, { port: 1 }), '--flash-attn'), 'auto');
+});

@@ -162,6 +162,8 @@ t.test('memory estimate from the GGUF header grows with context and slots', asyn
     embedding: 576,
     heads: 9,
     kvHeads: 3,
+    headDimK: 64,
+    headDimV: 64,
     trainedContext: 2048,
     vocab: 32000,
     tensorBytes: { layers: 59_857_920, output: 10_370_304, other: 10_368_000 },

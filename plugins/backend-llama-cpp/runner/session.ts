@@ -61,6 +61,9 @@ export async function gpuDevices(llama: Llama): Promise<RunnerDevice[]> {
   return [{ id: llama.gpu, name: names.join(', '), totalBytes: vram.total, freeBytes: vram.free }];
 }
 
+/** node-llama-cpp's names of the KV cache types. */
+const KV_TYPES = { f16: 'F16', q8_0: 'Q8_0', q4_0: 'Q4_0' } as const;
+
 export class ModelSession {
   readonly info: RunnerInfo;
   /** Things the operator should know about this load (the runner logs them as warnings). */
@@ -116,7 +119,8 @@ export class ModelSession {
       contextSize: contextLength,
       batchSize: Math.min(spec.batchSize, contextLength * spec.parallel),
       threads: spec.threads,
-      flashAttention: 'auto',
+      flashAttention: spec.flashAttention ?? 'auto',
+      ...(spec.kvCacheType ? { experimentalKvCacheKeyType: KV_TYPES[spec.kvCacheType], experimentalKvCacheValueType: KV_TYPES[spec.kvCacheType] } : {}),
       batching: { itemPrioritizationStrategy: stepsThenPrompts },
     });
     const t2 = performance.now();

@@ -29,6 +29,13 @@ export interface SamplingOptions {
   num_ctx?: number;
   /** Layers to offload to a GPU (Ollama's `num_gpu`): 0 keeps the model on the CPU; absent or negative: as many as fit. Sizes the load, not the sampling. */
   num_gpu?: number;
+  /**
+   * The KV cache's element type (llama.cpp's `-ctk/-ctv`, Ollama's `OLLAMA_KV_CACHE_TYPE`): `f16`,
+   * `q8_0` (half the memory) or `q4_0` (a quarter). Sizes the load, like `num_ctx`.
+   */
+  kv_cache_type?: KvCacheType;
+  /** Flash attention on or off (llama.cpp's `-fa`, Ollama's `OLLAMA_FLASH_ATTENTION`); absent: the engine decides (`auto`). Sizes the load. */
+  flash_attention?: boolean;
   stop?: string[];
   repeat_penalty?: number;
   repeat_last_n?: number;
@@ -268,9 +275,19 @@ export interface TokenizeResult {
   pieces?: string[];
 }
 
+/** The KV cache element types LIA offers (the three Ollama does). */
+export type KvCacheType = 'f16' | 'q8_0' | 'q4_0';
+
 export interface LoadOptions {
   /** Context length per sequence (tokens); the backend may clamp it to the model's. */
   contextLength?: number;
+  /** The KV cache's element type, keys and values alike. Defaults to `f16`. */
+  kvCacheType?: KvCacheType;
+  /**
+   * Flash attention; undefined: the engine decides (llama.cpp's `auto`). A quantized cache needs it:
+   * with `false` the engine plans and loads an `f16` cache instead, as Ollama does.
+   */
+  flashAttention?: boolean;
   /** Concurrent sequences (slots) to provision. */
   parallel: number;
   /** CPU threads for this model (see docs/engine.md for the default). */
@@ -467,6 +484,12 @@ export interface FormatHandler {
    * format's models run where their engine puts them.
    */
   offloadCosts?(model: ResolvedModel, options: LoadOptions): Promise<LayerCosts>;
+  /**
+   * Whether a model of this format can keep its KV cache in `type` (a GGUF's heads must be a
+   * multiple of the quantized type's block). The engine loads an `f16` cache instead of one it
+   * cannot hold. Optional: without it every type is tried.
+   */
+  kvCacheFits?(model: ResolvedModel, type: KvCacheType): Promise<boolean>;
   /**
    * The chat template the weights carry (a GGUF's `tokenizer.chat_template`), or null when they
    * carry none: then the store's template layer ({@link ResolvedModel.template}) says how the

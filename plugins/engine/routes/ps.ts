@@ -33,6 +33,8 @@ export function psRoutes(app: FastifyInstance, service: () => InferenceService, 
         context_length: m.context_length,
         engine: m.engine,
         device: m.device,
+        kv_cache_type: m.kv_cache_type,
+        flash_attention: m.flash_attention,
       })),
   }));
 

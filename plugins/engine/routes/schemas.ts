@@ -179,6 +179,8 @@ export const PsResponse = Type.Object({
       context_length: Type.Number(),
       engine: Type.String(),
       device: Type.String(),
+      kv_cache_type: Type.String(),
+      flash_attention: Type.String(),
     }),
   ),
 });
