@@ -12,7 +12,7 @@ import type { KvCacheType, SamplingOptions } from './public.js';
 /** The KV cache types a request, a Modelfile or the config may name. */
 export const KV_CACHE_TYPES: readonly KvCacheType[] = ['f16', 'q8_0', 'q4_0'];
 
-const INTEGER_KEYS = ['top_k', 'seed', 'num_predict', 'num_ctx', 'num_gpu', 'repeat_last_n'] as const;
+const INTEGER_KEYS = ['top_k', 'seed', 'num_predict', 'num_ctx', 'num_gpu', 'num_parallel', 'repeat_last_n'] as const;
 const FLOAT_KEYS = ['temperature', 'top_p', 'min_p', 'repeat_penalty', 'presence_penalty', 'frequency_penalty'] as const;
 
 /**
@@ -26,6 +26,7 @@ export const OPTION_BOUNDS = {
   repeat_last_n: { min: -1, max: 131_072 },
   num_ctx: { min: 0, max: 16_777_216 },
   num_gpu: { min: -1, max: 1_000_000 },
+  num_parallel: { min: 1, max: 256 },
   stopWords: 64,
   stopLength: 1024,
 } as const;
@@ -56,7 +57,7 @@ export function parseSamplingOptions(raw: unknown, strict = true): SamplingOptio
       continue;
     }
     const n = Math.trunc(v);
-    const bound = key === 'repeat_last_n' || key === 'num_ctx' || key === 'num_gpu' ? OPTION_BOUNDS[key] : null;
+    const bound = key === 'repeat_last_n' || key === 'num_ctx' || key === 'num_gpu' || key === 'num_parallel' ? OPTION_BOUNDS[key] : null;
     if (bound && (n < bound.min || n > bound.max)) outside(key, bound.min, bound.max);
     else out[key] = n;
   }

@@ -72,6 +72,8 @@ export interface AcquireOptions {
   /** `kv_cache_type` and `flash_attention` (the request's or the model's stored parameters), used like `numGpu`; undefined: the engine's defaults. */
   kvCacheType?: KvCacheType;
   flashAttention?: boolean;
+  /** `num_parallel` (the request's or the model's stored parameter), used like `numGpu`; undefined: the engine's `parallel`. */
+  parallel?: number;
 }
 
 /** A request waiting for a slot; `ask` is its `contextLength`. */
@@ -95,6 +97,8 @@ class Instance {
   contextAsked = 0;
   /** `num_gpu` asked for at load; undefined: automatic. */
   numGpu: number | undefined;
+  /** Slots it is loaded with (`num_parallel`, else the engine's). */
+  parallel = 1;
   /** The KV cache type and flash attention it is loaded with. */
   cache: Pick<LoadOptions, 'kvCacheType' | 'flashAttention'> = {};
   /** Where the offload plan put the model (null: no plan, the backend decided). */
@@ -186,6 +190,9 @@ export class Scheduler {
           context_length: m.contextLength,
           engine: i.engine,
           device: deviceOf(i),
+          parallel: this.#slots(i),
+          running: i.active,
+          queued: i.waiters.length,
           kv_cache_type: i.cache.kvCacheType ?? 'f16',
           flash_attention: i.cache.flashAttention === undefined ? ('auto' as const) : i.cache.flashAttention ? ('on' as const) : ('off' as const),
         };
@@ -275,6 +282,7 @@ export class Scheduler {
   #create(model: ResolvedModel, options: AcquireOptions): Instance {
     const inst = new Instance(model, options.keepAliveMs ?? this.#o.keepAliveMs);
     inst.numGpu = options.numGpu;
+    inst.parallel = options.parallel ?? this.#o.parallel;
     inst.cache = cacheOptions(options.kvCacheType ?? this.#o.kvCacheType, options.flashAttention ?? this.#o.flashAttention);
     this.#instances.set(model.name, inst);
     const contextLength = options.contextLength ?? this.#o.contextLength;
@@ -286,7 +294,7 @@ export class Scheduler {
   async #load(inst: Instance, contextLength: number): Promise<void> {
     await this.#checkCacheType(inst);
     const loadOptions = {
-      parallel: this.#o.parallel,
+      parallel: inst.parallel,
       threads: this.#o.threads,
       batchThreads: this.#o.batchThreads ?? this.#o.threads,
       ...(contextLength > 0 ? { contextLength } : {}),
@@ -443,9 +451,9 @@ export class Scheduler {
     );
   }
 
-  /** The slots of a loaded model: its own figure (a remote model's) or the engine's `parallel`. */
+  /** The slots of a loaded model: its own figure (a remote model's) or what it was loaded with. */
   #slots(inst: Instance): number {
-    return inst.model?.slots ?? this.#o.parallel;
+    return inst.model?.slots ?? inst.parallel;
   }
 
   /**

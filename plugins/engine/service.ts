@@ -325,11 +325,11 @@ export class EngineService implements InferenceService {
   #acquire(
     model: ResolvedModel,
     keepAlive: KeepAlive | undefined,
-    load: Pick<SamplingOptions, 'num_ctx' | 'num_gpu' | 'kv_cache_type' | 'flash_attention'>,
+    load: Pick<SamplingOptions, 'num_ctx' | 'num_gpu' | 'kv_cache_type' | 'flash_attention' | 'num_parallel'>,
     signal: AbortSignal,
   ): Promise<Lease> {
     const keepAliveMs = keepAlive === undefined ? undefined : parseKeepAlive(keepAlive);
-    const { num_ctx: numCtx, num_gpu: numGpu, kv_cache_type: kvCacheType, flash_attention: flashAttention } = load;
+    const { num_ctx: numCtx, num_gpu: numGpu, kv_cache_type: kvCacheType, flash_attention: flashAttention, num_parallel: parallel } = load;
     return this.#scheduler.acquire(
       model,
       {
@@ -338,6 +338,7 @@ export class EngineService implements InferenceService {
         ...(numGpu !== undefined ? { numGpu } : {}),
         ...(kvCacheType !== undefined ? { kvCacheType } : {}),
         ...(flashAttention !== undefined ? { flashAttention } : {}),
+        ...(parallel !== undefined ? { parallel } : {}),
       },
       signal,
     );

@@ -57,8 +57,8 @@ t.test('lia run -i: an interactive chat driven from stdin', async (t) => {
 t.test('lia ps lists the loaded model; lia stop unloads it', async (t) => {
   const ps = await lia(['ps']);
   t.equal(ps.code, 0);
-  t.match(ps.stdout, /^NAME\s+ID\s+SIZE\s+PROCESSOR\s+DEVICE\s+CONTEXT\s+UNTIL/);
-  t.match(ps.stdout, /stories:latest\s+[0-9a-f]{12}\s+[\d.]+ [KMG]?B\s+100% CPU\s+cpu\s+2048\s+\d+ minutes from now/);
+  t.match(ps.stdout, /^NAME\s+ID\s+SIZE\s+PROCESSOR\s+DEVICE\s+CONTEXT\s+SLOTS\s+QUEUED\s+UNTIL/);
+  t.match(ps.stdout, /stories:latest\s+[0-9a-f]{12}\s+[\d.]+ [KMG]?B\s+100% CPU\s+cpu\s+2048\s+0\/\d+\s+0\s+\d+ minutes from now/);
   const stop = await lia(['stop', 'stories']);
   t.equal(stop.code, 0, stop.stderr);
   const after = await lia(['ps']);

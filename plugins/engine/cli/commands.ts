@@ -34,6 +34,10 @@ interface PsModel {
   context_length: number;
   /** Where it runs: `cpu`, or the GPU device (`Vulkan0`, `CUDA0`, `vulkan` on node-llama-cpp). */
   device?: string;
+  /** Its slots, the requests running on them and the requests waiting for one. */
+  parallel?: number;
+  running?: number;
+  queued?: number;
 }
 
 type Message = { role: 'system' | 'user' | 'assistant'; content: string };
@@ -265,9 +269,20 @@ export const commands: CliCommand[] = [
     async run(_args, io) {
       const client = await io.client();
       const { models } = await client.json<{ models: PsModel[] }>('GET', '/api/ps');
-      const rows = [['NAME', 'ID', 'SIZE', 'PROCESSOR', 'DEVICE', 'CONTEXT', 'UNTIL']];
+      const rows = [['NAME', 'ID', 'SIZE', 'PROCESSOR', 'DEVICE', 'CONTEXT', 'SLOTS', 'QUEUED', 'UNTIL']];
       for (const m of models) {
-        rows.push([m.name, m.digest.slice(0, 12), formatBytes(m.size), processor(m), m.device ?? '', String(m.context_length), until(m.expires_at)]);
+        const slots = m.parallel === undefined ? '' : `${m.running ?? 0}/${m.parallel}`;
+        rows.push([
+          m.name,
+          m.digest.slice(0, 12),
+          formatBytes(m.size),
+          processor(m),
+          m.device ?? '',
+          String(m.context_length),
+          slots,
+          String(m.queued ?? ''),
+          until(m.expires_at),
+        ]);
       }
       io.stdout.write(table(rows));
       return 0;

@@ -36,6 +36,8 @@ export interface SamplingOptions {
   kv_cache_type?: KvCacheType;
   /** Flash attention on or off (llama.cpp's `-fa`, Ollama's `OLLAMA_FLASH_ATTENTION`); absent: the engine decides (`auto`). Sizes the load. */
   flash_attention?: boolean;
+  /** Requests this model serves at once (its slots; Ollama's server-wide `OLLAMA_NUM_PARALLEL`, llama-server's `-np`); absent: the engine's `numParallel`. Sizes the load. */
+  num_parallel?: number;
   stop?: string[];
   repeat_penalty?: number;
   repeat_last_n?: number;

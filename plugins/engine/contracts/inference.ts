@@ -152,6 +152,10 @@ export interface LoadedModelInfo {
   engine: string;
   /** Where it runs: `cpu`, the device the offload plan chose (`Vulkan0`, `CUDA1`), or `gpu` where the backend placed layers by itself. */
   device: string;
+  /** Its slots (requests served at once: `num_parallel`, else the engine's), how many run now, and how many wait for one. */
+  parallel: number;
+  running: number;
+  queued: number;
   /** The KV cache's element type it was loaded with (`f16`, `q8_0`, `q4_0`). */
   kv_cache_type: string;
   /** Flash attention as loaded: `on`, `off`, or `auto` (the engine decided). */
