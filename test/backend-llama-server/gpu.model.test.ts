@@ -9,10 +9,9 @@
  */
 import { readFile } from 'node:fs/promises';
 import t, { type Test } from 'tap';
-import type { LlamaServerBackend } from '../../plugins/backend-llama-server/backend.js';
 import { createModel } from '../helpers/models.js';
 import { ollamaClient, startEngineAppliance } from '../engine/helpers.js';
-import { requireLlamaServer } from '../helpers/engines.js';
+import { llamaServerArgs, llamaServerPid, requireLlamaServer } from '../helpers/engines.js';
 import type { TestAppliance } from '../helpers/appliance.js';
 
 requireLlamaServer();
@@ -34,21 +33,6 @@ async function start(t: Test, env: Record<string, string> = {}): Promise<TestApp
   return app;
 }
 
-function server(app: TestAppliance, model: string): number {
-  const backend = app.hooks.extensions
-    .get('backends')
-    .list()
-    .find((b) => b.name === 'llama-server') as LlamaServerBackend;
-  const pid = backend.processes().find((p) => p.model === `${model}:latest`)?.pid;
-  if (!pid) throw new Error(`no llama-server serves ${model}`);
-  return pid;
-}
-
-async function argsOf(pid: number): Promise<(name: string) => string | undefined> {
-  const args = (await readFile(`/proc/${pid}/cmdline`, 'utf8')).split('\0');
-  return (name) => (args.includes(name) ? args[args.indexOf(name) + 1] : undefined);
-}
-
 async function ps(app: TestAppliance): Promise<Ps['models']> {
   return ((await (await app.fetch('/api/ps')).json()) as Ps).models;
 }
@@ -67,8 +51,8 @@ t.test('a model that fits goes whole to the Vulkan device, and answers as on the
   await createModel(app, 'gpu', MODEL);
   await createModel(app, 'cpu', MODEL);
   const onGpu = await greedy(app, 'gpu');
-  const pid = server(app, 'gpu');
-  const arg = await argsOf(pid);
+  const pid = llamaServerPid(app, 'gpu');
+  const arg = await llamaServerArgs(app, 'gpu');
   t.equal(arg('--device'), 'Vulkan0', 'the plan named the device');
   t.equal(arg('--n-gpu-layers'), '3', 'both layers and the output layer');
   const environ = (await readFile(`/proc/${pid}/environ`, 'utf8')).split('\0');
@@ -82,7 +66,7 @@ t.test('a model that fits goes whole to the Vulkan device, and answers as on the
   t.ok(gpu && gpu.size_vram > 0 && gpu.size_vram <= gpu.size, `size_vram ${gpu?.size_vram} of ${gpu?.size}`);
 
   const onCpu = await greedy(app, 'cpu', 0);
-  t.equal((await argsOf(server(app, 'cpu')))('--device'), 'none', 'num_gpu 0: the CPU only');
+  t.equal((await llamaServerArgs(app, 'cpu'))('--device'), 'none', 'num_gpu 0: the CPU only');
   t.match(
     (await ps(app)).find((m) => m.name === 'cpu:latest'),
     { size_vram: 0, device: 'cpu' },
@@ -95,7 +79,7 @@ t.test('num_gpu splits a model between the device and the CPU', async (t) => {
   const app = await start(t);
   await createModel(app, 'split', MODEL);
   await greedy(app, 'split', 1);
-  t.equal((await argsOf(server(app, 'split')))('--n-gpu-layers'), '1');
+  t.equal((await llamaServerArgs(app, 'split'))('--n-gpu-layers'), '1');
   const [m] = await ps(app);
   t.ok(m && m.size_vram > 0 && m.size_vram < m.size, `part of it on the device: ${m?.size_vram} of ${m?.size}`);
 });
@@ -123,7 +107,7 @@ t.test('a server killed mid-stream on the device: a clean error frame, then the 
   const app = await start(t);
   await createModel(app, 'killed', MODEL);
   await greedy(app, 'killed');
-  const pid = server(app, 'killed');
+  const pid = llamaServerPid(app, 'killed');
   const res = await app.fetch('/api/generate', {
     method: 'POST',
     headers: { 'content-type': 'application/json' },
@@ -143,7 +127,7 @@ t.test('a server killed mid-stream on the device: a clean error frame, then the 
   const last = JSON.parse(text.trim().split('\n').at(-1)!) as { error?: string; done?: boolean };
   t.match(last, { error: /./ }, `the stream ends with an error frame: ${JSON.stringify(last)}`);
   t.ok((await greedy(app, 'killed')).length > 0, 'the next request is answered');
-  t.not(server(app, 'killed'), pid, 'by a new server');
-  t.equal((await argsOf(server(app, 'killed')))('--device'), 'Vulkan0', 'on the device again');
+  t.not(llamaServerPid(app, 'killed'), pid, 'by a new server');
+  t.equal((await llamaServerArgs(app, 'killed'))('--device'), 'Vulkan0', 'on the device again');
   t.ok((await ps(app)).find((m) => m.name === 'killed:latest')!.size_vram > 0);
 });

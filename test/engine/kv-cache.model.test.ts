@@ -7,12 +7,10 @@
  * llama-server gets `-ctk/-ctv` and `-fa`; node-llama-cpp the same through its context options. A
  * bad value is a 400 naming the choices.
  */
-import { readFile } from 'node:fs/promises';
 import t, { type Test } from 'tap';
-import type { LlamaServerBackend } from '../../plugins/backend-llama-server/backend.js';
 import { createModel } from '../helpers/models.js';
 import { ollamaClient, startEngineAppliance } from './helpers.js';
-import { requireLlamaServer } from '../helpers/engines.js';
+import { llamaServerArgs, requireLlamaServer } from '../helpers/engines.js';
 import type { TestAppliance } from '../helpers/appliance.js';
 
 requireLlamaServer();
@@ -46,18 +44,6 @@ async function answer(app: TestAppliance, model: string): Promise<string> {
   return 'x'.repeat(res.eval_count ?? 0);
 }
 
-async function serverArgs(app: TestAppliance, model: string): Promise<string[]> {
-  const backend = app.hooks.extensions
-    .get('backends')
-    .list()
-    .find((b) => b.name === 'llama-server') as LlamaServerBackend;
-  const pid = backend.processes().find((p) => p.model === `${model}:latest`)?.pid;
-  if (!pid) throw new Error(`no llama-server serves ${model}`);
-  return (await readFile(`/proc/${pid}/cmdline`, 'utf8')).split('\0');
-}
-
-const after = (args: string[], name: string) => (args.includes(name) ? args[args.indexOf(name) + 1] : undefined);
-
 for (const engine of ['llama-server', 'llama-cpp']) {
   t.test(`${engine}: a Modelfile's kv_cache_type and flash_attention are loaded and shown`, async (t) => {
     const app = await start(t, engine);
@@ -70,19 +56,19 @@ for (const engine of ['llama-server', 'llama-cpp']) {
     t.ok((await answer(app, 'q8')).length > 0, 'a q8_0 cache answers');
     t.match(await ps(app, 'q8'), { kv_cache_type: 'q8_0', flash_attention: 'auto' });
     if (isServer) {
-      const q8 = await serverArgs(app, 'q8');
-      t.equal(after(q8, '--cache-type-k'), 'q8_0');
-      t.equal(after(q8, '--cache-type-v'), 'q8_0');
-      t.equal(after(q8, '--flash-attn'), 'auto');
+      const q8 = await llamaServerArgs(app, 'q8');
+      t.equal(q8('--cache-type-k'), 'q8_0');
+      t.equal(q8('--cache-type-v'), 'q8_0');
+      t.equal(q8('--flash-attn'), 'auto');
     }
     t.ok((await answer(app, 'plain')).length > 0);
     t.match(await ps(app, 'plain'), { kv_cache_type: 'f16', flash_attention: 'auto' }, 'the default is f16, flash attention automatic');
     t.ok((await answer(app, 'nofa')).length > 0);
     t.match(await ps(app, 'nofa'), { kv_cache_type: 'f16', flash_attention: 'off' }, 'a quantized cache without flash attention is f16');
     if (isServer) {
-      const nofa = await serverArgs(app, 'nofa');
-      t.equal(after(nofa, '--flash-attn'), 'off');
-      t.notOk(nofa.includes('--cache-type-k'), 'no quantized cache without flash attention');
+      const nofa = await llamaServerArgs(app, 'nofa');
+      t.equal(nofa('--flash-attn'), 'off');
+      t.equal(nofa('--cache-type-k'), undefined, 'no quantized cache without flash attention');
     }
     t.ok((await answer(app, 'narrow')).length > 0, 'a model whose heads cannot hold q8_0 still loads');
     t.match(await ps(app, 'narrow'), { kv_cache_type: 'f16' }, 'with an f16 cache');
@@ -94,7 +80,7 @@ t.test('the config default (LIA_KV_CACHE_TYPE) applies to a model that names non
   await createModel(app, 'dflt', MODEL);
   t.ok((await answer(app, 'dflt')).length > 0);
   t.match(await ps(app, 'dflt'), { kv_cache_type: 'q4_0', flash_attention: 'on' });
-  t.equal(after(await serverArgs(app, 'dflt'), '--cache-type-v'), 'q4_0');
+  t.equal((await llamaServerArgs(app, 'dflt'))('--cache-type-v'), 'q4_0');
 
   const res = await app.fetch('/api/generate', {
     method: 'POST',

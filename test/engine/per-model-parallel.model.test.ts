@@ -4,12 +4,10 @@
  * `-np`), and `/api/ps` says, per model, its slots, the requests running on them and those
  * waiting for one.
  */
-import { readFile } from 'node:fs/promises';
 import t from 'tap';
-import type { LlamaServerBackend } from '../../plugins/backend-llama-server/backend.js';
 import { createModel } from '../helpers/models.js';
 import { startEngineAppliance } from './helpers.js';
-import { requireLlamaServer } from '../helpers/engines.js';
+import { llamaServerArgs, requireLlamaServer } from '../helpers/engines.js';
 import type { TestAppliance } from '../helpers/appliance.js';
 
 requireLlamaServer();
@@ -51,13 +49,7 @@ t.test('num_parallel per model: its own slot count, shown with what runs and wai
   const a = await longStream(app, 'wide');
   const b = await longStream(app, 'wide');
   t.match(await ps(app, 'wide'), { parallel: 3, running: 2, queued: 0 }, 'two of its three slots run');
-  const backend = app.hooks.extensions
-    .get('backends')
-    .list()
-    .find((x) => x.name === 'llama-server') as LlamaServerBackend;
-  const pid = backend.processes().find((p) => p.model === 'wide:latest')!.pid!;
-  const args = (await readFile(`/proc/${pid}/cmdline`, 'utf8')).split('\0');
-  t.equal(args[args.indexOf('--parallel') + 1], '3', 'llama-server got three slots');
+  t.equal((await llamaServerArgs(app, 'wide'))('--parallel'), '3', 'llama-server got three slots');
   await a.stop();
   await b.stop();
 

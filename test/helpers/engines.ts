@@ -12,7 +12,10 @@
  * @module
  */
 import { readFileSync } from 'node:fs';
+import { readFile } from 'node:fs/promises';
+import type { LlamaServerBackend } from '../../plugins/backend-llama-server/backend.js';
 import { cachedBinary } from '../../plugins/backend-llama-server/build.js';
+import type { TestAppliance } from './appliance.js';
 
 const built = (await cachedBinary()) !== null;
 
@@ -51,4 +54,21 @@ const differences = (() => {
 export function engineDifference<T>(row: string, values: Record<'llama-cpp' | 'llama-server', T>): T {
   if (!differences.has(row)) throw new Error(`docs/backends.md lists no difference "${row}" between the engines`);
   return values[ggufEngine()];
+}
+
+/** The process id of the llama-server that serves `model` (`name:latest`) in `app`; throws when none does. */
+export function llamaServerPid(app: TestAppliance, model: string): number {
+  const backend = app.hooks.extensions
+    .get('backends')
+    .list()
+    .find((b) => b.name === 'llama-server') as LlamaServerBackend | undefined;
+  const pid = backend?.processes().find((p) => p.model === `${model}:latest`)?.pid;
+  if (!pid) throw new Error(`no llama-server serves ${model}`);
+  return pid;
+}
+
+/** The command line of the llama-server serving `model`, as a lookup of an option's value (`--device` → `Vulkan0`). */
+export async function llamaServerArgs(app: TestAppliance, model: string): Promise<(name: string) => string | undefined> {
+  const args = (await readFile(`/proc/${llamaServerPid(app, model)}/cmdline`, 'utf8')).split('\0');
+  return (name) => (args.includes(name) ? args[args.indexOf(name) + 1] : undefined);
 }
