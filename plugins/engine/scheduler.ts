@@ -292,18 +292,19 @@ export class Scheduler {
   }
 
   async #load(inst: Instance, contextLength: number): Promise<void> {
-    await this.#checkCacheType(inst);
-    const loadOptions = {
-      parallel: inst.parallel,
-      threads: this.#o.threads,
-      batchThreads: this.#o.batchThreads ?? this.#o.threads,
-      ...(contextLength > 0 ? { contextLength } : {}),
-      ...(this.#o.batchSize ? { batchSize: this.#o.batchSize } : {}),
-      ...inst.cache,
-      onExit: (err: Error) => this.#crashed(inst, err),
-    };
     try {
       if (inst.gone) return;
+      // Inside the try: a failure here reaches the waiting requests as the load's error.
+      await this.#checkCacheType(inst);
+      const loadOptions = {
+        parallel: inst.parallel,
+        threads: this.#o.threads,
+        batchThreads: this.#o.batchThreads ?? this.#o.threads,
+        ...(contextLength > 0 ? { contextLength } : {}),
+        ...(this.#o.batchSize ? { batchSize: this.#o.batchSize } : {}),
+        ...inst.cache,
+        onExit: (err: Error) => this.#crashed(inst, err),
+      };
       // Decided at each load: a backend that became available (a binary built meanwhile) counts.
       const candidates = await this.#o.backends.candidates(inst.resolved);
       const crashed = this.#crashedEngines.get(inst.resolved.digest) ?? new Map<string, string>();

@@ -22,6 +22,7 @@ const NARROW = 'gguf/tinystories-656k-q8_0.gguf';
 
 interface PsModel {
   name: string;
+  size: number;
   kv_cache_type: string;
   flash_attention: string;
 }
@@ -63,6 +64,11 @@ for (const engine of ['llama-server', 'llama-cpp']) {
     }
     t.ok((await answer(app, 'plain')).length > 0);
     t.match(await ps(app, 'plain'), { kv_cache_type: 'f16', flash_attention: 'auto' }, 'the default is f16, flash attention automatic');
+    // The cache of 256 tokens × 30 layers × 192 wide, keys and values: 64 bytes per 32 elements in
+    // f16, 34 in q8_0. On node-llama-cpp `size` is the memory llama.cpp reports for the loaded model,
+    // on llama-server the engine's estimate: either way q8_0 saves exactly that much.
+    const saved = (await ps(app, 'plain'))!.size - (await ps(app, 'q8'))!.size;
+    t.equal(saved, (2 * 256 * 30 * 192 * (64 - 34)) / 32, `the q8_0 cache takes ${saved} bytes less than f16`);
     t.ok((await answer(app, 'nofa')).length > 0);
     t.match(await ps(app, 'nofa'), { kv_cache_type: 'f16', flash_attention: 'off' }, 'a quantized cache without flash attention is f16');
     if (isServer) {
