@@ -45,6 +45,8 @@ export interface LlamaCppBackendOptions {
 
 export class LlamaCppBackend implements InferenceBackend {
   readonly name = 'llama-cpp';
+  /** node-llama-cpp applies LoRA adapters to a context when it is created: a model with other adapters (or scales) is another load. */
+  readonly adapters = 'load' as const;
   readonly formats: readonly FormatHandler[];
   readonly #options: Required<LlamaCppBackendOptions>;
   readonly #runners = new Set<RunnerModel>();
@@ -126,6 +128,7 @@ export class LlamaCppBackend implements InferenceBackend {
         ...(options.offload ? { gpuLayers: options.offload.device ? options.offload.gpuLayers : 0 } : {}),
         ...(options.kvCacheType ? { kvCacheType: options.kvCacheType } : {}),
         ...(options.flashAttention !== undefined ? { flashAttention: options.flashAttention } : {}),
+        ...(options.adapters?.length ? { adapters: options.adapters } : {}),
         ...(model.template ? { template: model.template } : {}),
         ...(this.#jinjaOnly.has(model.modelPath) ? { knownChatWrapper: 'JinjaTemplate' as const } : {}),
       },
@@ -135,6 +138,7 @@ export class LlamaCppBackend implements InferenceBackend {
     this.#refillWhenQuiet();
     if (runner.info?.chatWrapper === 'JinjaTemplate') this.#jinjaOnly.add(model.modelPath);
     runner.modelName = model.name;
+    if (options.adapters?.length) runner.adapters = { loaded: options.adapters, perRequest: false };
     this.#runners.add(runner);
     this.#shareCpus();
     const cpus = runner.pid === undefined ? null : await this.#placement.place(runner.pid, options.threads);

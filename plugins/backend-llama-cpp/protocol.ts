@@ -30,6 +30,8 @@ export interface LoadSpec {
   kvCacheType?: 'f16' | 'q8_0' | 'q4_0';
   /** Flash attention; absent: `auto`. */
   flashAttention?: boolean;
+  /** LoRA adapters applied to the context, with their scales; absent: none. */
+  adapters?: readonly { path: string; scale: number }[];
   /** The store's template layer (Ollama Go-template text), if any. */
   template?: string;
   /**

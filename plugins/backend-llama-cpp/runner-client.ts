@@ -141,6 +141,8 @@ export class RunnerModel implements LoadedModel {
   vramBytes = 0;
   /** The store name of the model (set by the backend, for diagnostics). */
   modelName = '';
+  /** The LoRA adapters its context applies (set by the backend). */
+  adapters: LoadedModel['adapters'];
   /** Facts the runner reported after loading. */
   info: RunnerInfo | null = null;
   /** The thread counts it was loaded with: small batches, and large ones when it runs alone. */

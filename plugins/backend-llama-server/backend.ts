@@ -87,6 +87,8 @@ export function llamaServerBackend(o: LlamaServerBackendOptions): LlamaServerBac
     // documents in one batch, where node-llama-cpp's ranking context scores one pair at a time.
     // Embedding models stay with the format's own backend.
     prefers: ['completion', 'rerank'],
+    // One server holds every adapter of the weights; each request sets their scales (`lora`).
+    adapters: 'request',
     available: async () => (o.available ? o.available() : true),
     estimateMemory: (model, options) => estimate(model, options),
     // The devices of the configured GPU back end, read anew at each load: what is free changes.
@@ -124,6 +126,7 @@ export function llamaServerBackend(o: LlamaServerBackendOptions): LlamaServerBac
         ...(offload && gpu ? { offload, env: backendEnv(gpu) } : {}),
         ...(options.kvCacheType ? { kvCacheType: options.kvCacheType } : {}),
         ...(options.flashAttention !== undefined ? { flashAttention: options.flashAttention } : {}),
+        ...(options.adapters?.length && !embedding && !rerank ? { adapters: options.adapters } : {}),
         ...(o.args?.length ? { args: o.args } : {}),
       });
       const start = (contextPerSlot: number) =>
@@ -147,16 +150,33 @@ export function llamaServerBackend(o: LlamaServerBackendOptions): LlamaServerBac
       }
       running.set(server, model.name);
       const { totalBytes } = await estimate(model, { ...options, contextLength: server.contextPerSlot, parallel: server.slots });
-      const served = new ServedModel(model, server, totalBytes, embedding, prompting.untemplated, slotDir, async () => {
-        running.delete(server);
-        await dropSlotDir();
-      });
+      const served = new ServedModel(
+        model,
+        server,
+        totalBytes,
+        embedding,
+        prompting.untemplated,
+        slotDir,
+        async () => {
+          running.delete(server);
+          await dropSlotDir();
+        },
+        embedding || rerank ? [] : (options.adapters ?? []),
+      );
       if (offload && gpu) served.vramBytes = Math.min(offload.vramBytes, totalBytes);
       // A generation model embeds through a second server on the same weights, started at its
       // first embedding request (see ServedModel.embed).
       if (!embedding && !rerank) {
         // On the CPU: its memory is outside the model's budget, and so outside the GPU's plan.
-        const { projector: _projector, slotDir: _slotDir, chatTemplate: _template, offload: _offload, env: _env, ...base } = spec(server.contextPerSlot);
+        const {
+          projector: _projector,
+          slotDir: _slotDir,
+          chatTemplate: _template,
+          offload: _offload,
+          env: _env,
+          adapters: _adapters,
+          ...base
+        } = spec(server.contextPerSlot);
         served.startEmbedder = () =>
           LlamaServer.start({ ...base, parallel: 1, batchSize: server.contextPerSlot, embedding: true, pooling: 'last' }, () => served.dropEmbedder());
       }

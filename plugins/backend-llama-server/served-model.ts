@@ -9,6 +9,7 @@
 import { Errors } from 'lia/plugin';
 import type { LoadedModel } from 'lia/engine';
 import type {
+  AdapterScale,
   ChatParams,
   EmbedParams,
   EmbedResult,
@@ -38,6 +39,8 @@ export class ServedModel implements LoadedModel {
   vramBytes = 0;
   /** Set for a reranker (a server started with `--rerank`). */
   ranker: ServerRanker | null = null;
+  /** The LoRA adapters the server holds; each request sets their scales (`lora`). */
+  readonly adapters: { readonly loaded: readonly AdapterScale[]; readonly perRequest: true } | undefined;
   readonly #requests: SlotRequests;
 
   constructor(
@@ -50,7 +53,9 @@ export class ServedModel implements LoadedModel {
     /** Where the server saves slot snapshots (a generation server's `--slot-save-path`). */
     slotDir: string | undefined,
     readonly forget: () => Promise<void>,
+    adapters: readonly AdapterScale[] = [],
   ) {
+    this.adapters = adapters.length > 0 ? { loaded: adapters, perRequest: true } : undefined;
     // The model's own capabilities; vision only where the projector loaded.
     this.capabilities = model.capabilities.filter((c) => c !== 'vision' || server.vision);
     this.contextLength = server.contextPerSlot;
@@ -62,7 +67,7 @@ export class ServedModel implements LoadedModel {
     const run: RunCall = (build) =>
       this.#requests.run(
         () => {
-          const call = withNativeSampling(build(), p.options);
+          const call = this.#withAdapters(withNativeSampling(build(), p.options), p.adapters);
           // A templated prompt is a chat turn: thinking switched off as for chat.
           if (p.think === false && call.path === '/v1/chat/completions') call.body['chat_template_kwargs'] = { enable_thinking: false };
           return call;
@@ -77,12 +82,12 @@ export class ServedModel implements LoadedModel {
   chat(p: ChatParams, signal: AbortSignal): AsyncIterable<GenerationEvent> {
     if (p.constraint) {
       const { constraint } = p;
-      const run: RunCall = (build) => this.#requests.run(() => withNativeSampling(build(), p.options), p.logprobs, signal);
+      const run: RunCall = (build) => this.#requests.run(() => this.#withAdapters(withNativeSampling(build(), p.options), p.adapters), p.logprobs, signal);
       return constrained(this.server, this.model.name, p, constraint, run, signal);
     }
     return this.#requests.run(
       () => {
-        const call = withNativeSampling(openaiWire.chat(this.model.name, p), p.options);
+        const call = this.#withAdapters(withNativeSampling(openaiWire.chat(this.model.name, p), p.options), p.adapters);
         // Thinking switched off in the prompt where the template can (Qwen3's `enable_thinking`).
         if (p.think === false) call.body['chat_template_kwargs'] = { enable_thinking: false };
         return call;
@@ -90,6 +95,18 @@ export class ServedModel implements LoadedModel {
       p.logprobs,
       signal,
     );
+  }
+
+  /**
+   * Every adapter the server holds, at the request's scale (off unless the request names it):
+   * llama-server takes `lora` as the scales of the ids it lists, the others at 0.
+   */
+  #withAdapters(call: WireCall, requested: readonly AdapterScale[] | undefined): WireCall {
+    const loaded = this.adapters?.loaded;
+    if (!loaded) return call;
+    const scale = new Map((requested ?? []).map((a) => [a.path, a.scale]));
+    call.body['lora'] = loaded.map((a, id) => ({ id, scale: scale.get(a.path) ?? 0 }));
+    return call;
   }
 
   /** The prompt's length as the server evaluates it: rendered by the model's template, counted by its tokenizer (BOS included). */

@@ -65,6 +65,8 @@ export interface ServerSpec {
   kvCacheType?: 'f16' | 'q8_0' | 'q4_0';
   /** Flash attention (`-fa on|off`). Unset: `auto`. */
   flashAttention?: boolean;
+  /** LoRA adapters loaded with the model, at the scale a request that names none gets (`--lora-scaled`); requests set their own (`lora`). */
+  adapters?: readonly { path: string; scale: number }[];
   /** Environment the server needs for its GPU back end (`GGML_BACKEND_PATH`; devices.ts). */
   env?: Readonly<Record<string, string>>;
   /** More arguments, appended after LIA's own (the plugin's `args` option). */
@@ -204,6 +206,7 @@ export function serverArgs(spec: ServerSpec, address: Address): string[] {
     ...(spec.kvCacheType && spec.kvCacheType !== 'f16' ? ['--cache-type-k', spec.kvCacheType, '--cache-type-v', spec.kvCacheType] : []),
     '--flash-attn',
     spec.flashAttention === undefined ? 'auto' : spec.flashAttention ? 'on' : 'off',
+    ...(spec.adapters?.length ? ['--lora-scaled', spec.adapters.map((a) => `${a.path}:${a.scale}`).join(',')] : []),
     ...(spec.args ?? []),
   ];
 }

@@ -318,5 +318,6 @@ function aborted(signal: AbortSignal): Promise<never> {
  */
 function promptKey(call: WireCall): string {
   const b = call.body;
-  return JSON.stringify([call.path, b['chat_template_kwargs'] ?? null, b['tools'] ?? null, b['grammar'] ?? null, b['messages'] ?? b['prompt'] ?? null]);
+  // The adapters first: a prompt evaluated under other LoRA scales shares no cache.
+  return JSON.stringify([call.path, b['lora'] ?? null, b['chat_template_kwargs'] ?? null, b['tools'] ?? null, b['grammar'] ?? null, b['messages'] ?? b['prompt'] ?? null]);
 }

@@ -146,6 +146,7 @@ export default definePlugin({
       threads,
       batchThreads,
       observe,
+      storedModels: () => ctx.hooks.extensions.get('models').list(),
     });
     const service = new EngineService({ get: () => ctx.hooks.extensions.get('models') }, scheduler, observe);
     service.maxImageBytes = o.maxImageBytes;

@@ -28,6 +28,7 @@ export const OPTION_BOUNDS = {
   num_gpu: { min: -1, max: 1_000_000 },
   num_parallel: { min: 1, max: 256 },
   stopWords: 64,
+  loraEntries: 64,
   stopLength: 1024,
 } as const;
 
@@ -77,6 +78,16 @@ export function parseSamplingOptions(raw: unknown, strict = true): SamplingOptio
     if (typeof fa === 'boolean') out.flash_attention = fa;
     else bad('flash_attention', 'boolean');
   }
+  const lora = src['lora'];
+  if (lora !== undefined && lora !== null) {
+    const parsed = loraScales(lora);
+    if (parsed) out.lora = parsed;
+    else if (strict) {
+      throw Errors.badRequest(`option "lora" must be an array of at most ${OPTION_BOUNDS.loraEntries} {id, scale} objects (id an integer from 0, scale a number)`, {
+        param: 'options.lora',
+      });
+    }
+  }
   const stop = src['stop'];
   if (stop !== undefined && stop !== null) {
     // Stored parameters keep a single stop word as a string.
@@ -88,6 +99,20 @@ export function parseSamplingOptions(raw: unknown, strict = true): SamplingOptio
           param: 'options.stop',
         });
     } else out.stop = stop as string[];
+  }
+  return out;
+}
+
+/** llama-server's `lora` list (`[{id, scale}]`), or null when it is not one. */
+export function loraScales(v: unknown): Array<{ id: number; scale: number }> | null {
+  if (!Array.isArray(v) || v.length > OPTION_BOUNDS.loraEntries) return null;
+  const out: Array<{ id: number; scale: number }> = [];
+  for (const e of v) {
+    if (typeof e !== 'object' || e === null) return null;
+    const { id, scale } = e as Record<string, unknown>;
+    if (typeof id !== 'number' || !Number.isInteger(id) || id < 0) return null;
+    if (typeof scale !== 'number' || !Number.isFinite(scale)) return null;
+    out.push({ id, scale });
   }
   return out;
 }

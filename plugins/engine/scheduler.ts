@@ -15,7 +15,8 @@ import type { BackendRegistry, InferenceBackend } from './public.js';
 import type { LoadedModel } from './public.js';
 import type { KvCacheType, LoadOptions } from './public.js';
 import type { LoadedModelInfo } from './public.js';
-import type { ResolvedModel } from 'lia/model-store';
+import type { ModelAdapter, ResolvedModel } from 'lia/model-store';
+import type { AdapterScale } from './public.js';
 import type { InferenceEvent } from 'lia/plugin/contracts';
 import type { ModelActivity } from './public.js';
 import { bytesOn, devicesOf, ON_CPU, planOffload, type Offload } from './plan/offload.js';
@@ -49,11 +50,19 @@ export interface SchedulerOptions {
   flashAttention?: boolean;
   /** Bytes of each GPU left to its driver and other programs when layers are fitted. Defaults to 0. */
   gpuReserveBytes?: number;
+  /**
+   * The stored models (the store's `list`), to find the LoRA adapters of every model that shares a
+   * model's weights: a backend that switches adapters per request loads them all with the weights.
+   * Defaults to none (each model's own adapters only).
+   */
+  storedModels?: () => Promise<readonly ResolvedModel[]>;
 }
 
 /** A held slot of a loaded model; `release` exactly once when the request ends (extra calls are ignored). */
 export interface Lease {
   model: LoadedModel;
+  /** The backend that runs it. */
+  engine: string;
   /** Nanoseconds this request waited for the model to load (0 when it was loaded). */
   loadNs: number;
   release(): void;
@@ -103,6 +112,9 @@ class Instance {
   cache: Pick<LoadOptions, 'kvCacheType' | 'flashAttention'> = {};
   /** Where the offload plan put the model (null: no plan, the backend decided). */
   offload: Offload | null = null;
+  /** LoRA adapters loaded with the model, and whether requests of other models with the same weights may run on it with their own. */
+  adapters: readonly AdapterScale[] = [];
+  hostsOthers = false;
   gone = false;
   unloading: Promise<void> | null = null;
   readonly goneWaiters: (() => void)[] = [];
@@ -138,9 +150,11 @@ export class Scheduler {
     let loaded = true;
     for (;;) {
       if (signal.aborted) throw signal.reason;
-      let inst = this.#instances.get(model.name);
+      let inst = this.#instances.get(model.name) ?? this.#host(model, options);
+      const hosted = inst !== undefined && inst.resolved.name !== model.name;
       if (
         inst &&
+        !hosted &&
         inst.active === 0 &&
         inst.model &&
         !inst.unloading &&
@@ -159,7 +173,7 @@ export class Scheduler {
         inst = this.#create(model, options);
         loaded = false;
       }
-      if (options.keepAliveMs !== undefined) inst.keepAliveMs = options.keepAliveMs;
+      if (options.keepAliveMs !== undefined && !hosted) inst.keepAliveMs = options.keepAliveMs;
       this.#clearTimer(inst);
       if (free) {
         inst.active++;
@@ -279,6 +293,44 @@ export class Scheduler {
     for (const w of waiting) w.grant(true);
   }
 
+  /**
+   * A loaded model that can serve `model` without a load of its own: the same weights, projector
+   * and template, loaded alike (slots, cache, a context large enough), on a backend that switches
+   * LoRA adapters per request, holding every adapter `model` names. A base and the models that
+   * only add adapters to it then share one loaded base, as vLLM serves its LoRA modules.
+   */
+  #host(model: ResolvedModel, options: AcquireOptions): Instance | undefined {
+    if (model.remote) return undefined;
+    const parallel = options.parallel ?? this.#o.parallel;
+    const cache = cacheOptions(options.kvCacheType ?? this.#o.kvCacheType, options.flashAttention ?? this.#o.flashAttention);
+    const wanted = (model.adapters ?? []).map((a) => a.path);
+    for (const i of this.#instances.values()) {
+      if (!i.model || i.gone || i.unloading || !i.hostsOthers || !sameBase(i.resolved, model)) continue;
+      if (i.parallel !== parallel || i.cache.kvCacheType !== cache.kvCacheType || i.cache.flashAttention !== cache.flashAttention) continue;
+      if (i.numGpu !== options.numGpu || this.#tooSmall(i, options.contextLength)) continue;
+      if (wanted.every((p) => i.adapters.some((a) => a.path === p))) return i;
+    }
+    return undefined;
+  }
+
+  /**
+   * The adapters a load on `backend` holds: on one that switches them per request, every adapter of
+   * the stored models sharing the weights, off until a request names it; on one that applies them
+   * at load, the model's own at scale 1. A backend without adapters cannot load a model that has some.
+   */
+  async #adaptersFor(inst: Instance, backend: InferenceBackend): Promise<AdapterScale[]> {
+    const own = inst.resolved.adapters ?? [];
+    if (backend.adapters === 'load') return own.map((a) => ({ path: a.path, scale: 1 }));
+    if (backend.adapters !== 'request') {
+      if (own.length === 0) return [];
+      throw Errors.badRequest(`"${inst.resolved.name}" has LoRA adapters, and ${backend.name}, which runs it, takes none`, { param: 'model' });
+    }
+    const siblings = (await this.#o.storedModels?.().catch(() => [])) ?? [];
+    const all = new Map<string, ModelAdapter>();
+    for (const m of [inst.resolved, ...siblings.filter((m) => sameBase(m, inst.resolved))]) for (const a of m.adapters ?? []) all.set(a.path, a);
+    return [...all.values()].map((a) => ({ path: a.path, scale: 0 }));
+  }
+
   #create(model: ResolvedModel, options: AcquireOptions): Instance {
     const inst = new Instance(model, options.keepAliveMs ?? this.#o.keepAliveMs);
     inst.numGpu = options.numGpu;
@@ -339,8 +391,9 @@ export class Scheduler {
    * Any other failure is thrown.
    */
   async #loadOn(inst: Instance, backend: InferenceBackend, baseOptions: LoadOptions, contextLength: number): Promise<EngineCrash | null> {
+    const adapters = await this.#adaptersFor(inst, backend);
     for (let attempt = 1; ; attempt++) {
-      const loadOptions = await this.#place(inst, backend, baseOptions);
+      const loadOptions = { ...(await this.#place(inst, backend, baseOptions)), ...(adapters.length > 0 ? { adapters } : {}) };
       if (inst.gone) return null;
       // What the plan puts on a GPU is not in the host's memory budget (as Ollama counts system memory).
       const estimate = (await backend.estimateMemory(inst.resolved, loadOptions)).totalBytes;
@@ -368,6 +421,8 @@ export class Scheduler {
       inst.model = model;
       inst.engine = backend.name;
       inst.offload = loadOptions.offload ?? null;
+      inst.adapters = adapters;
+      inst.hostsOthers = backend.adapters === 'request' && model.adapters?.perRequest === true;
       this.#o.log.info(
         {
           model: inst.resolved.name,
@@ -487,6 +542,7 @@ export class Scheduler {
     let released = false;
     return {
       model: inst.model as LoadedModel,
+      engine: inst.engine,
       loadNs: loaded ? 0 : Number(process.hrtime.bigint() - started),
       release: () => {
         if (released) return;
@@ -607,6 +663,11 @@ export class Scheduler {
   #notifyChanged(): void {
     for (const w of this.#changed.splice(0)) w();
   }
+}
+
+/** Whether two models load the same: the same weights, projector and template (what a backend reads at load). */
+function sameBase(a: ResolvedModel, b: ResolvedModel): boolean {
+  return a.format === b.format && a.modelPath === b.modelPath && a.projectorPath === b.projectorPath && (a.template ?? '') === (b.template ?? '');
 }
 
 /**

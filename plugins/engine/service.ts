@@ -31,6 +31,7 @@ import type { ModelStore, ResolvedModel } from 'lia/model-store';
 import { admitted, estimateTokens, leased, observed, type Observe } from './admission.js';
 import { checkImages, DEFAULT_MAX_IMAGE_BYTES, unsupported, visionServed } from './images.js';
 import { parseKeepAlive } from './keep-alive.js';
+import { adaptersServed, planAdapters } from './plan/adapters.js';
 import { withContextFit } from './plan/context-fit.js';
 import { planChat, planGenerate } from './plan/request-plan.js';
 import { mergeOptions } from './request-options.js';
@@ -69,11 +70,13 @@ export class EngineService implements InferenceService {
     const system = req.system ?? model.system;
     const asker = admitted(model.name, estimateTokens([req.prompt, system, req.suffix]), this.#options(model, req.options), signal);
     const { options } = asker;
+    const adapters = planAdapters(model, req.model, options.lora);
     signal = asker.signal;
     this.#observe({ type: 'request', model: model.name, kind: 'generate', ...asker.label });
     const { lease, events } = await withContextFit(async (grown) => {
       const lease = await this.#acquire(model, req.keep_alive, { ...options, num_ctx: grown ?? options.num_ctx }, signal);
       if (images.length > 0) visionServed(lease, req.model, asker);
+      served(lease, adapters, req.model);
       const events = lease.model.generate(
         {
           prompt: req.prompt,
@@ -84,6 +87,7 @@ export class EngineService implements InferenceService {
           ...(req.suffix ? { suffix: req.suffix } : {}),
           ...(req.template ? { template: req.template } : {}),
           ...(req.context?.length ? { context: req.context } : {}),
+          ...(adapters ? { adapters } : {}),
           ...plan.fields,
         },
         signal,
@@ -105,13 +109,15 @@ export class EngineService implements InferenceService {
     const messages = withStored(model, requested);
     const asker = admitted(model.name, estimateTokens(messages.map((m) => m.content)), this.#options(model, req.options), signal);
     const options = plan.options(asker.options);
+    const adapters = planAdapters(model, req.model, options.lora);
     signal = asker.signal;
     this.#observe({ type: 'request', model: model.name, kind: 'chat', ...asker.label });
     const conversation = { messages, count: (loaded: LoadedModel, m: ChatMessage[]) => countTokens(loaded, { messages: m, options, ...plan.fields }, signal) };
     const { lease, events } = await withContextFit(async (grown, fitted) => {
       const lease = await this.#acquire(model, req.keep_alive, { ...options, num_ctx: grown ?? options.num_ctx }, signal);
       if (images > 0) visionServed(lease, req.model, asker);
-      return { lease, events: lease.model.chat({ messages: fitted ?? messages, options, ...plan.fields }, signal) };
+      served(lease, adapters, req.model);
+      return { lease, events: lease.model.chat({ messages: fitted ?? messages, options, ...(adapters ? { adapters } : {}), ...plan.fields }, signal) };
     }, conversation).catch(asker.fail);
     return {
       model: model.name,
@@ -342,6 +348,16 @@ export class EngineService implements InferenceService {
       },
       signal,
     );
+  }
+}
+
+/** The lease's model runs the planned adapters, or the lease is given back and the request is a 400. */
+function served(lease: Lease, adapters: ReturnType<typeof planAdapters>, asked: string): void {
+  try {
+    adaptersServed(lease.model, adapters, asked, lease.engine);
+  } catch (err) {
+    lease.release();
+    throw err;
   }
 }
 

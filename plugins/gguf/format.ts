@@ -20,6 +20,7 @@ import { readGgufHeader } from './header.js';
 /** Ollama's layer types: the weights, and the vision projector that may come with them. */
 export const GGUF_MEDIA_TYPE = 'application/vnd.ollama.image.model';
 const PROJECTOR_MEDIA_TYPE = 'application/vnd.ollama.image.projector';
+const ADAPTER_MEDIA_TYPE = 'application/vnd.ollama.image.adapter';
 
 /** llama.cpp's prompt batch when a load gives none. */
 const DEFAULT_BATCH = 512;
@@ -52,6 +53,20 @@ export function ggufFormat(): FormatHandler {
       /** A CLIP GGUF (`general.architecture` `clip`): what llama.cpp's mtmd loads with `--mmproj`. */
       async is(file) {
         return (await summary(file)).modelInfo['general.architecture'] === 'clip';
+      },
+    },
+    adapter: {
+      mediaType: ADAPTER_MEDIA_TYPE,
+      /** A GGUF LoRA (`general.type` `adapter`, `adapter.type` `lora`) of the weights' architecture, as llama.cpp loads it. */
+      async check(file, weights) {
+        const [adapter, base] = await Promise.all([summary(file).catch(() => null), summary(weights)]);
+        if (!adapter) return 'not a GGUF file';
+        const info = adapter.modelInfo;
+        if (info['general.type'] !== 'adapter' || info['adapter.type'] !== 'lora') return 'not a GGUF LoRA adapter (general.type "adapter", adapter.type "lora")';
+        const arch = info['general.architecture'];
+        const want = base.modelInfo['general.architecture'];
+        if (arch !== want) return `it is for the ${String(arch)} architecture, and the model's weights are ${String(want)}`;
+        return null;
       },
     },
     async describe({ weights, layers, template, verbose }) {

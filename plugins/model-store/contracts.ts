@@ -50,6 +50,11 @@ export interface ResolvedModel {
    * a CLIP-style GGUF that llama.cpp loads with `--mmproj`), when the model has one.
    */
   projectorPath?: string;
+  /**
+   * LoRA adapters (layers of media type `application/vnd.ollama.image.adapter`, GGUF LoRA files
+   * for these weights), in manifest order: a request's `lora` ids index this list. Absent: none.
+   */
+  adapters?: readonly ModelAdapter[];
   /** Bytes of all weight layers (the figure the scheduler budgets memory with). */
   sizeBytes: number;
   /** Template layer (Go template text as Ollama stores it), if the model has one. */
@@ -64,6 +69,16 @@ export interface ResolvedModel {
   details: ModelDetails;
   /** Set for a model served by an upstream engine rather than from local files (see {@link ModelSource}). */
   remote?: RemoteOrigin;
+}
+
+/** One LoRA adapter of a model ({@link ResolvedModel.adapters}). */
+export interface ModelAdapter {
+  /** The adapter's blob file. */
+  path: string;
+  /** `sha256:<hex>` of its bytes. */
+  digest: string;
+  /** The file name it was created from, when the layer keeps one. */
+  name?: string;
 }
 
 /** A callback the store runs before it deletes a model, so a runner can unload it first. */
@@ -83,6 +98,11 @@ export interface CatalogEntry {
   modifiedAt: Date;
   /** Set for a remote model (see {@link ModelSource}). */
   remote?: RemoteOrigin;
+  /**
+   * Set for a model that carries LoRA adapters: the model its weights came from (`parent_model`),
+   * `''` when it was created from files. OpenAI-compatible servers list it as `parent` (vLLM).
+   */
+  parent?: string;
 }
 
 /**

@@ -8,6 +8,8 @@ import { fixture, ROOT } from '../helpers/fixtures.js';
 import { startTestRegistry } from '../helpers/registry.js';
 import { main } from '../../core/cli/main.js';
 import { call, startStore } from './setup.js';
+import { builtFixture } from '../../scripts/fixtures/build.js';
+import { TINY_LORA_BASE } from '../../scripts/fixtures/tiny-lora.js';
 
 interface Run {
   code: number | null;
@@ -142,4 +144,24 @@ t.test('lia create from an ONNX folder', async (t) => {
   t.equal(res.code, 0, res.stderr);
   const show = await call(app, 'POST', '/api/show', { model: 'minilm' });
   t.match(show.body, { details: { format: 'onnx', family: 'bert' }, capabilities: ['embedding'] });
+});
+
+t.test('lia create with an ADAPTER line uploads the adapter and makes a model of the base with it', async (t) => {
+  const app = await startStore();
+  t.teardown(app.close);
+  const dir = await mkdtemp(path.join(os.tmpdir(), 'lia-cli-'));
+  t.teardown(() => rm(dir, { recursive: true, force: true }));
+  const ca = path.join(dir, 'ca.pem');
+  await writeFile(ca, app.ca);
+  await writeFile(path.join(dir, 'Modelfile'), `FROM ${fixture(TINY_LORA_BASE)}\n`);
+  t.equal((await liaIn(app, ca, ['create', 'base'], dir)).code, 0);
+  await writeFile(path.join(dir, 'Tuned'), `FROM base\nADAPTER ${await builtFixture('tiny-lora-a.gguf')}\n`);
+  const res = await liaIn(app, ca, ['create', 'tuned', '-f', 'Tuned'], dir);
+  t.equal(res.code, 0, res.stderr);
+  const show = await call(app, 'POST', '/api/show', { model: 'tuned' });
+  t.match(show.body, { details: { parent_model: 'base:latest' }, modelfile: /\nADAPTER \S+sha256-[0-9a-f]{64}\n/ });
+  await writeFile(path.join(dir, 'Missing'), 'FROM base\nADAPTER ./nowhere.gguf\n');
+  const missing = await liaIn(app, ca, ['create', 'x', '-f', 'Missing'], dir);
+  t.equal(missing.code, 1);
+  t.match(missing.stderr, /ADAPTER \.\/nowhere\.gguf: an adapter must name a file/);
 });

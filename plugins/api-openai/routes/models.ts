@@ -2,6 +2,7 @@
  * `GET /v1/models` and `GET /v1/models/{id}`: the store's catalog in OpenAI's `Model` shape. The
  * owner is the name's namespace, as Ollama reports it; `created` is when the model last changed.
  * A key with a model allow-list sees only its models; another model's id is a 404, as if absent.
+ * A model with LoRA adapters also carries `parent`, the model it adapts (vLLM's field).
  *
  * @module
  */
@@ -21,11 +22,14 @@ const Model = Type.Object({
   owned_by: Type.String(),
   remote_host: Type.Optional(Type.String()),
   remote_model: Type.Optional(Type.String()),
+  parent: Type.Optional(Type.Union([Type.String(), Type.Null()])),
 });
 
 function openaiModel(m: CatalogEntry) {
   const remote = m.remote ? { remote_host: m.remote.host, remote_model: m.remote.model } : {};
-  return { id: m.name, object: 'model' as const, created: Math.floor(m.modifiedAt.getTime() / 1000), owned_by: m.namespace, ...remote };
+  // A model with LoRA adapters names the model it adapts, as vLLM lists its adapters.
+  const parent = m.parent !== undefined ? { parent: m.parent || null } : {};
+  return { id: m.name, object: 'model' as const, created: Math.floor(m.modifiedAt.getTime() / 1000), owned_by: m.namespace, ...remote, ...parent };
 }
 
 export function modelsRoutes(app: FastifyInstance, hooks: Hooks): void {

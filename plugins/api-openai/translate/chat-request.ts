@@ -5,7 +5,8 @@
  * Mapping (OpenAI → native option): `max_completion_tokens` (or the deprecated `max_tokens`) →
  * `num_predict`; `temperature`, `top_p`, `seed`, `presence_penalty`, `frequency_penalty` as they
  * are; `stop` → `stop[]`; `response_format` `json_object` → `format: 'json'`, `json_schema` →
- * `format: <schema>` (enforced by a grammar in the engine); the extension `num_ctx` → `num_ctx`;
+ * `format: <schema>` (enforced by a grammar in the engine); the extensions `num_ctx` → `num_ctx`
+ * and `lora` (llama-server's per-request LoRA scales) → `lora`;
  * `reasoning_effort` → `think` (`'auto'`: a thinking model's reasoning is split off into
  * `reasoning_content`; `none` → `false`); `tools` → `tools`; `tool_choice`
  * `none` drops the tools, `required` → `toolChoice: 'required'`, a named function keeps only that
@@ -62,6 +63,7 @@ export function samplingOptions(body: CommonBody, maxTokens: number | undefined)
   set('frequency_penalty', body.frequency_penalty);
   set('stop', stopSequences(body.stop));
   set('num_ctx', body.num_ctx);
+  set('lora', body.lora?.map(({ id, scale }) => ({ id, scale })));
   return options;
 }
 

@@ -42,6 +42,11 @@ const Common = {
    * the model's stored `num_ctx`, else the engine's `contextLength`.
    */
   num_ctx: Opt(Type.Integer({ minimum: 1, maximum: 16_777_216 })),
+  /**
+   * Extension (llama-server's): LoRA scales for this request, `id` indexing the model's adapters
+   * (`lia show`), one left out is off. Unset: each adapter of the model at scale 1.
+   */
+  lora: Opt(Type.Array(Type.Object({ id: Type.Integer({ minimum: 0 }), scale: Type.Number() }, open), { maxItems: 64 })),
   /** A string or a list of them (at most 64 of 1,024 characters: the engine matches each against the output). */
   stop: Type.Optional(Type.Union([Type.String({ maxLength: 1024 }), Type.Array(Type.String({ maxLength: 1024 }), { maxItems: 64 }), Type.Null()])),
   /** Only 1 is served (see docs/openai.md). */

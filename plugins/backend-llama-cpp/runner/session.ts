@@ -122,6 +122,7 @@ export class ModelSession {
       flashAttention: spec.flashAttention ?? 'auto',
       ...(spec.kvCacheType ? { experimentalKvCacheKeyType: KV_TYPES[spec.kvCacheType], experimentalKvCacheValueType: KV_TYPES[spec.kvCacheType] } : {}),
       batching: { itemPrioritizationStrategy: stepsThenPrompts },
+      ...(spec.adapters?.length ? { lora: { adapters: spec.adapters.map((a) => ({ filePath: a.path, scale: a.scale })) } } : {}),
     });
     const t2 = performance.now();
     const format = resolvePromptFormat(model, spec.template, spec.knownChatWrapper);

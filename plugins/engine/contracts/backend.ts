@@ -38,6 +38,12 @@ export interface SamplingOptions {
   flash_attention?: boolean;
   /** Requests this model serves at once (its slots; Ollama's server-wide `OLLAMA_NUM_PARALLEL`, llama-server's `-np`); absent: the engine's `numParallel`. Sizes the load. */
   num_parallel?: number;
+  /**
+   * Per-request LoRA scales, as llama-server takes them: `id` indexes the model's adapters
+   * (`ResolvedModel.adapters`), an adapter left out is off (scale 0). Absent: every adapter of
+   * the model at scale 1.
+   */
+  lora?: Array<{ id: number; scale: number }>;
   stop?: string[];
   repeat_penalty?: number;
   repeat_last_n?: number;
@@ -151,6 +157,8 @@ export interface GenerateParams {
   whole?: boolean;
   /** See {@link ChatParams.think}. */
   think?: boolean;
+  /** See {@link ChatParams.adapters}. */
+  adapters?: readonly AdapterScale[];
 }
 
 export interface ChatParams {
@@ -181,6 +189,17 @@ export interface ChatParams {
    * reasoning section between `<think>` and `</think>` included); the engine splits it.
    */
   think?: boolean;
+  /**
+   * The LoRA adapters this request runs with, each with its scale (the request plan's decision);
+   * any other adapter the loaded model holds is off for it. Unset: the model has none.
+   */
+  adapters?: readonly AdapterScale[];
+}
+
+/** A LoRA adapter file and the scale it is applied at (0: off). */
+export interface AdapterScale {
+  path: string;
+  scale: number;
 }
 
 /** One event of a generation stream. The last one is always `done`. */
@@ -304,6 +323,11 @@ export interface LoadOptions {
   /** Prompt-evaluation batch size in tokens. Defaults to the backend's own (512 for llama.cpp). */
   batchSize?: number;
   /**
+   * LoRA adapters to load with the model, each at the scale a request gets when it names none
+   * (see {@link InferenceBackend.adapters}). Absent: none.
+   */
+  adapters?: readonly AdapterScale[];
+  /**
    * Where the model runs, as the engine's offload plan decided: a device of the backend's
    * `devices()` (null: the CPU) and how many layers go there, the output layer counted as one
    * more; `vramBytes` is what they are expected to hold there. Absent: the backend decides.
@@ -362,6 +386,11 @@ export interface LoadedModel {
    * its upstreams take together.
    */
   readonly slots?: number;
+  /**
+   * The LoRA adapters it was loaded with, and whether a request may run with other scales
+   * (`params.adapters`); without `perRequest` the loaded scales are the only ones. Absent: none.
+   */
+  readonly adapters?: { readonly loaded: readonly AdapterScale[]; readonly perRequest: boolean };
   generate(params: GenerateParams, signal: AbortSignal): AsyncIterable<GenerationEvent>;
   chat(params: ChatParams, signal: AbortSignal): AsyncIterable<GenerationEvent>;
   embed(params: EmbedParams, signal: AbortSignal): Promise<EmbedResult>;
@@ -467,6 +496,15 @@ export interface FormatHandler {
    */
   readonly projector?: { readonly mediaType: string; is(file: ModelFile): Promise<boolean> };
   /**
+   * LoRA adapters a model of this format may carry (a `file`-layout format only): the media type
+   * of their layers (Ollama's `application/vnd.ollama.image.adapter`) and a check of one adapter
+   * against the weights it is for, run by `/api/create` before anything is written: null when it
+   * fits, else the problem (a 400 with that text, naming both architectures where they differ).
+   * The store hands the adapters to the backend as `ResolvedModel.adapters`. Optional: without it
+   * the format's models take no adapters.
+   */
+  readonly adapter?: { readonly mediaType: string; check(adapter: ModelFile, weights: ModelFile): Promise<string | null> };
+  /**
    * Reads what a model is from its files. Throws an `AppError` (a 400) when the weights are not
    * this format; `/api/create` calls it on the new files before it writes anything.
    */
@@ -540,6 +578,13 @@ export interface InferenceBackend {
    * as false. Defaults to always available.
    */
   available?(): Promise<boolean>;
+  /**
+   * How this backend applies a model's LoRA adapters: `load`, with the model (a model with other
+   * adapters is another load), or `request`, per request on one loaded base (every adapter of the
+   * stored models that share the weights is loaded with it, off until a request names it).
+   * Absent: it takes no adapters, and a model with adapters is not loaded here (a 400).
+   */
+  readonly adapters?: 'load' | 'request';
   /**
    * The GPUs this backend can place a model's layers on now, with what each has free (the engine
    * plans the offload from it and passes the decision in {@link LoadOptions.offload}). Optional:

@@ -281,7 +281,7 @@ export const commands: CliCommand[] = [
         throw err;
       }
       const client = await io.client();
-      const { from, license, extraFrom, ...rest } = modelfile;
+      const { from, license, extraFrom, adapters, ...rest } = modelfile;
       const request: Record<string, unknown> = { model: name, ...rest };
       if (Object.keys(rest.parameters).length === 0) delete request['parameters'];
       if (rest.messages.length === 0) delete request['messages'];
@@ -318,6 +318,18 @@ export const commands: CliCommand[] = [
       } else {
         if (extraFrom.length > 0) throw new CliError(`FROM ${extraFrom[0]}: a second FROM goes with a first FROM that names a file, not a model`);
         request['from'] = from;
+      }
+      // ADAPTER lines: GGUF LoRA files, uploaded like the weights.
+      if (adapters.length > 0) {
+        const uploaded: Record<string, string> = {};
+        for (const adapter of adapters) {
+          const local = await localPath(adapter, path.dirname(file));
+          const isFile = local ? await stat(local).then((s) => s.isFile(), () => false) : false;
+          if (!local || !isFile) throw new CliError(`ADAPTER ${adapter}: an adapter must name a file (a GGUF LoRA adapter)`);
+          if (uploaded[path.basename(local)] !== undefined) throw new CliError(`ADAPTER ${adapter}: two adapters have the name ${path.basename(local)}`);
+          uploaded[path.basename(local)] = await uploadBlob(client, local, io);
+        }
+        request['adapters'] = uploaded;
       }
       await follow(io, 'using', client.stream<ProgressLine>('POST', '/api/create', request));
       return 0;

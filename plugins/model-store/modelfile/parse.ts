@@ -5,6 +5,7 @@
  * # comment
  * FROM ./model.gguf            (a file, an ONNX folder, or an existing model name)
  * FROM ./mmproj.gguf           (optional: a vision projector for the GGUF above)
+ * ADAPTER ./lora.gguf          (optional, repeatable: a GGUF LoRA adapter for the weights)
  * TEMPLATE """{{ .Prompt }}"""
  * SYSTEM You are terse.
  * PARAMETER temperature 0.7
@@ -27,6 +28,8 @@ export interface Modelfile {
    * projector GGUF, as Ollama writes `FROM model.gguf` then `FROM mmproj.gguf`). Defaults to none.
    */
   extraFrom: string[];
+  /** The files of ADAPTER lines: GGUF LoRA adapters applied with the weights. Defaults to none. */
+  adapters: string[];
   template?: string;
   system?: string;
   parameters: Record<string, unknown>;
@@ -80,11 +83,12 @@ function readValue(src: string, i: number, lineNo: () => number): { value: strin
 /** Parses Modelfile text; throws {@link ModelfileError} naming the line. */
 export function parseModelfile(src: string): Modelfile {
   const text = src.replace(/\r\n?/g, '\n');
-  const out: Partial<Modelfile> & Pick<Modelfile, 'parameters' | 'license' | 'messages' | 'extraFrom'> = {
+  const out: Partial<Modelfile> & Pick<Modelfile, 'parameters' | 'license' | 'messages' | 'extraFrom' | 'adapters'> = {
     parameters: {},
     license: [],
     messages: [],
     extraFrom: [],
+    adapters: [],
   };
   let i = 0;
   const lineAt = (pos: number): number => text.slice(0, pos).split('\n').length;
@@ -135,6 +139,7 @@ export function parseModelfile(src: string): Modelfile {
         } else if (instruction === 'TEMPLATE') out.template = value;
         else if (instruction === 'SYSTEM') out.system = value;
         else if (instruction === 'LICENSE') out.license.push(value);
+        else if (instruction === 'ADAPTER') out.adapters.push(value);
         else throw new ModelfileError(`${instruction} is not supported by this appliance`, line());
       }
     }

@@ -12,6 +12,8 @@ export interface ModelfileParts {
   name: string;
   /** Path of the weights (the GGUF blob, or the ONNX folder). */
   from: string;
+  /** Paths of the LoRA adapter blobs, if any. */
+  adapters?: readonly string[];
   template?: string;
   system?: string;
   parameters: Record<string, unknown>;
@@ -55,6 +57,7 @@ export function renderModelfile(p: ModelfileParts): string {
     '',
     `FROM ${p.from}`,
   ];
+  for (const a of p.adapters ?? []) lines.push(`ADAPTER ${a}`);
   if (p.template !== undefined) lines.push(`TEMPLATE ${block(p.template)}`);
   if (p.system !== undefined) lines.push(`SYSTEM ${block(p.system)}`);
   for (const [k, v] of parameterPairs(p.parameters)) lines.push(`PARAMETER ${k} ${typeof v === 'string' ? JSON.stringify(v) : String(v)}`);

@@ -41,8 +41,8 @@ export function registerCreateRoute(app: FastifyInstance, store: ModelStoreServi
     if (optString(body, 'quantize') ?? optString(body, 'quantization')) {
       throw Errors.badRequest('quantizing is not supported; upload a GGUF file that is already quantized', { param: 'quantize' });
     }
-    if (optObject(body, 'adapters')) throw Errors.badRequest('LoRA adapters are not supported', { param: 'adapters' });
     const files = optObject(body, 'files') as Record<string, string> | undefined;
+    const adapters = optObject(body, 'adapters') as Record<string, string> | undefined;
     // A key's model allow-list: both the new name and the model it is made from.
     checkModelAllowed(modelField(body));
     const from = optString(body, 'from');
@@ -53,6 +53,7 @@ export function registerCreateRoute(app: FastifyInstance, store: ModelStoreServi
       name: parseName(modelField(body)),
       from: optString(body, 'from'),
       files,
+      ...(adapters && Object.keys(adapters).length > 0 ? { adapters } : {}),
       template: optString(body, 'template') ?? (body['template'] === '' ? '' : undefined),
       system: optString(body, 'system') ?? (body['system'] === '' ? '' : undefined),
       parameters: optObject(body, 'parameters'),
@@ -60,19 +61,19 @@ export function registerCreateRoute(app: FastifyInstance, store: ModelStoreServi
       messages: messages(body['messages']),
     };
     // The blobs named are models' weights too (blob-access.ts); a malformed digest is checkCreate's 400.
-    const named = Object.entries(files ?? {}).flatMap(([file, d]) => (typeof d === 'string' && digestHex(d) ? [[file, normalizeDigest(d)] as const] : []));
+    const named = [
+      ...Object.entries(files ?? {}).map(([file, d]) => [`files.${file}`, d] as const),
+      ...Object.entries(adapters ?? {}).map(([file, d]) => [`adapters.${file}`, d] as const),
+    ].flatMap(([field, d]) => (typeof d === 'string' && digestHex(d) ? [[field, normalizeDigest(d), d] as const] : []));
     const forbidden = await forbiddenBlob(
       store,
       named.map(([, d]) => d),
     );
     if (forbidden) {
-      const [file] = named.find(([, d]) => d === forbidden)!;
-      throw Errors.forbidden(
-        `this API key may not use blob ${files![file]} ("files.${file}"): it belongs to models outside the key's allow-list; upload the file itself`,
-        {
-          param: 'files',
-        },
-      );
+      const [field, , given] = named.find(([, d]) => d === forbidden)!;
+      throw Errors.forbidden(`this API key may not use blob ${given} ("${field}"): it belongs to models outside the key's allow-list; upload the file itself`, {
+        param: field.split('.')[0]!,
+      });
     }
     await checkCreate(store, spec);
     return sendProgress(reply, wantsStream(body), async (emit) => {

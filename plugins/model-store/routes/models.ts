@@ -77,7 +77,7 @@ export function registerModelRoutes(app: FastifyInstance, store: ModelStoreServi
     const parameters = renderParameters(view.parameters);
     return {
       ...(license ? { license } : {}),
-      modelfile: renderModelfile({ name, from: resolved.modelPath, ...view }),
+      modelfile: renderModelfile({ name, from: resolved.modelPath, adapters: resolved.adapters?.map((a) => a.path), ...view }),
       ...(parameters ? { parameters } : {}),
       ...(view.template !== undefined ? { template: view.template } : {}),
       ...(view.system !== undefined ? { system: view.system } : {}),

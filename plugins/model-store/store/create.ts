@@ -31,6 +31,8 @@ export interface CreateSpec {
   from?: string;
   /** Relative file name → `sha256:<hex>` of an uploaded blob. */
   files?: Record<string, string>;
+  /** LoRA adapters (Modelfile `ADAPTER`): file name → `sha256:<hex>` of an uploaded blob, added to the base's. */
+  adapters?: Record<string, string>;
   template?: string;
   system?: string;
   parameters?: Record<string, unknown>;
@@ -155,6 +157,54 @@ export async function checkCreate(store: ModelStoreService, spec: CreateSpec): P
     }
   }
   if (spec.files && Object.keys(spec.files).length > 0) formatOfFiles(store.formats, Object.keys(spec.files));
+  if (spec.adapters) await adapterLayers(store, spec, await baseWeights(store, spec));
+}
+
+/** The weights layer and the format handler of the model a create makes, before its adapters go on. */
+async function baseWeights(store: ModelStoreService, spec: CreateSpec): Promise<{ handler: FormatHandler | undefined; weights: Layer | undefined }> {
+  if (spec.files) {
+    const uploaded = await Promise.all(
+      Object.entries(spec.files).map(async ([name, d]) => ({ name, digest: normalizeDigest(d), size: (await store.blobs.size(normalizeDigest(d))) ?? 0 })),
+    );
+    const handler = formatOfFiles(
+      store.formats,
+      uploaded.map((f) => f.name),
+    );
+    if (handler.layout !== 'file') return { handler, weights: undefined };
+    const layers = await fileLayers(store, handler, uploaded);
+    return { handler, weights: layers.find((l) => l.mediaType === handler.mediaTypes[0]) };
+  }
+  const view = await store.describer.view(await store.get(spec.from!, 'from'));
+  return { handler: view.handler, weights: view.weights[0] };
+}
+
+/**
+ * The layers of a create's `adapters`, each checked against the weights by the format's handler
+ * (an adapter for another architecture is a 400 naming both); a format without adapters is a 400.
+ */
+async function adapterLayers(store: ModelStoreService, spec: CreateSpec, base: { handler: FormatHandler | undefined; weights: Layer | undefined }): Promise<Layer[]> {
+  const entries = Object.entries(spec.adapters ?? {});
+  if (entries.length === 0) return [];
+  const adapter = base.handler?.adapter;
+  if (!adapter || !base.weights) {
+    throw Errors.badRequest(`a ${base.handler?.name ?? 'model of this'} format takes no LoRA adapters`, { param: 'adapters' });
+  }
+  const layers: Layer[] = [];
+  for (const [name, rawDigest] of entries) {
+    if (typeof rawDigest !== 'string') throw Errors.badRequest(`"adapters.${name}" must be a digest string`, { param: 'adapters' });
+    const problem = relativePathProblem(name);
+    if (problem) throw Errors.badRequest(`invalid file name in "adapters": ${problem}`, { param: 'adapters' });
+    const digest = normalizeDigest(rawDigest);
+    const size = await store.blobs.size(digest);
+    if (size === null) {
+      throw Errors.badRequest(`blob ${digest} for adapter "${name}" is not in the store; upload it with POST /api/blobs/${digest} first`, { param: 'adapters' });
+    }
+    const layer: Layer = { mediaType: adapter.mediaType, digest, size, annotations: { [TITLE_ANNOTATION]: name } };
+    const misfit = await adapter.check(store.describer.file(layer), store.describer.file(base.weights));
+    if (misfit) throw Errors.badRequest(`adapter "${name}": ${misfit}`, { param: 'adapters' });
+    layers.push(layer);
+  }
+  return layers;
 }
 
 /** Creates (or replaces) the model `spec.name`, reporting progress; the manifest is written last. */
@@ -177,6 +227,17 @@ export async function createModel(store: ModelStoreService, spec: CreateSpec, pr
       details = { ...view.details, parent_model: parent };
       baseParams = view.parameters;
       for (const l of layers) progress({ status: `using existing layer ${l.digest}` });
+    }
+
+    if (spec.adapters) {
+      const handler = store.formats.handlers().find((h) => h.name === details.format);
+      const added = await adapterLayers(store, spec, { handler, weights: layers.find((l) => handler?.mediaTypes[0] === l.mediaType) });
+      pins.push(store.blobs.pin(added.map((l) => l.digest)));
+      for (const l of added) {
+        if (layers.some((held) => held.digest === l.digest)) continue;
+        progress({ status: `using existing layer ${l.digest}` });
+        layers.push(l);
+      }
     }
 
     const replace = async (mediaType: string, contents: Array<string | Buffer>): Promise<void> => {

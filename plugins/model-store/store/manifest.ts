@@ -37,6 +37,12 @@ export const MediaTypes = {
  */
 export const PROJECTOR_MEDIA_TYPE = 'application/vnd.ollama.image.projector';
 
+/**
+ * Ollama's layer of a LoRA adapter (a GGUF adapter file for the weights). Not a text layer: a
+ * create with `from` keeps it.
+ */
+export const ADAPTER_MEDIA_TYPE = 'application/vnd.ollama.image.adapter';
+
 /** The text layers, which a create with `from` replaces instead of inheriting. */
 export const TEXT_MEDIA_TYPES: readonly string[] = Object.values(MediaTypes);
 

@@ -15,7 +15,7 @@ import { writeFileAtomic } from 'lia/utils';
 import { BlobStore } from './blobs.js';
 import { Describer, type Formats, type ModelView } from './describe.js';
 import { storageError } from './errors.js';
-import { PROJECTOR_MEDIA_TYPE, readManifest, walkManifests, type StoredManifest } from './manifest.js';
+import { ADAPTER_MEDIA_TYPE, PROJECTOR_MEDIA_TYPE, readManifest, TITLE_ANNOTATION, walkManifests, type StoredManifest } from './manifest.js';
 import { displayName, fullName, parseName, sameName, tryParseName, type ModelName } from './names.js';
 import { materialiseFolder } from './layout.js';
 import { findRemote, remoteEntry, remoteModels, remoteRefusal, remoteResolved, type RemoteView } from './remote.js';
@@ -34,7 +34,10 @@ function manifestStamp(file: string): string | null {
 
 /** The store of one models folder; the value of the `models` hook. */
 function catalogEntry(m: StoredManifest): CatalogEntry {
-  return { name: displayName(m.name), namespace: m.name.namespace, digest: m.digest, sizeBytes: m.size, modifiedAt: m.modifiedAt };
+  const entry: CatalogEntry = { name: displayName(m.name), namespace: m.name.namespace, digest: m.digest, sizeBytes: m.size, modifiedAt: m.modifiedAt };
+  const layers = m.manifest.layers;
+  if (layers.some((l) => l.mediaType === ADAPTER_MEDIA_TYPE)) entry.parent = layers.find((l) => l.from)?.from ?? '';
+  return entry;
 }
 
 export class ModelStoreService implements ModelStore {
@@ -243,13 +246,23 @@ export class ModelStoreService implements ModelStore {
         ? await materialiseFolder(this.paths.layout(view.format, stored.digest), view.weights, (d) => this.blobs.path(d))
         : this.blobs.path(view.weights[0].digest);
     const projector = stored.manifest.layers.find((l) => l.mediaType === PROJECTOR_MEDIA_TYPE);
+    const adapters = stored.manifest.layers.filter((l) => l.mediaType === ADAPTER_MEDIA_TYPE);
     return {
       name: displayName(stored.name),
       digest: stored.digest,
       format: view.format,
       modelPath,
       ...(projector ? { projectorPath: this.blobs.path(projector.digest) } : {}),
-      sizeBytes: view.weights.reduce((n, l) => n + l.size, 0) + (projector?.size ?? 0),
+      ...(adapters.length > 0
+        ? {
+            adapters: adapters.map((l) => ({
+              path: this.blobs.path(l.digest),
+              digest: l.digest,
+              ...(l.annotations?.[TITLE_ANNOTATION] ? { name: l.annotations[TITLE_ANNOTATION] } : {}),
+            })),
+          }
+        : {}),
+      sizeBytes: view.weights.reduce((n, l) => n + l.size, 0) + (projector?.size ?? 0) + adapters.reduce((n, l) => n + l.size, 0),
       template: view.template,
       system: view.system,
       parameters: view.parameters,
