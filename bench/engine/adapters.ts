@@ -124,15 +124,22 @@ async function main(): Promise<void> {
       const row = { appliance: median(times.appliance), llamaServer: median(times.llamaServer) };
       rows.push(row);
       ratios.push(row.llamaServer / row.appliance);
-      console.error(`rep ${r + 1}/${REPS}: appliance ${row.appliance.toFixed(1)} ms, llama-server ${row.llamaServer.toFixed(1)} ms, ratio ${(row.llamaServer / row.appliance).toFixed(3)}`);
+      console.error(
+        `rep ${r + 1}/${REPS}: appliance ${row.appliance.toFixed(1)} ms, llama-server ${row.llamaServer.toFixed(1)} ms, ratio ${(row.llamaServer / row.appliance).toFixed(3)}`,
+      );
     }
     const loadedAfter = await ps();
     const samePid = (await serverPid(app)) === pid;
-    if (loadedAfter.length !== 1 || !samePid) throw new Error(`the appliance reloaded while switching adapters: ${loadedAfter.join(', ')}, same process ${samePid}`);
+    if (loadedAfter.length !== 1 || !samePid)
+      throw new Error(`the appliance reloaded while switching adapters: ${loadedAfter.join(', ')}, same process ${samePid}`);
     const ratio = median(ratios);
     console.log(`\n${machineLine(machine)}`);
-    console.log(`bench-random-135m-q4_0 + 2 LoRA adapters, ${SLOTS} slots × ${CONTEXT}, threads ${THREADS}, ${REQUESTS} requests per repetition alternating adapters`);
-    console.log(`first token, appliance: ${median(rows.map((r) => r.appliance)).toFixed(1)} ms; llama-server: ${median(rows.map((r) => r.llamaServer)).toFixed(1)} ms`);
+    console.log(
+      `bench-random-135m-q4_0 + 2 LoRA adapters, ${SLOTS} slots × ${CONTEXT}, threads ${THREADS}, ${REQUESTS} requests per repetition alternating adapters`,
+    );
+    console.log(
+      `first token, appliance: ${median(rows.map((r) => r.appliance)).toFixed(1)} ms; llama-server: ${median(rows.map((r) => r.llamaServer)).toFixed(1)} ms`,
+    );
     console.log(
       `ratio (llama-server ÷ appliance): ${ratio.toFixed(3)} (repetitions ${Math.min(...ratios).toFixed(3)}–${Math.max(...ratios).toFixed(3)}); reloads: none (one model loaded, same server process)`,
     );

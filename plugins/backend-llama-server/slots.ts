@@ -319,5 +319,12 @@ function aborted(signal: AbortSignal): Promise<never> {
 function promptKey(call: WireCall): string {
   const b = call.body;
   // The adapters first: a prompt evaluated under other LoRA scales shares no cache.
-  return JSON.stringify([call.path, b['lora'] ?? null, b['chat_template_kwargs'] ?? null, b['tools'] ?? null, b['grammar'] ?? null, b['messages'] ?? b['prompt'] ?? null]);
+  return JSON.stringify([
+    call.path,
+    b['lora'] ?? null,
+    b['chat_template_kwargs'] ?? null,
+    b['tools'] ?? null,
+    b['grammar'] ?? null,
+    b['messages'] ?? b['prompt'] ?? null,
+  ]);
 }

@@ -83,9 +83,12 @@ export function parseSamplingOptions(raw: unknown, strict = true): SamplingOptio
     const parsed = loraScales(lora);
     if (parsed) out.lora = parsed;
     else if (strict) {
-      throw Errors.badRequest(`option "lora" must be an array of at most ${OPTION_BOUNDS.loraEntries} {id, scale} objects (id an integer from 0, scale a number)`, {
-        param: 'options.lora',
-      });
+      throw Errors.badRequest(
+        `option "lora" must be an array of at most ${OPTION_BOUNDS.loraEntries} {id, scale} objects (id an integer from 0, scale a number)`,
+        {
+          param: 'options.lora',
+        },
+      );
     }
   }
   const stop = src['stop'];

@@ -62,7 +62,8 @@ export function ggufFormat(): FormatHandler {
         const [adapter, base] = await Promise.all([summary(file).catch(() => null), summary(weights)]);
         if (!adapter) return 'not a GGUF file';
         const info = adapter.modelInfo;
-        if (info['general.type'] !== 'adapter' || info['adapter.type'] !== 'lora') return 'not a GGUF LoRA adapter (general.type "adapter", adapter.type "lora")';
+        if (info['general.type'] !== 'adapter' || info['adapter.type'] !== 'lora')
+          return 'not a GGUF LoRA adapter (general.type "adapter", adapter.type "lora")';
         const arch = info['general.architecture'];
         const want = base.modelInfo['general.architecture'];
         if (arch !== want) return `it is for the ${String(arch)} architecture, and the model's weights are ${String(want)}`;

@@ -91,15 +91,24 @@ for (const engine of ['llama-server', 'llama-cpp']) {
       );
     } else {
       t.same(await loaded(app), ['base:latest', 'tuned-a:latest', 'tuned-b:latest'], 'node-llama-cpp loads each adapter model with its own context');
-      const res = await app.fetch('/v1/completions', { method: 'POST', body: JSON.stringify({ model: 'tuned-a', prompt: PROMPT, max_tokens: 4, lora: [{ id: 0, scale: 0 }] }) });
+      const res = await app.fetch('/v1/completions', {
+        method: 'POST',
+        body: JSON.stringify({ model: 'tuned-a', prompt: PROMPT, max_tokens: 4, lora: [{ id: 0, scale: 0 }] }),
+      });
       t.equal(res.status, 400, 'a per-request scale is refused where the engine applies adapters at load');
       t.match(((await res.json()) as { error: { message: string } }).error.message, /applies LoRA adapters when it loads the model.*llama-server/);
     }
 
-    const beyond = await app.fetch('/v1/completions', { method: 'POST', body: JSON.stringify({ model: 'tuned-a', prompt: PROMPT, lora: [{ id: 3, scale: 1 }] }) });
+    const beyond = await app.fetch('/v1/completions', {
+      method: 'POST',
+      body: JSON.stringify({ model: 'tuned-a', prompt: PROMPT, lora: [{ id: 3, scale: 1 }] }),
+    });
     t.equal(beyond.status, 400, 'a lora id the model does not have is a 400');
     t.match(((await beyond.json()) as { error: { message: string } }).error.message, /lora id 3: "tuned-a" has 1 LoRA adapter \(ids 0 to 0\)/);
-    const noAdapters = await app.fetch('/v1/completions', { method: 'POST', body: JSON.stringify({ model: 'base', prompt: PROMPT, lora: [{ id: 0, scale: 1 }] }) });
+    const noAdapters = await app.fetch('/v1/completions', {
+      method: 'POST',
+      body: JSON.stringify({ model: 'base', prompt: PROMPT, lora: [{ id: 0, scale: 1 }] }),
+    });
     t.equal(noAdapters.status, 400);
     t.match(((await noAdapters.json()) as { error: { message: string } }).error.message, /"base" has no LoRA adapters/);
     await f.conforms(t);

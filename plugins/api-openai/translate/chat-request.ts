@@ -63,7 +63,10 @@ export function samplingOptions(body: CommonBody, maxTokens: number | undefined)
   set('frequency_penalty', body.frequency_penalty);
   set('stop', stopSequences(body.stop));
   set('num_ctx', body.num_ctx);
-  set('lora', body.lora?.map(({ id, scale }) => ({ id, scale })));
+  set(
+    'lora',
+    body.lora?.map(({ id, scale }) => ({ id, scale })),
+  );
   return options;
 }
 

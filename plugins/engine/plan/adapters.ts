@@ -17,7 +17,10 @@ export function planAdapters(model: ResolvedModel, asked: string, lora: Sampling
   if (lora) {
     const beyond = lora.find((l) => l.id >= adapters.length);
     if (beyond) {
-      const has = adapters.length === 0 ? 'has no LoRA adapters' : `has ${adapters.length} LoRA adapter${adapters.length === 1 ? '' : 's'} (ids 0 to ${adapters.length - 1})`;
+      const has =
+        adapters.length === 0
+          ? 'has no LoRA adapters'
+          : `has ${adapters.length} LoRA adapter${adapters.length === 1 ? '' : 's'} (ids 0 to ${adapters.length - 1})`;
       throw Errors.badRequest(`lora id ${beyond.id}: "${asked}" ${has}`, { param: 'lora' });
     }
   }

@@ -324,7 +324,12 @@ export const commands: CliCommand[] = [
         const uploaded: Record<string, string> = {};
         for (const adapter of adapters) {
           const local = await localPath(adapter, path.dirname(file));
-          const isFile = local ? await stat(local).then((s) => s.isFile(), () => false) : false;
+          const isFile = local
+            ? await stat(local).then(
+                (s) => s.isFile(),
+                () => false,
+              )
+            : false;
           if (!local || !isFile) throw new CliError(`ADAPTER ${adapter}: an adapter must name a file (a GGUF LoRA adapter)`);
           if (uploaded[path.basename(local)] !== undefined) throw new CliError(`ADAPTER ${adapter}: two adapters have the name ${path.basename(local)}`);
           uploaded[path.basename(local)] = await uploadBlob(client, local, io);

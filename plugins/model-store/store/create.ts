@@ -182,7 +182,11 @@ async function baseWeights(store: ModelStoreService, spec: CreateSpec): Promise<
  * The layers of a create's `adapters`, each checked against the weights by the format's handler
  * (an adapter for another architecture is a 400 naming both); a format without adapters is a 400.
  */
-async function adapterLayers(store: ModelStoreService, spec: CreateSpec, base: { handler: FormatHandler | undefined; weights: Layer | undefined }): Promise<Layer[]> {
+async function adapterLayers(
+  store: ModelStoreService,
+  spec: CreateSpec,
+  base: { handler: FormatHandler | undefined; weights: Layer | undefined },
+): Promise<Layer[]> {
   const entries = Object.entries(spec.adapters ?? {});
   if (entries.length === 0) return [];
   const adapter = base.handler?.adapter;
@@ -197,7 +201,9 @@ async function adapterLayers(store: ModelStoreService, spec: CreateSpec, base: {
     const digest = normalizeDigest(rawDigest);
     const size = await store.blobs.size(digest);
     if (size === null) {
-      throw Errors.badRequest(`blob ${digest} for adapter "${name}" is not in the store; upload it with POST /api/blobs/${digest} first`, { param: 'adapters' });
+      throw Errors.badRequest(`blob ${digest} for adapter "${name}" is not in the store; upload it with POST /api/blobs/${digest} first`, {
+        param: 'adapters',
+      });
     }
     const layer: Layer = { mediaType: adapter.mediaType, digest, size, annotations: { [TITLE_ANNOTATION]: name } };
     const misfit = await adapter.check(store.describer.file(layer), store.describer.file(base.weights));
