@@ -27,14 +27,13 @@ import { fixture } from '../../test/helpers/fixtures.js';
 import { uploadBlob } from '../../test/helpers/models.js';
 import { ENGINE_ONLY } from '../../test/helpers/plugin-sets.js';
 import { startApplianceProcess } from '../lib/appliance-process.js';
-import { keepAlivePool, timedPost } from '../lib/connections.js';
+import { keepAlivePool } from '../lib/connections.js';
 import { machineInfo, machineLine } from '../lib/machine.js';
 import { saveResult } from '../lib/results.js';
 import { median } from '../lib/stats.js';
 import { createBenchModel } from '../models/models.js';
-import { SAMPLING } from './figures.js';
 import { benchThreads, buildLlamaServer, startLlamaServer } from './llama-server.js';
-import { applianceGenerate, timeStream } from './targets.js';
+import { applianceGenerate, llamaServerGenerate } from './targets.js';
 
 const { values } = parseArgs({
   options: {
@@ -89,20 +88,8 @@ async function main(): Promise<void> {
     const agent = app.dispatcher();
     const plain = keepAlivePool(`http://127.0.0.1:${port}`);
     const appliance = (i: number) => applianceGenerate(app, agent, i % 2 === 0 ? 'bench-a' : 'bench-b', PROMPT, PREDICT);
-    const direct = async (i: number) => {
-      const lora = [0, 1].map((id) => ({ id, scale: id === i % 2 ? 1 : 0 }));
-      const body = JSON.stringify({ prompt: PROMPT, stream: true, n_predict: PREDICT, ...SAMPLING, lora });
-      const { res, t0 } = await timedPost(`http://127.0.0.1:${port}/completion`, { dispatcher: plain, body });
-      return timeStream(
-        res,
-        (line) => {
-          if (!line.startsWith('data: ')) return { text: false };
-          const o = JSON.parse(line.slice(6)) as { stop?: boolean; tokens_predicted?: number };
-          return { text: !o.stop, ...(o.stop ? { tokens: o.tokens_predicted ?? 0 } : {}) };
-        },
-        t0,
-      );
-    };
+    const direct = (i: number) =>
+      llamaServerGenerate(`http://127.0.0.1:${port}`, plain, PROMPT, PREDICT, { lora: [0, 1].map((id) => ({ id, scale: id === i % 2 ? 1 : 0 })) });
     const ps = async () => ((await (await app.fetch('/api/ps')).json()) as { models: { name: string }[] }).models.map((m) => m.name);
     // Warm both: the model load, then each adapter once.
     for (let i = 0; i < 4; i++) await Promise.all([appliance(i), direct(i)]);

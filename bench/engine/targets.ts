@@ -63,9 +63,15 @@ export async function applianceGenerate(
   );
 }
 
-/** llama-server's `/completion` at `origin` with the same prompt and sampling. */
-export async function llamaServerGenerate(origin: string, dispatcher: Dispatcher, prompt: string, predict: number): Promise<Stream> {
-  const body = JSON.stringify({ prompt, stream: true, n_predict: predict, ...SAMPLING });
+/** llama-server's `/completion` at `origin` with the same prompt and sampling (and `extra` fields, e.g. `lora`). */
+export async function llamaServerGenerate(
+  origin: string,
+  dispatcher: Dispatcher,
+  prompt: string,
+  predict: number,
+  extra: Record<string, unknown> = {},
+): Promise<Stream> {
+  const body = JSON.stringify({ prompt, stream: true, n_predict: predict, ...SAMPLING, ...extra });
   const { res, t0 } = await timedPost(`${origin}/completion`, { dispatcher, body });
   return timeStream(
     res,
