@@ -112,9 +112,6 @@ class Instance {
   cache: Pick<LoadOptions, 'kvCacheType' | 'flashAttention'> = {};
   /** Where the offload plan put the model (null: no plan, the backend decided). */
   offload: Offload | null = null;
-  /** LoRA adapters loaded with the model, and whether requests of other models with the same weights may run on it with their own. */
-  adapters: readonly AdapterScale[] = [];
-  hostsOthers = false;
   gone = false;
   unloading: Promise<void> | null = null;
   readonly goneWaiters: (() => void)[] = [];
@@ -305,10 +302,12 @@ export class Scheduler {
     const cache = cacheOptions(options.kvCacheType ?? this.#o.kvCacheType, options.flashAttention ?? this.#o.flashAttention);
     const wanted = (model.adapters ?? []).map((a) => a.path);
     for (const i of this.#instances.values()) {
-      if (!i.model || i.gone || i.unloading || !i.hostsOthers || !sameBase(i.resolved, model)) continue;
+      // The loaded model says what it holds and whether a request may set other scales.
+      const held = i.model?.adapters;
+      if (!held?.perRequest || i.gone || i.unloading || !sameBase(i.resolved, model)) continue;
       if (i.parallel !== parallel || i.cache.kvCacheType !== cache.kvCacheType || i.cache.flashAttention !== cache.flashAttention) continue;
       if (i.numGpu !== options.numGpu || this.#tooSmall(i, options.contextLength)) continue;
-      if (wanted.every((p) => i.adapters.some((a) => a.path === p))) return i;
+      if (wanted.every((p) => held.loaded.some((a) => a.path === p))) return i;
     }
     return undefined;
   }
@@ -421,8 +420,6 @@ export class Scheduler {
       inst.model = model;
       inst.engine = backend.name;
       inst.offload = loadOptions.offload ?? null;
-      inst.adapters = adapters;
-      inst.hostsOthers = backend.adapters === 'request' && model.adapters?.perRequest === true;
       this.#o.log.info(
         {
           model: inst.resolved.name,

@@ -2,7 +2,7 @@ import { spawn } from 'node:child_process';
 import { mkdtemp, rm, symlink, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import t from 'tap';
+import t, { type Test } from 'tap';
 import type { TestAppliance } from '../helpers/appliance.js';
 import { fixture, ROOT } from '../helpers/fixtures.js';
 import { startTestRegistry } from '../helpers/registry.js';
@@ -50,15 +50,21 @@ async function liaIn(app: TestAppliance, caFile: string, args: string[], cwd: st
   }
 }
 
-t.test('lia create, list, show, cp, push, rm, pull', { timeout: 120_000 }, async (t) => {
-  const reg = await startTestRegistry();
-  t.teardown(reg.close);
+/** A store appliance, a scratch folder (removed when `t` ends) and the appliance's CA file in it. */
+async function cliStore(t: Test): Promise<{ app: TestAppliance; dir: string; ca: string }> {
   const app = await startStore();
   t.teardown(app.close);
   const dir = await mkdtemp(path.join(os.tmpdir(), 'lia-cli-'));
   t.teardown(() => rm(dir, { recursive: true, force: true }));
   const ca = path.join(dir, 'ca.pem');
   await writeFile(ca, app.ca);
+  return { app, dir, ca };
+}
+
+t.test('lia create, list, show, cp, push, rm, pull', { timeout: 120_000 }, async (t) => {
+  const reg = await startTestRegistry();
+  t.teardown(reg.close);
+  const { app, dir, ca } = await cliStore(t);
   await symlink(fixture('gguf/stories260K.gguf'), path.join(dir, 'stories.gguf'));
   await writeFile(
     path.join(dir, 'Modelfile'),
@@ -133,12 +139,7 @@ t.test('lia create, list, show, cp, push, rm, pull', { timeout: 120_000 }, async
 });
 
 t.test('lia create from an ONNX folder', async (t) => {
-  const app = await startStore();
-  t.teardown(app.close);
-  const dir = await mkdtemp(path.join(os.tmpdir(), 'lia-cli-'));
-  t.teardown(() => rm(dir, { recursive: true, force: true }));
-  const ca = path.join(dir, 'ca.pem');
-  await writeFile(ca, app.ca);
+  const { app, dir, ca } = await cliStore(t);
   await writeFile(path.join(dir, 'Modelfile'), `FROM ${fixture('onnx/tiny-random-minilm')}\n`);
   const res = await lia(app, ca, ['create', 'minilm'], dir);
   t.equal(res.code, 0, res.stderr);
@@ -147,12 +148,7 @@ t.test('lia create from an ONNX folder', async (t) => {
 });
 
 t.test('lia create with an ADAPTER line uploads the adapter and makes a model of the base with it', async (t) => {
-  const app = await startStore();
-  t.teardown(app.close);
-  const dir = await mkdtemp(path.join(os.tmpdir(), 'lia-cli-'));
-  t.teardown(() => rm(dir, { recursive: true, force: true }));
-  const ca = path.join(dir, 'ca.pem');
-  await writeFile(ca, app.ca);
+  const { app, dir, ca } = await cliStore(t);
   await writeFile(path.join(dir, 'Modelfile'), `FROM ${fixture(TINY_LORA_BASE)}\n`);
   t.equal((await liaIn(app, ca, ['create', 'base'], dir)).code, 0);
   await writeFile(path.join(dir, 'Tuned'), `FROM base\nADAPTER ${await builtFixture('tiny-lora-a.gguf')}\n`);
