@@ -23,14 +23,15 @@
  * @module
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { writeFileSync } from 'node:fs';
 import { mkdir, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
-import { startApplianceProcess, type ApplianceProcess } from '../lib/appliance-process.js';
+import { startApplianceProcess } from '../lib/appliance-process.js';
 import { keepAlivePool } from '../lib/connections.js';
 import { median } from '../lib/stats.js';
+import { applianceMemory, formatMemory as fmt, memoryOf, processTree as tree } from '../lib/process-memory.js';
 import { ROOT } from '../../test/helpers/fixtures.js';
 import { benchModelPath, createBenchModel, modelLabel } from '../models/models.js';
 import { benchThreads, buildLlamaServer } from './llama-server.js';
@@ -49,54 +50,7 @@ if (values.engine !== 'llama-cpp' && values.engine !== 'llama-server') throw new
 /** The appliance's environment: its GGUF engine. */
 const ENGINE_ENV: Record<string, string> = { LIA_BACKENDS: `gguf=${values.engine}` };
 const { threads: THREADS, batchThreads: BATCH_THREADS } = benchThreads();
-const MB = 1024 * 1024;
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-
-/** Memory of one process, bytes, from /proc (0 when it is gone). */
-function memoryOf(pid: number): { rss: number; anon: number; file: number; pss: number } {
-  const read = (f: string) => {
-    try {
-      return readFileSync(`/proc/${pid}/${f}`, 'utf8');
-    } catch {
-      return '';
-    }
-  };
-  const kb = (text: string, key: string) => Number(new RegExp(`^${key}:\\s+(\\d+) kB`, 'm').exec(text)?.[1] ?? 0) * 1024;
-  const status = read('status');
-  return { rss: kb(status, 'VmRSS'), anon: kb(status, 'RssAnon'), file: kb(status, 'RssFile'), pss: kb(read('smaps_rollup'), 'Pss') };
-}
-
-/** `pid` and every process below it. */
-function tree(pid: number): number[] {
-  const parents = new Map<number, number[]>();
-  for (const d of readdirSync('/proc')) {
-    if (!/^\d+$/.test(d)) continue;
-    try {
-      const stat = readFileSync(`/proc/${d}/stat`, 'utf8');
-      const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
-      parents.set(ppid, [...(parents.get(ppid) ?? []), Number(d)]);
-    } catch {
-      // gone meanwhile
-    }
-  }
-  const out = [pid];
-  for (let i = 0; i < out.length; i++) out.push(...(parents.get(out[i]!) ?? []));
-  return out;
-}
-
-type Memory = ReturnType<typeof memoryOf>;
-const sum = (ms: Memory[]): Memory =>
-  ms.reduce((a, b) => ({ rss: a.rss + b.rss, anon: a.anon + b.anon, file: a.file + b.file, pss: a.pss + b.pss }), { rss: 0, anon: 0, file: 0, pss: 0 });
-const fmt = (m: Memory) =>
-  `RSS ${(m.rss / MB).toFixed(0)} MB (anon ${(m.anon / MB).toFixed(0)}, file ${(m.file / MB).toFixed(0)}), PSS ${(m.pss / MB).toFixed(0)} MB`;
-
-/** The appliance's processes: API, the runner with the most memory (the loaded model), the rest. */
-function applianceMemory(app: ApplianceProcess): { api: Memory; runner: Memory; others: Memory; total: Memory } {
-  const pids = tree(app.pid).filter((p) => p !== app.pid);
-  const mems = pids.map(memoryOf).sort((a, b) => b.rss - a.rss);
-  const api = memoryOf(app.pid);
-  return { api, runner: mems[0] ?? sum([]), others: sum(mems.slice(1)), total: sum([api, ...mems]) };
-}
 
 function dropCaches(): void {
   writeFileSync('/proc/sys/vm/drop_caches', '3');
@@ -176,7 +130,7 @@ async function main(): Promise<void> {
   {
     const app = await startApplianceProcess({}, ENGINE_ENV);
     await sleep(8000);
-    const m = applianceMemory(app);
+    const m = applianceMemory(app.pid);
     report['idle'] = m;
     say(`idle appliance: total ${fmt(m.total)}; API ${fmt(m.api)}; spare runner ${fmt(m.runner)}; ${tree(app.pid).length} processes`);
     await app.close();
@@ -197,7 +151,7 @@ async function main(): Promise<void> {
       const agent = app.dispatcher();
       await applianceGenerate(app, agent, 'bench', 'Once upon a time', 8);
       await sleep(4000);
-      const a = applianceMemory(app);
+      const a = applianceMemory(app.pid);
       port += 1;
       const server = await startServer(binary, model, port, slots, 2048);
       const plain = keepAlivePool(`http://127.0.0.1:${port}`);
