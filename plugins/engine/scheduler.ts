@@ -229,6 +229,7 @@ export class Scheduler {
         model: i.resolved.name,
         queued: i.waiters.length,
         active: i.active,
+        slots: this.#slots(i),
         loaded: i.model !== null,
         sizeBytes: i.model?.sizeBytes ?? 0,
         vramBytes: i.model?.vramBytes ?? 0,
