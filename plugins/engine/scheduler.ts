@@ -2,7 +2,7 @@
  * The scheduler: owns every loaded model's lifecycle, as Ollama's `sched.go` does. It loads a model
  * on its first request (through the backend that runs its format), hands out one of `parallel`
  * slots per request (the backend batches the slots' sequences together), queues requests beyond
- * that up to `maxQueue` (then 503 with `Retry-After`), and unloads a model when its `keep_alive`
+ * that up to `maxQueue` (then 503 with a `Retry-After` from the queue's measured drain rate, drain.ts), and unloads a model when its `keep_alive`
  * runs out, when a load needs its memory (idle models first, least recently used first), or when
  * asked. A model that is in use is never unloaded: it is marked and goes once its last request ends.
  * A runner crash makes the scheduler forget the model; waiting requests load it again.
@@ -20,6 +20,7 @@ import type { AdapterScale } from './public.js';
 import type { InferenceEvent } from 'lia/plugin/contracts';
 import type { ModelActivity } from './public.js';
 import { bytesOn, devicesOf, ON_CPU, planOffload, type Offload } from './plan/offload.js';
+import { DrainRate } from './drain.js';
 
 export interface SchedulerOptions {
   backends: BackendRegistry;
@@ -129,6 +130,8 @@ export class Scheduler {
   readonly #o: SchedulerOptions;
   readonly #instances = new Map<string, Instance>();
   #queued = 0;
+  /** Waiters granted a slot, across all models: the `Retry-After` of a full queue. */
+  readonly #drain = new DrainRate();
   #loadChain: Promise<unknown> = Promise.resolve();
   #changed: (() => void)[] = [];
   /**
@@ -163,7 +166,7 @@ export class Scheduler {
       const free = inst?.model && inst.active < this.#slots(inst) && inst.waiters.length === 0 && !this.#tooSmall(inst, options.contextLength);
       if (!free && this.#queued >= this.#o.maxQueue) {
         throw Errors.unavailable('server busy, please try again.  maximum pending requests exceeded', {
-          headers: { 'Retry-After': '1' },
+          headers: { 'Retry-After': String(this.#drain.retryAfterSeconds(this.#queued)) },
         });
       }
       if (!inst) {
@@ -226,6 +229,7 @@ export class Scheduler {
         model: i.resolved.name,
         queued: i.waiters.length,
         active: i.active,
+        slots: this.#slots(i),
         loaded: i.model !== null,
         sizeBytes: i.model?.sizeBytes ?? 0,
         vramBytes: i.model?.vramBytes ?? 0,
@@ -597,6 +601,7 @@ export class Scheduler {
       const w = inst.waiters.shift() as Waiter;
       // Count the slot before the waiter's continuation runs, so a new arrival cannot take it.
       inst.active++;
+      this.#drain.record();
       w.grant(false);
     }
   }

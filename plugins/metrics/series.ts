@@ -254,6 +254,16 @@ export class Series {
       },
     });
     new Gauge({
+      name: 'lia_model_slots',
+      help: 'Slots of a loaded model: requests it serves at once (num_parallel, else the engine numParallel).',
+      labelNames: ['model'],
+      registers,
+      collect() {
+        this.reset();
+        for (const a of activity()) if (a.loaded && a.slots !== undefined) this.set({ model: a.model }, a.slots);
+      },
+    });
+    new Gauge({
       name: 'lia_model_loaded',
       help: '1 for every loaded model, with the engine serving it and the device it runs on (cpu, or the GPU device).',
       labelNames: ['model', 'engine', 'device'],

@@ -141,7 +141,7 @@ t.test('queue: requests beyond the slots wait in order; past maxQueue a 503 with
     () => null,
     (err: unknown) => err,
   );
-  t.match(busy, { statusCode: 503, headers: { 'Retry-After': '1' } }, 'the queue is full');
+  t.match(busy, { statusCode: 503, headers: { 'Retry-After': '60' } }, 'the queue is full, and nothing has left it yet: 60 s');
 
   first.release();
   const l2 = await second;
@@ -151,6 +151,35 @@ t.test('queue: requests beyond the slots wait in order; past maxQueue a 503 with
   (await third).release();
   t.same(granted, ['second', 'third']);
   t.same(backend.journal, ['load a@2048'], 'one load served all of them');
+});
+
+t.test('Retry-After past maxQueue: the queued requests over the rate at which waiters got a slot in the last minute', async (t) => {
+  const s = scheduler(fakeBackend(), { parallel: 1, maxQueue: 2 });
+  const refused = async () =>
+    s.acquire(model('a'), {}, never).then(
+      () => null,
+      (err: unknown) => (err as { headers: Record<string, string> }).headers['Retry-After'],
+    );
+  // The first request waits for the load (a release at 0 s), then six waiters get the slot one
+  // after the other, 1 s apart: seven releases from the queue.
+  let held = await s.acquire(model('a'), {}, never);
+  for (let i = 0; i < 6; i++) {
+    const next = s.acquire(model('a'), {}, never);
+    await settle();
+    mock.timers.tick(1000);
+    held.release();
+    held = await next;
+  }
+  const waiting = [s.acquire(model('a'), {}, never), s.acquire(model('a'), {}, never)];
+  await settle();
+  t.equal(await refused(), '18', 'two queued at seven a minute: 120 ÷ 7 s, rounded up');
+  // The releases were at 0 s to 6 s; at 63.5 s those at 4, 5 and 6 s are still within the minute.
+  mock.timers.tick(57_500);
+  t.equal(await refused(), '40', 'four releases have aged out of the window: two queued at three a minute');
+  mock.timers.tick(10_000);
+  t.equal(await refused(), '60', 'none left in the window: 60 s');
+  held.release();
+  for (const w of waiting) (await w).release();
 });
 
 t.test('keep-alive: an idle model stays until its keep_alive runs out, a new request resets it', async (t) => {

@@ -147,6 +147,7 @@ export interface LoadedModelInfo {
   size: number;
   size_vram: number;
   expires_at: string;
+  /** Context length per slot (sequence), as loaded: each of its `parallel` requests has this many tokens. */
   context_length: number;
   /** The backend (engine) that serves it: `llama-server`, `llama-cpp`, … */
   engine: string;
@@ -200,6 +201,8 @@ export interface ModelActivity {
   queued: number;
   /** Requests holding a slot. */
   active: number;
+  /** Its slots (requests served at once): what it is loaded with, or will be once loaded. Absent from older implementations of this service. */
+  slots?: number;
   loaded: boolean;
   /** Bytes in memory (0 while loading) and of those on the GPU. */
   sizeBytes: number;

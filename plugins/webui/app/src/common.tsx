@@ -33,6 +33,24 @@ export function useLoad<T>(load: () => Promise<T>, deps: unknown[] = []): Loaded
   return { data, error, loading, reload };
 }
 
+/**
+ * Calls `reload` every `ms` while the tab is visible, and at once when it becomes visible again;
+ * stops when the component goes (another page is shown).
+ */
+export function usePoll(reload: () => Promise<void>, ms: number): void {
+  useEffect(() => {
+    const tick = () => {
+      if (document.visibilityState === 'visible') void reload();
+    };
+    const timer = setInterval(tick, ms);
+    document.addEventListener('visibilitychange', tick);
+    return () => {
+      clearInterval(timer);
+      document.removeEventListener('visibilitychange', tick);
+    };
+  }, [reload, ms]);
+}
+
 /** What went wrong, as a sentence a user can act on. */
 export function ErrorPanel({ error, what }: { error: unknown; what?: string }) {
   if (!error) return null;

@@ -1,31 +1,24 @@
 /**
  * The models page: installed models (size, family, quantisation, capabilities) with details,
  * copy and delete; pull by name with per-layer progress and cancel; import of a GGUF file from
- * disk (`/api/blobs` upload with progress, then `/api/create`); models loaded in memory with
- * unload. A remote model (an upstream of `backend-upstream` serves it) is marked with its host(s)
- * and offers no copy or delete: it has no local files, and lia.config is where it is managed.
+ * disk (`/api/blobs` upload with progress, then `/api/create`); models loaded in memory with their
+ * slots, queue, context, engine and device, and unload (LoadedModels.tsx, polled every 2 s). A
+ * remote model (an upstream of `backend-upstream` serves it) is marked with its host(s) and
+ * offers no copy or delete: it has no local files, and lia.config is where it is managed.
  */
 import { useRef, useState } from 'preact/hooks';
 import { ApiError, json, ndjson, request } from '../api';
 import { getKey } from '../auth';
-import { Confirm, ErrorPanel, useLoad } from '../common';
+import { Confirm, ErrorPanel, useLoad, usePoll } from '../common';
 import { bytes } from '../format';
 import { isRemote, listModels, type ModelInfo, type ShowResponse } from '../models';
+import { LoadedModels, PS_POLL_MS, type LoadedModel } from './LoadedModels';
 
 interface PullLine {
   status: string;
   digest?: string;
   total?: number;
   completed?: number;
-}
-
-interface Loaded {
-  name: string;
-  size: number;
-  size_vram?: number;
-  device?: string;
-  expires_at?: string;
-  details?: { format?: string } | null;
 }
 
 /** The mark of a remote model: a badge and the upstream(s) serving it. */
@@ -273,7 +266,8 @@ function Details({ model, onClose }: { model: string; onClose: () => void }) {
 
 export function Models() {
   const models = useLoad(listModels);
-  const ps = useLoad(() => json<{ models: Loaded[] }>('/api/ps'));
+  const ps = useLoad(() => json<{ models: LoadedModel[] }>('/api/ps'));
+  usePoll(ps.reload, PS_POLL_MS);
   const [details, setDetails] = useState<string | null>(null);
   const [deleting, setDeleting] = useState<ModelInfo | null>(null);
   const [copying, setCopying] = useState<{ source: string; destination: string } | null>(null);
@@ -369,30 +363,7 @@ export function Models() {
       )}
       {details && <Details model={details} onClose={() => setDetails(null)} />}
 
-      <section class="card" aria-labelledby="loaded-title">
-        <h2 id="loaded-title">Loaded in memory</h2>
-        <ErrorPanel error={ps.error} what="the loaded models" />
-        {ps.data && ps.data.models.length === 0 && <p class="muted">No model is loaded; the first request to a model loads it.</p>}
-        {ps.data && ps.data.models.length > 0 && (
-          <ul class="plain">
-            {ps.data.models.map((m) => (
-              <li key={m.name} class="row between wrap">
-                <span>
-                  <strong>{m.name}</strong> · {isRemote(m) ? 'remote' : bytes(m.size)}
-                  {m.size_vram ? ` (${bytes(m.size_vram)} on ${m.device && m.device !== 'gpu' ? m.device : 'GPU'})` : ''}
-                  {m.expires_at ? ` · unloads ${new Date(m.expires_at).toLocaleTimeString()}` : ''}
-                </span>
-                <button type="button" class="small" onClick={() => act(() => json('/api/generate', { body: { model: m.name, keep_alive: 0 } }))}>
-                  Unload
-                </button>
-              </li>
-            ))}
-          </ul>
-        )}
-        <button type="button" class="small" onClick={reloadAll}>
-          Refresh
-        </button>
-      </section>
+      <LoadedModels ps={ps} onUnload={(name) => act(() => json('/api/generate', { body: { model: name, keep_alive: 0 } }))} onRefresh={reloadAll} />
 
       <div class="grid2">
         <Pull onDone={reloadAll} />
