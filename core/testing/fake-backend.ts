@@ -21,13 +21,17 @@
  * otherwise with the script's answer, where `{{result}}` stands for the last tool result's text,
  * so a test sees the result carried back. An agent's loop runs against it turn by turn.
  * Embeddings are deterministic 8-dimensional unit vectors derived from each input's SHA-256, so
- * equal inputs give equal vectors. Nothing is loaded into memory; the model's size is its file's.
+ * equal inputs give equal vectors. A speech model (`createSpeechModel`; its text is
+ * {@link SPEECH_MARK} and its window in seconds) has the `transcription` capability only and reads
+ * out the audio the engine hands it: one word per 100 ms, the block's RMS level in thousandths
+ * (`"0 212 305 0"`), each word timed by its block, so a test can compare what reached the model
+ * with what it sent. Nothing is loaded into memory; the model's size is its file's.
  *
  * @module
  */
 import { createHash } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
-import type { ChatParams, FormatHandler, GenerationEvent, InferenceBackend, LoadedModel, SamplingOptions } from 'lia/engine';
+import type { ChatParams, FormatHandler, GenerationEvent, InferenceBackend, LoadedModel, SamplingOptions, TranscribedWord, TranscribeResult } from 'lia/engine';
 import { Errors } from '../errors.js';
 import { definePlugin } from '../plugin/define.js';
 import { Type } from '@sinclair/typebox';
@@ -52,6 +56,9 @@ export const fakeFormat: FormatHandler = {
   async describe({ weights, template }) {
     const text = await readFile(weights[0]!.path, 'utf8');
     const script = parseScript(text);
+    if (speechWindow(text) !== null) {
+      return { details: { family: 'fake', families: ['fake'], parameter_size: '1', quantization_level: 'none' }, capabilities: ['transcription'] };
+    }
     return {
       details: { family: 'fake', families: ['fake'], parameter_size: String(words(text).length), quantization_level: 'none' },
       capabilities: ['completion', 'embedding', ...(script ? (['tools'] as const) : []), ...(template?.includes('.Thinking') ? (['thinking'] as const) : [])],
@@ -59,6 +66,29 @@ export const fakeFormat: FormatHandler = {
     };
   },
 };
+
+/** The first word of a fake speech model's text; the second is its window in seconds. */
+export const SPEECH_MARK = '#fake-speech';
+
+/** A fake speech model's window in seconds, or null for a text model. */
+export function speechWindow(text: string): number | null {
+  if (!text.startsWith(SPEECH_MARK)) return null;
+  const seconds = Number(text.slice(SPEECH_MARK.length).trim());
+  return Number.isFinite(seconds) && seconds > 0 ? seconds : 30;
+}
+
+/** The fake speech model's reading of a window: one word per 100 ms block, its RMS in thousandths. */
+export function readOut(samples: Float32Array, sampleRate: number): TranscribeResult {
+  const block = sampleRate / 10;
+  const out: TranscribedWord[] = [];
+  for (let start = 0; start < samples.length; start += block) {
+    const end = Math.min(samples.length, start + block);
+    let sum = 0;
+    for (let i = start; i < end; i++) sum += samples[i]! * samples[i]!;
+    out.push({ word: String(Math.round(Math.sqrt(sum / (end - start)) * 1000)), start: start / sampleRate, end: end / sampleRate });
+  }
+  return { text: out.map((w) => w.word).join(' '), words: out, tokens: out.map((_, i) => i), avgLogprob: 0, noSpeechProb: 0 };
+}
 
 /** The first line of a scripted fake model's text; the rest is a JSON {@link FakeScript}. */
 export const SCRIPT_MARK = '#fake-script';
@@ -148,6 +178,24 @@ export const fakeInferenceBackend: InferenceBackend = {
   async load(model, options): Promise<LoadedModel> {
     const prefix = await readFile(model.modelPath, 'utf8');
     const script = parseScript(prefix);
+    const window = speechWindow(prefix);
+    if (window !== null) {
+      const refuse = () => {
+        throw Errors.badRequest('a fake speech model only transcribes');
+      };
+      return {
+        capabilities: ['transcription'],
+        contextLength: 0,
+        sizeBytes: model.sizeBytes,
+        vramBytes: 0,
+        audio: { sampleRate: 16000, windowSeconds: window },
+        transcribe: async (params) => readOut(params.samples, 16000),
+        generate: refuse,
+        chat: refuse,
+        embed: async () => refuse(),
+        unload: async () => undefined,
+      };
+    }
     return {
       capabilities: ['completion', 'embedding', ...(script ? (['tools'] as const) : [])],
       contextLength: options.contextLength ?? 4096,

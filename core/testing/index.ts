@@ -51,8 +51,8 @@ import type { PluginEntry } from '../config/schema.js';
 import { startAppliance, type Appliance } from '../main.js';
 import type { Hooks } from '../plugin/hooks.js';
 
-export { default as fakeBackend, fakeFormat, fakeInferenceBackend, FAKE_MEDIA_TYPE, SCRIPT_MARK, type FakeScript } from './fake-backend.js';
-import { SCRIPT_MARK, type FakeScript } from './fake-backend.js';
+export { default as fakeBackend, fakeFormat, fakeInferenceBackend, FAKE_MEDIA_TYPE, SCRIPT_MARK, SPEECH_MARK, type FakeScript } from './fake-backend.js';
+import { SCRIPT_MARK, SPEECH_MARK, type FakeScript } from './fake-backend.js';
 export type { PluginEntry };
 
 /** The config entry that enables the `fake-backend` plugin: `plugins: { 'fake-backend': FAKE_BACKEND }`. */
@@ -201,4 +201,14 @@ export async function createFakeModel(app: Pick<TestAppliance, 'fetch'>, name: s
  */
 export async function createScriptedModel(app: Pick<TestAppliance, 'fetch'>, name: string, script: FakeScript): Promise<void> {
   await createFakeModel(app, name, `${SCRIPT_MARK}\n${JSON.stringify(script)}`);
+}
+
+/**
+ * Creates a fake speech model (needs {@link FAKE_BACKEND} enabled): it has the `transcription`
+ * capability, takes windows of `windowSeconds` (default 30) and answers each with its audio read
+ * out, one word per 100 ms (the block's RMS level in thousandths), timed by its block. Throws on
+ * failure.
+ */
+export async function createSpeechModel(app: Pick<TestAppliance, 'fetch'>, name: string, windowSeconds = 30): Promise<void> {
+  await createFakeModel(app, name, `${SPEECH_MARK} ${windowSeconds}`);
 }

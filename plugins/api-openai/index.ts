@@ -1,6 +1,7 @@
 /**
  * The `api-openai` plugin: the OpenAI-compatible inference endpoints under `/v1/`
- * (`chat/completions`, `responses`, `completions`, `embeddings`, `models`), and the rerank API
+ * (`chat/completions`, `responses`, `completions`, `embeddings`, `audio/transcriptions`,
+ * `audio/translations` (routes/audio.ts), `models`), and the rerank API
  * (`/v1/rerank`, with `/rerank` and `/v2/rerank`; rerank.ts). Like Ollama's OpenAI middleware it has no
  * inference path of its own: `translate/` holds pure functions between the OpenAI wire format and
  * the native {@link InferenceService} of the engine, and `routes/` only validates, calls the
@@ -10,6 +11,7 @@
  */
 import { Type } from '@sinclair/typebox';
 import { definePlugin } from 'lia/plugin';
+import { audioRoutes, DEFAULT_MAX_AUDIO_BYTES } from './routes/audio.js';
 import { chatRoute } from './routes/chat.js';
 import { completionsRoute } from './routes/completions.js';
 import { embeddingsRoute } from './routes/embeddings.js';
@@ -31,6 +33,11 @@ const Options = Type.Object(
      * out, so it answers 404 in OpenAI's shape like any unknown path, and the rest of `/v1` stays.
      */
     responses: Type.Boolean({ default: true }),
+    /**
+     * The largest audio file `/v1/audio/transcriptions` and `/v1/audio/translations` take, in
+     * bytes; a larger upload is a 413 naming `file`. Defaults to 26214400 (25 MiB, OpenAI's limit).
+     */
+    maxAudioBytes: Type.Integer({ minimum: 1024, maximum: 2 ** 31 - 1, default: DEFAULT_MAX_AUDIO_BYTES }),
   },
   { additionalProperties: false },
 );
@@ -39,9 +46,9 @@ export default definePlugin({
   name: 'api-openai',
   apiVersion: 2,
   requires: ['inference', 'models'],
-  description: 'OpenAI-compatible /v1/ chat completions, responses, completions, embeddings and rerank over the native engine',
+  description: 'OpenAI-compatible /v1/ chat completions, responses, completions, embeddings, audio transcriptions and rerank over the native engine',
   options: Options,
-  env: { LIA_OPENAI_ALIASES: 'aliases' },
+  env: { LIA_OPENAI_ALIASES: 'aliases', LIA_OPENAI_MAX_AUDIO_BYTES: 'maxAudioBytes' },
   async setup(app, ctx) {
     ctx.hooks.errorFormats.register(openaiErrorFormat);
     // The rerank paths outside /v1 answer errors as /v1/rerank does.
@@ -52,6 +59,7 @@ export default definePlugin({
     completionsRoute(app, ctx.hooks, options);
     embeddingsRoute(app, ctx.hooks, options);
     rerankRoutes(app, ctx.hooks, options);
+    await audioRoutes(app, ctx.hooks, { ...options, maxAudioBytes: ctx.options.maxAudioBytes });
     if (ctx.options.responses) responsesRoute(app, ctx.hooks, options);
     modelsRoutes(app, ctx.hooks);
   },

@@ -1,6 +1,7 @@
 /**
  * The transformers.js inference backend: runs `onnx` models in the Hugging Face ONNX layout,
- * sentence encoders for embeddings and cross-encoders for reranking (head.ts), and tokenises
+ * sentence encoders for embeddings, cross-encoders for reranking and CTC speech recognisers for
+ * transcription (head.ts), and tokenises
  * with their tokenizer. The scheduler (`plugins/engine`) owns the lifecycle; this
  * only sizes, loads and frees models.
  *
@@ -16,6 +17,7 @@ import { onnxFormat } from './format.js';
 import { readLayout, type OnnxDtype } from './layout.js';
 import { estimateBytes } from './memory.js';
 import { loadCrossEncoder } from './cross-encoder.js';
+import { loadCtc } from './ctc.js';
 import { loadEncoder } from './model.js';
 
 /** How the backend picks weights and threads. */
@@ -65,11 +67,16 @@ export function createTransformersBackend(options: TransformersBackendOptions, l
         sizeBytes: estimateBytes(layout, options.maxBatchTokens),
       };
       const { head } = layout;
-      const loaded = head.kind === 'cross-encoder' ? await loadCrossEncoder(model, layout, head.labels, settings) : await loadEncoder(model, layout, settings);
+      const loaded =
+        head.kind === 'cross-encoder'
+          ? await loadCrossEncoder(model, layout, head.labels, settings)
+          : head.kind === 'ctc'
+            ? await loadCtc(model, layout, settings)
+            : await loadEncoder(model, layout, settings);
       const ms = Math.round(performance.now() - started);
       log?.info(
         { model: model.name, weights: layout.weightsFile, dtype: layout.dtype, threads, ms },
-        `loaded ONNX ${head.kind === 'cross-encoder' ? 'reranking' : 'embedding'} model`,
+        `loaded ONNX ${head.kind === 'cross-encoder' ? 'reranking' : head.kind === 'ctc' ? 'speech' : 'embedding'} model`,
       );
       return loaded;
     },

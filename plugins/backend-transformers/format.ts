@@ -4,7 +4,8 @@
  * `application/vnd.lia.onnx.file` layer per file, its relative path in the layer's
  * `org.opencontainers.image.title` annotation, and lays the files out again as a folder for
  * loading (`layout: 'folder'`). Such models embed, or rerank when `config.json` names a
- * sequence-classification architecture (head.ts); they do not generate.
+ * sequence-classification architecture, or transcribe when it names a CTC one (head.ts); they
+ * do not generate.
  *
  * @module
  */
@@ -32,12 +33,14 @@ export const onnxFormat: FormatHandler = {
   async describe({ weights }) {
     const config = weights.find((f) => f.name === 'config.json');
     let family = 'unknown';
-    let capability: 'embedding' | 'rerank' = 'embedding';
+    let capability: 'embedding' | 'rerank' | 'transcription' = 'embedding';
     if (config) {
       try {
         const parsed = JSON.parse(await readFile(config.path, 'utf8')) as Record<string, unknown>;
         if (typeof parsed['model_type'] === 'string') family = parsed['model_type'];
-        if (headOf(parsed).kind === 'cross-encoder') capability = 'rerank';
+        const head = headOf(parsed).kind;
+        if (head === 'cross-encoder') capability = 'rerank';
+        if (head === 'ctc') capability = 'transcription';
       } catch {
         throw Errors.badRequest('config.json of the ONNX model is not valid JSON');
       }

@@ -59,8 +59,34 @@ export interface OnnxLayout {
   shape: ModelShape;
   /** From the sentence-transformers pooling config; `mean` when the folder has none. */
   pooling: Pooling;
-  /** An encoder (embeddings) or a cross-encoder (reranking), from `config.json` (head.ts). */
+  /** An encoder (embeddings), a cross-encoder (reranking) or a CTC recogniser (transcription), from `config.json` (head.ts). */
   head: OnnxHead;
+  /** A CTC recogniser's audio input (`preprocessor_config.json`, `config.json`'s strides); absent for text models. */
+  audio?: AudioShape;
+}
+
+/** How a speech model reads audio. */
+export interface AudioShape {
+  /** Hz (`preprocessor_config.json` `sampling_rate`; 16000 when absent). */
+  sampleRate: number;
+  /** Seconds one pass takes at most (`chunk_length`; 30 when absent, as Whisper's window). */
+  windowSeconds: number;
+  /** Samples per output frame: the product of `config.json`'s `conv_stride` (320 for wav2vec2). */
+  frameSamples: number;
+}
+
+/** The window of a CTC model whose preprocessor config declares none, in seconds. */
+export const DEFAULT_AUDIO_WINDOW_SECONDS = 30;
+
+/** The audio shape of a speech model from its configs. */
+export function audioShapeOf(config: Json, preprocessor: Json): AudioShape {
+  const strides = Array.isArray(config['conv_stride']) ? (config['conv_stride'] as unknown[]) : [];
+  const frameSamples = strides.every((s) => positive(s) !== undefined) && strides.length > 0 ? strides.reduce<number>((a, s) => a * positive(s)!, 1) : 320;
+  return {
+    sampleRate: positive(preprocessor['sampling_rate']) ?? 16000,
+    windowSeconds: positive(preprocessor['chunk_length']) ?? DEFAULT_AUDIO_WINDOW_SECONDS,
+    frameSamples,
+  };
 }
 
 type Json = Record<string, unknown>;
@@ -204,6 +230,8 @@ export async function readLayout(dir: string, dtype: OnnxDtype | 'auto', model: 
   const tokenizerConfig = (await readJson(abs, 'tokenizer_config.json', model, true))!;
   const sentenceConfig = await readJson(abs, 'sentence_bert_config.json', model, false);
   const chosen = await pickWeights(abs, dtype, model);
+  const head = headOf(config);
+  const preprocessor = head.kind === 'ctc' ? (await readJson(abs, 'preprocessor_config.json', model, true))! : null;
   return {
     dir: abs,
     dtype: chosen,
@@ -212,6 +240,7 @@ export async function readLayout(dir: string, dtype: OnnxDtype | 'auto', model: 
     tokenizerBytes: (await sizeOf(path.join(abs, 'tokenizer.json'))) ?? 0,
     shape: shapeOf(config, tokenLimit(config, tokenizerConfig, sentenceConfig)),
     pooling: await poolingOf(abs, model),
-    head: headOf(config),
+    head,
+    ...(preprocessor ? { audio: audioShapeOf(config, preprocessor) } : {}),
   };
 }

@@ -18,6 +18,15 @@ import type { OnnxLayout } from './layout.js';
 
 /** Bytes a model holds once loaded and while running a full pass of `maxBatchTokens` tokens. */
 export function estimateBytes(layout: OnnxLayout, maxBatchTokens: number): number {
+  if (layout.audio) {
+    // A speech model's pass is one window: its frames take the place of tokens, and the samples
+    // and the logits are held beside it.
+    const { sampleRate, windowSeconds, frameSamples } = layout.audio;
+    const samples = sampleRate * windowSeconds;
+    const frames = Math.ceil(samples / frameSamples);
+    const text = { ...layout, audio: undefined, shape: { ...layout.shape, maxTokens: frames } } as OnnxLayout;
+    return estimateBytes(text, frames) + 4 * 2 * samples;
+  }
   const { hiddenSize, heads, intermediateSize, maxTokens } = layout.shape;
   const weights = Math.ceil(layout.weightsBytes * 1.1);
   const tokenizer = layout.tokenizerBytes * 30;

@@ -19,6 +19,7 @@ import { generateRoute } from './routes/generate.js';
 import { heartbeatRoute } from './routes/heartbeat.js';
 import { psRoutes } from './routes/ps.js';
 import { Scheduler } from './scheduler.js';
+import { DEFAULT_MAX_AUDIO_SECONDS } from './audio.js';
 import { DEFAULT_MAX_IMAGE_BYTES } from './images.js';
 import { EngineService } from './service.js';
 import { toObservers } from './admission.js';
@@ -91,6 +92,13 @@ export default definePlugin({
       description:
         'Largest image a request may carry, in bytes once decoded; a larger one is a 400. The body limit (`bodyLimit`, base64 adds a third) applies first. Defaults to 5242880 (5 MiB).',
     }),
+    maxAudioSeconds: Type.Integer({
+      minimum: 1,
+      maximum: 86_400,
+      default: DEFAULT_MAX_AUDIO_SECONDS,
+      description:
+        'Longest audio a transcription may carry, in seconds once decoded (the samples take 64 KB a second); a longer file is a 400. The upload limit (api-openai `maxAudioBytes`) applies first. Defaults to 3600.',
+    }),
     remoteImages: Type.Boolean({
       default: false,
       description:
@@ -119,6 +127,7 @@ export default definePlugin({
     LIA_BATCH_THREADS: 'batchThreads',
     LIA_MAX_IMAGE_BYTES: 'maxImageBytes',
     LIA_REMOTE_IMAGES: 'remoteImages',
+    LIA_MAX_AUDIO_SECONDS: 'maxAudioSeconds',
   },
   commands: async () => (await import('./cli/commands.js')).commands,
   async setup(app, ctx) {
@@ -151,6 +160,7 @@ export default definePlugin({
     const service = new EngineService({ get: () => ctx.hooks.extensions.get('models') }, scheduler, observe);
     service.maxImageBytes = o.maxImageBytes;
     service.remoteImages = o.remoteImages;
+    service.audioLimits = { ...service.audioLimits, maxSeconds: o.maxAudioSeconds };
     ctx.hooks.extensions.provide('inference', service, 'engine');
     ctx.hooks.services.implement('svc-inference', {
       async start() {

@@ -21,13 +21,17 @@ import type {
   InferenceRerankRequest,
   InferenceService,
   InferenceTokenizeRequest,
+  InferenceTranscribeRequest,
   KeepAlive,
   LoadedModelInfo,
   RerankResponse,
   TokenizeResponse,
+  TranscriptionResponse,
+  TranscriptSegment,
 } from './public.js';
 import type { ModelActivity } from './public.js';
 import type { ModelStore, ResolvedModel } from 'lia/model-store';
+import { decodeAudio, DEFAULT_DECODE_TIMEOUT_MS, DEFAULT_MAX_AUDIO_SECONDS, planWindows, type DecodeLimits } from './audio.js';
 import { admitted, estimateTokens, leased, observed, type Observe } from './admission.js';
 import { checkImages, DEFAULT_MAX_IMAGE_BYTES, unsupported, visionServed } from './images.js';
 import { parseKeepAlive } from './keep-alive.js';
@@ -44,6 +48,8 @@ export class EngineService implements InferenceService {
   maxImageBytes = DEFAULT_MAX_IMAGE_BYTES;
   /** Whether `http(s)` image URLs are fetched (the engine's `remoteImages`); off, they are a 400. */
   remoteImages = false;
+  /** How much audio a transcription may carry and how long its decoding may take (the engine's `maxAudioSeconds`). */
+  audioLimits: DecodeLimits = { maxSeconds: DEFAULT_MAX_AUDIO_SECONDS, timeoutMs: DEFAULT_DECODE_TIMEOUT_MS };
   readonly #stores: { get(): ModelStore };
   /** The store, once asked for: a sole hook's value never changes once provided. */
   #store: ModelStore | undefined;
@@ -206,6 +212,81 @@ export class EngineService implements InferenceService {
     }
   }
 
+  /**
+   * Text from an audio file on a model with the `transcription` capability: the model is
+   * resolved and checked before the file is decoded (a key outside the allow-list learns nothing
+   * of the file), the file decoded at the model's rate, cut into its windows (audio.ts) and each
+   * window transcribed in turn, the previous window's text as its prompt. Times are offset by
+   * the window's start, so they count from the start of the file. Admitted like an embedding;
+   * counted as a `transcribe` request.
+   */
+  async transcribe(req: InferenceTranscribeRequest, signal: AbortSignal, onSegment?: (segment: TranscriptSegment) => void): Promise<TranscriptionResponse> {
+    const model = await this.#resolve(req.model, 'transcribe');
+    const task = req.task ?? 'transcribe';
+    const asker = admitted(model.name, 1, this.#options(model, {}), signal, 'embed');
+    signal = asker.signal;
+    this.#observe({ type: 'request', model: model.name, kind: 'transcribe', ...asker.label });
+    const lease = await this.#acquire(model, req.keep_alive, asker.options, signal).catch(asker.fail);
+    let tokens = 0;
+    try {
+      const loaded = lease.model;
+      if (!loaded.transcribe || !loaded.audio) throw unsupported(req.model, 'transcription');
+      const { sampleRate, windowSeconds } = loaded.audio;
+      const samples = await decodeAudio(req.audio, sampleRate, this.audioLimits, signal);
+      const segments: TranscriptSegment[] = [];
+      const words: TranscriptionResponse['words'] = [];
+      let language: string | undefined;
+      let prompt = req.prompt;
+      for (const window of planWindows(samples, Math.max(1, Math.floor(windowSeconds * sampleRate)), sampleRate)) {
+        signal.throwIfAborted();
+        const offset = window.start / sampleRate;
+        const result = await loaded.transcribe(
+          {
+            samples: samples.subarray(window.start, window.start + window.length),
+            task,
+            ...(req.language ? { language: req.language } : {}),
+            ...(prompt ? { prompt } : {}),
+            ...(req.temperature !== undefined ? { temperature: req.temperature } : {}),
+          },
+          signal,
+        );
+        language ??= result.language;
+        tokens += result.tokens.length;
+        const text = result.text.trim();
+        if (text) prompt = text;
+        const timed = result.words.map((w) => ({ word: w.word, start: round(offset + w.start), end: round(offset + w.end) }));
+        words.push(...timed);
+        if (!text) continue;
+        const segment: TranscriptSegment = {
+          id: segments.length,
+          start: timed.length > 0 ? timed[0]!.start : round(offset),
+          end: timed.length > 0 ? timed.at(-1)!.end : round(offset + window.length / sampleRate),
+          text,
+          tokens: result.tokens,
+          avgLogprob: result.avgLogprob,
+          noSpeechProb: result.noSpeechProb,
+          seek: window.start,
+        };
+        segments.push(segment);
+        onSegment?.(segment);
+      }
+      this.#observe({ type: 'finished', model: model.name, promptTokens: 0, completionTokens: tokens, ...asker.label });
+      return {
+        model: model.name,
+        task,
+        language: language ?? req.language ?? 'en',
+        duration: round(samples.length / sampleRate),
+        sampleRate,
+        text: segments.map((s) => s.text).join(' '),
+        segments,
+        words,
+      };
+    } finally {
+      lease.release();
+      asker.done(tokens);
+    }
+  }
+
   /** llama-server's `/tokenize` on any local model (loads it if needed; not counted as inference). */
   async tokenize(req: InferenceTokenizeRequest, signal: AbortSignal): Promise<TokenizeResponse> {
     return this.#withTokenizer(req.model, req.keep_alive, signal, async (loaded, name) => {
@@ -308,7 +389,7 @@ export class EngineService implements InferenceService {
     return out;
   }
 
-  async #resolve(name: string, action: 'generate' | 'chat' | 'embed' | 'rerank' | 'tokenize' | 'load' | 'unload'): Promise<ResolvedModel> {
+  async #resolve(name: string, action: 'generate' | 'chat' | 'embed' | 'rerank' | 'transcribe' | 'tokenize' | 'load' | 'unload'): Promise<ResolvedModel> {
     if (!this.running) throw Errors.unavailable('svc-inference is stopped; start it with POST /system/services/svc-inference/start');
     if (typeof name !== 'string' || name.trim() === '') throw Errors.badRequest('model is required', { param: 'model' });
     // A key's model allow-list, checked on the name asked (before the store is asked, so a key
@@ -318,12 +399,18 @@ export class EngineService implements InferenceService {
     const model = await (this.#store ??= this.#stores.get()).resolve(name);
     if (!mayUse(principal, model.name)) throw notAllowed(name);
     const caps = model.capabilities;
-    if ((action === 'generate' || action === 'chat') && (caps.includes('embedding') || caps.includes('rerank')) && !caps.includes('completion')) {
+    if (
+      (action === 'generate' || action === 'chat') &&
+      (caps.includes('embedding') || caps.includes('rerank') || caps.includes('transcription')) &&
+      !caps.includes('completion')
+    ) {
       throw Errors.badRequest(`"${name}" does not support ${action}`);
     }
     // A reranker's pooled output is its score, not a vector; a model without the head cannot rank.
     if (action === 'embed' && caps.includes('rerank') && !caps.includes('embedding')) throw unsupported(name, 'embedding');
     if (action === 'rerank' && !caps.includes('rerank')) throw unsupported(name, 'rerank');
+    if (action === 'transcribe' && !caps.includes('transcription')) throw unsupported(name, 'transcription');
+    if (action === 'embed' && caps.includes('transcription') && !caps.includes('embedding')) throw unsupported(name, 'embedding');
     return model;
   }
 
@@ -379,4 +466,9 @@ function countTokens(model: LoadedModel, params: ChatParams, signal: AbortSignal
 
 function notAllowed(model: string): Error {
   return Errors.forbidden(`this API key may not use the model "${model}"`, { param: 'model' });
+}
+
+/** Seconds to the millisecond. */
+function round(seconds: number): number {
+  return Math.round(seconds * 1000) / 1000;
 }

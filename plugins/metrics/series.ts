@@ -109,7 +109,7 @@ export class Series {
     });
     this.#requests = new Counter({
       name: 'lia_model_requests_total',
-      help: 'Inference requests that reached a model, by model and kind (generate, chat, embed, rerank).',
+      help: 'Inference requests that reached a model, by model and kind (generate, chat, embed, rerank, transcribe).',
       labelNames: ['model', 'kind'],
       registers,
     });

@@ -302,6 +302,14 @@ export function schemaCheckedFetch(dispatcher: Dispatcher): CheckedFetch {
   const wrapped = async (input: any, init?: any): Promise<Response> => {
     const url = typeof input === 'string' ? input : input instanceof URL ? input.href : input.url;
     const method = String(init?.method ?? 'GET').toUpperCase();
+    // undici's own fetch does not know Node's global FormData (the SDKs' multipart uploads): the
+    // body goes as the bytes and boundary the platform encodes it to.
+    if (init?.body instanceof globalThis.FormData) {
+      const encoded = new Response(init.body as FormData);
+      const headers = Object.fromEntries(new Headers(init.headers as HeadersInit).entries());
+      headers['content-type'] = encoded.headers.get('content-type')!;
+      init = { ...init, headers, body: Buffer.from(await encoded.arrayBuffer()) };
+    }
     const res = (await undiciFetch(url, { ...init, dispatcher })) as unknown as Response;
     if (!res.body || [101, 204, 205, 304].includes(res.status)) return res;
     const [mine, theirs] = res.body.tee();

@@ -279,6 +279,54 @@ export interface RankResult {
   promptTokens: number;
 }
 
+/** How a speech model takes its audio ({@link LoadedModel.audio}). */
+export interface AudioInput {
+  /** The sample rate the model reads, in Hz (16000 for wav2vec2 and Whisper). */
+  readonly sampleRate: number;
+  /**
+   * The longest audio one {@link LoadedModel.transcribe} call takes, in seconds. The engine cuts
+   * longer audio into windows of at most this length (at the quietest moment near each window's
+   * end) and puts the answers together with their times offset.
+   */
+  readonly windowSeconds: number;
+}
+
+/** What {@link LoadedModel.transcribe} is asked: one window of audio. */
+export interface TranscribeParams {
+  /** Mono samples in [-1, 1] at {@link AudioInput.sampleRate}, at most {@link AudioInput.windowSeconds} long. */
+  samples: Float32Array;
+  /** `translate`: English text whatever the language spoken, where the model can; else the transcript. */
+  task: 'transcribe' | 'translate';
+  /** The language spoken (ISO-639-1), when the client says. */
+  language?: string;
+  /** Text that came before (the previous window's transcript, or the client's `prompt`). */
+  prompt?: string;
+  /** Sampling temperature; 0 is greedy. Models that do not sample ignore it. */
+  temperature?: number;
+}
+
+/** A word and when it was said, in seconds from the start of the samples. */
+export interface TranscribedWord {
+  word: string;
+  start: number;
+  end: number;
+}
+
+export interface TranscribeResult {
+  /** The text of the window. */
+  text: string;
+  /** Its words with their times (empty when the model cannot time them). */
+  words: TranscribedWord[];
+  /** The token ids of the text. */
+  tokens: number[];
+  /** The mean log probability of the tokens chosen. */
+  avgLogprob: number;
+  /** The share (0 to 1) of the window the model heard no speech in. */
+  noSpeechProb: number;
+  /** The language the model transcribed (ISO-639-1), when it knows. */
+  language?: string;
+}
+
 /** What {@link LoadedModel.tokenize} is asked (llama-server's `/tokenize` fields). */
 export interface TokenizeParams {
   content: string;
@@ -406,6 +454,16 @@ export interface LoadedModel {
    * Optional: only models with the `rerank` capability have it; the engine answers 400 for others.
    */
   rank?(params: RankParams, signal: AbortSignal): Promise<RankResult>;
+  /**
+   * How a speech model takes audio. Present exactly on models with the `transcription`
+   * capability, with {@link transcribe}.
+   */
+  readonly audio?: AudioInput;
+  /**
+   * Text from one window of audio (decoded, resampled and cut by the engine). Optional: only
+   * models with the `transcription` capability have it; the engine answers 400 for others.
+   */
+  transcribe?(params: TranscribeParams, signal: AbortSignal): Promise<TranscribeResult>;
   /** The model's tokenizer on a text. Optional: a model without it (a remote one) cannot tokenize (400). */
   tokenize?(params: TokenizeParams, signal: AbortSignal): Promise<TokenizeResult>;
   /**

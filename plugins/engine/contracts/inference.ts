@@ -91,6 +91,48 @@ export interface RerankResponse {
   promptTokens: number;
 }
 
+export interface InferenceTranscribeRequest {
+  model: string;
+  /** The file as uploaded, in any container and codec the engine's decoder reads (ffmpeg: docs/audio.md). */
+  audio: Uint8Array;
+  /** `translate` asks for English text (`/v1/audio/translations`). Defaults to `transcribe`. */
+  task?: 'transcribe' | 'translate';
+  /** The language spoken (ISO-639-1), a hint. */
+  language?: string;
+  /** Text to continue from (a previous part's transcript, spellings). */
+  prompt?: string;
+  temperature?: number;
+  keep_alive?: KeepAlive;
+}
+
+/** One stretch of a transcript with its times, in seconds from the start of the file. */
+export interface TranscriptSegment {
+  /** 0, 1, ... in order. */
+  id: number;
+  start: number;
+  end: number;
+  text: string;
+  tokens: number[];
+  avgLogprob: number;
+  noSpeechProb: number;
+  /** The window's start, in samples at {@link TranscriptionResponse.sampleRate} (Whisper's `seek`). */
+  seek: number;
+}
+
+export interface TranscriptionResponse {
+  model: string;
+  task: 'transcribe' | 'translate';
+  /** The language of the text (ISO-639-1): what the model says, else the request's, else `en`. */
+  language: string;
+  /** Seconds of audio in the file. */
+  duration: number;
+  sampleRate: number;
+  text: string;
+  segments: TranscriptSegment[];
+  /** Every word with its times, in seconds from the start of the file. */
+  words: { word: string; start: number; end: number }[];
+}
+
 export interface InferenceTokenizeRequest {
   model: string;
   content: string;
@@ -179,6 +221,13 @@ export interface InferenceService {
    * 400 naming it). Optional for other implementations of this service.
    */
   rerank?(request: InferenceRerankRequest, signal: AbortSignal): Promise<RerankResponse>;
+  /**
+   * Text from an audio file, on a model with the `transcription` capability (else a 400 naming
+   * it). The engine decodes and resamples the file, cuts it into the model's windows and calls
+   * `onSegment` with each window's segment as it is done (for streaming), before it resolves.
+   * An empty, truncated or undecodable file is a 400. Optional for other implementations.
+   */
+  transcribe?(request: InferenceTranscribeRequest, signal: AbortSignal, onSegment?: (segment: TranscriptSegment) => void): Promise<TranscriptionResponse>;
   /** The model's tokenizer on a text (loads the model if needed). Optional. */
   tokenize?(request: InferenceTokenizeRequest, signal: AbortSignal): Promise<TokenizeResponse>;
   /** Token ids back to text. Optional, with {@link tokenize}. */

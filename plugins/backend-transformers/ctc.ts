@@ -1,0 +1,165 @@
+/**
+ * A loaded ONNX CTC speech recogniser (`Wav2Vec2ForCTC` and its kin: HuBERT, WavLM, UniSpeech)
+ * behind the {@link LoadedModel} contract: `transcribe` takes one window of mono samples at the
+ * model's rate (the engine decodes, resamples and cuts the audio), runs it through the folder's
+ * feature extractor (`preprocessor_config.json`: the normalisation the model was trained with)
+ * and the network, and reads the characters greedily off the frames' logits (CTC: a repeated
+ * symbol is one, the blank separates, the word delimiter `|` ends a word), timing each word by
+ * its first and last frame. A CTC model has one language and cannot translate: asked to, it
+ * transcribes (docs/audio.md). Passes run one at a time; `unload` waits for the one in flight.
+ *
+ * @module
+ */
+import { Errors } from 'lia/plugin';
+import type { AudioInput, LoadedModel, TranscribedWord, TranscribeParams, TranscribeResult } from 'lia/engine';
+import type { ModelCapability, ResolvedModel } from 'lia/model-store';
+import type { AudioShape, OnnxLayout } from './layout.js';
+import type { EncoderSettings } from './model.js';
+import { describeError, OnnxModel, sessionOptions } from './onnx-model.js';
+import { transformers, type Transformers } from './runtime.js';
+import type { Tokenizer } from './tokens.js';
+
+type Network = Awaited<ReturnType<Transformers['AutoModelForCTC']['from_pretrained']>>;
+type FeatureExtractor = Awaited<ReturnType<Transformers['AutoFeatureExtractor']['from_pretrained']>>;
+type Tensor = InstanceType<Transformers['Tensor']>;
+
+/** Loads the tokenizer, feature extractor and network of `model` from its folder. */
+export async function loadCtc(model: ResolvedModel, layout: OnnxLayout, settings: EncoderSettings): Promise<LoadedModel> {
+  if (!layout.audio) throw Errors.engineFailed(`model "${model.name}" cannot be loaded: its folder has no preprocessor_config.json`);
+  const t = await transformers();
+  const options = { local_files_only: true } as const;
+  try {
+    const tokenizer = await t.AutoTokenizer.from_pretrained(layout.dir, options);
+    const extractor = await t.AutoFeatureExtractor.from_pretrained(layout.dir, options);
+    const network = await t.AutoModelForCTC.from_pretrained(layout.dir, {
+      ...options,
+      device: 'cpu',
+      dtype: layout.dtype,
+      session_options: sessionOptions(settings),
+    });
+    return new CtcModel(model.name, layout, layout.audio, tokenizer, extractor, network, settings);
+  } catch (err) {
+    throw Errors.engineFailed(`model "${model.name}" cannot be loaded: ${describeError(err, layout.dir)}`, { cause: err });
+  }
+}
+
+/** The symbols a CTC vocabulary gives meaning to. */
+interface CtcVocabulary {
+  /** Token text by id. */
+  pieces: string[];
+  /** The blank (the pad token). */
+  blank: number;
+  /** The word delimiter (`|`), or -1. */
+  delimiter: number;
+  /** Ids that are never text (`<s>`, `</s>`, `<unk>`). */
+  special: Set<number>;
+}
+
+function vocabularyOf(tokenizer: Tokenizer): CtcVocabulary {
+  const vocab = tokenizer.get_vocab() as Map<string, number> | Record<string, number>;
+  const entries: [string, number][] = vocab instanceof Map ? [...vocab.entries()] : Object.entries(vocab);
+  const pieces: string[] = [];
+  for (const [piece, id] of entries) pieces[id] = piece;
+  const idOf = (piece: string | null | undefined) => (piece ? entries.find(([p]) => p === piece)?.[1] : undefined);
+  const blank = tokenizer.pad_token_id ?? idOf('<pad>') ?? 0;
+  const delimiter = idOf((tokenizer as unknown as { config?: { word_delimiter_token?: string } }).config?.word_delimiter_token ?? '|') ?? -1;
+  const special = new Set<number>(tokenizer.all_special_ids.filter((id) => id !== blank));
+  return { pieces, blank, delimiter, special };
+}
+
+/** The text, words and statistics of a window from its logits `[frames, vocab]` (greedy CTC). */
+export function decodeCtc(logits: Float32Array, vocabSize: number, vocab: CtcVocabulary, secondsPerFrame: number): TranscribeResult {
+  const frames = Math.floor(logits.length / vocabSize);
+  const tokens: number[] = [];
+  const words: TranscribedWord[] = [];
+  let word = '';
+  let wordStart = 0;
+  let lastFrame = 0;
+  let previous = -1;
+  let logprobSum = 0;
+  let blanks = 0;
+  const endWord = () => {
+    if (word) words.push({ word, start: wordStart * secondsPerFrame, end: (lastFrame + 1) * secondsPerFrame });
+    word = '';
+  };
+  for (let f = 0; f < frames; f++) {
+    const row = logits.subarray(f * vocabSize, (f + 1) * vocabSize);
+    let best = 0;
+    for (let v = 1; v < vocabSize; v++) if (row[v]! > row[best]!) best = v;
+    if (best === vocab.blank) blanks++;
+    if (best === previous) {
+      if (best !== vocab.blank && best !== vocab.delimiter) lastFrame = f;
+      continue;
+    }
+    previous = best;
+    if (best === vocab.blank || vocab.special.has(best)) continue;
+    tokens.push(best);
+    logprobSum += logSoftmaxAt(row, best);
+    if (best === vocab.delimiter) {
+      endWord();
+      continue;
+    }
+    if (!word) wordStart = f;
+    word += vocab.pieces[best] ?? '';
+    lastFrame = f;
+  }
+  endWord();
+  return {
+    text: words.map((w) => w.word).join(' '),
+    words,
+    tokens,
+    avgLogprob: tokens.length > 0 ? logprobSum / tokens.length : 0,
+    noSpeechProb: frames > 0 ? blanks / frames : 1,
+  };
+}
+
+function logSoftmaxAt(row: Float32Array, index: number): number {
+  let max = -Infinity;
+  for (const x of row) if (x > max) max = x;
+  let sum = 0;
+  for (const x of row) sum += Math.exp(x - max);
+  return row[index]! - max - Math.log(sum);
+}
+
+class CtcModel extends OnnxModel {
+  readonly capabilities: readonly ModelCapability[] = ['transcription'];
+  readonly audio: AudioInput;
+  readonly #vocab: CtcVocabulary;
+
+  constructor(
+    name: string,
+    layout: OnnxLayout,
+    private readonly shape: AudioShape,
+    tokenizer: Tokenizer,
+    private readonly extractor: FeatureExtractor,
+    private readonly network: Network,
+    settings: EncoderSettings,
+  ) {
+    super(name, layout, tokenizer, network, settings);
+    this.audio = { sampleRate: shape.sampleRate, windowSeconds: shape.windowSeconds };
+    this.#vocab = vocabularyOf(tokenizer);
+  }
+
+  async transcribe(params: TranscribeParams, signal: AbortSignal): Promise<TranscribeResult> {
+    this.checkLoaded();
+    signal.throwIfAborted();
+    // Shorter than one frame, the network has nothing to read.
+    if (params.samples.length < this.shape.frameSamples) return { text: '', words: [], tokens: [], avgLogprob: 0, noSpeechProb: 1 };
+    const logits = await this.exclusive(() => this.#forward(params.samples));
+    return decodeCtc(logits.data, logits.vocab, this.#vocab, this.shape.frameSamples / this.shape.sampleRate);
+  }
+
+  /** One pass over a window; the logits `[frames × vocab]`. */
+  async #forward(samples: Float32Array): Promise<{ data: Float32Array; vocab: number }> {
+    let logits: Tensor | undefined;
+    try {
+      const inputs = (await this.extractor(samples)) as Record<string, Tensor>;
+      logits = ((await this.network(inputs)) as Record<string, Tensor | undefined>)['logits'];
+    } catch (err) {
+      throw Errors.engineFailed(`model "${this.name}" failed: ${describeError(err, this.layout.dir)}`, { cause: err });
+    }
+    if (!logits || logits.dims.length !== 3) throw Errors.engineFailed(`model "${this.name}" does not output CTC logits [batch, frames, vocab]`);
+    const data = (logits.type === 'float32' ? logits : logits.to('float32')).data as Float32Array;
+    return { data, vocab: logits.dims[2]! };
+  }
+}
