@@ -7,6 +7,7 @@ import t from 'tap';
 import type { InferenceBackend, ModelFile, SamplingOptions } from 'lia/engine';
 import type { ResolvedModel } from 'lia/model-store';
 import { planSpeculation, sameSpeculation, type SpeculationContext } from '../../plugins/engine/plan/speculation.js';
+import { parseSamplingOptions } from '../../plugins/engine/request-options.js';
 
 const model = (name: string, path = `/blobs/${name}`): ResolvedModel =>
   ({ name, digest: `sha256:${name}`, format: 'gguf', modelPath: path, sizeBytes: 1000, capabilities: ['completion'] }) as unknown as ResolvedModel;
@@ -87,4 +88,16 @@ t.test('two plans alike are served by one load', async (t) => {
   t.notOk(sameSpeculation(a, await plan({ draft_model: 'small', draft_num_predict: 4 }, context(server))));
   t.notOk(sameSpeculation(a, undefined));
   t.ok(sameSpeculation(undefined, undefined));
+});
+
+t.test('the options: Ollama spellings, bounds, stored parameters', async (t) => {
+  t.same(parseSamplingOptions({ draft_model: ' small ', draft_num_predict: 4, draft_ngram: 2 }), {
+    draft_model: 'small',
+    draft_num_predict: 4,
+    draft_ngram: 2,
+  });
+  t.throws(() => parseSamplingOptions({ draft_num_predict: 65 }), { statusCode: 400, message: 'option "draft_num_predict" must be between 0 and 64' });
+  t.throws(() => parseSamplingOptions({ draft_ngram: 33 }), { statusCode: 400, message: 'option "draft_ngram" must be between 0 and 32' });
+  t.throws(() => parseSamplingOptions({ draft_model: 3 }), { statusCode: 400, message: 'option "draft_model" must be of type string' });
+  t.same(parseSamplingOptions({ draft_num_predict: 99, draft_model: 'small' }, false), { draft_model: 'small' }, 'a stored parameter past a bound is left out');
 });
