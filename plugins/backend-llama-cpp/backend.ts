@@ -56,7 +56,7 @@ export class LlamaCppBackend implements InferenceBackend {
   readonly speculation = {
     kinds: ['draft', 'ngram'] as const,
     maxDraft: 1,
-    why: "node-llama-cpp 3.22.1's draft predictor loses step with the model when it drafts more: the model as its own draft accepted 46-75 % of one-token drafts and 25-33 % of 2-4-token drafts",
+    why: "node-llama-cpp 3.22.1's draft predictor loses step with the model when it drafts more: the model as its own draft accepted 46-75 % of one-token drafts and 24-35 % of 2-4-token drafts",
   };
   readonly formats: readonly FormatHandler[];
   readonly #options: Required<LlamaCppBackendOptions>;
