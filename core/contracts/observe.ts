@@ -36,8 +36,11 @@ export type InferenceEvent =
   | { type: 'first-token'; model: string; seconds: number }
   /** Seconds between two consecutive tokens of one generation. */
   | { type: 'token-gap'; model: string; seconds: number }
-  /** A generation or embedding ended; its token counts. */
-  | { type: 'finished'; model: string; promptTokens: number; completionTokens: number; principal?: string }
+  /**
+   * A generation or embedding ended; its token counts, and on a model loaded with speculative
+   * decoding the tokens drafted for it and, of them, those accepted.
+   */
+  | { type: 'finished'; model: string; promptTokens: number; completionTokens: number; principal?: string; draftTokens?: number; draftAcceptedTokens?: number }
   | { type: 'loaded'; model: string; seconds: number }
   | { type: 'unloaded'; model: string }
   /** The model's runner process died. */

@@ -8,12 +8,13 @@
 import type { ChildProcess } from 'node:child_process';
 import type { FastifyBaseLogger } from 'fastify';
 import type { FormatHandler, InferenceBackend } from 'lia/engine';
-import type { LoadOptions, MemoryEstimate } from 'lia/engine';
+import type { LoadOptions, MemoryEstimate, Speculation } from 'lia/engine';
 import type { ResolvedModel } from 'lia/model-store';
 import { estimateBytes, fileBytes, readShape } from 'lia/gguf';
 import type { HugePagesMode } from './huge-pages.js';
 import { CpuPlacement, type CpuAffinityMode } from './placement.js';
 import { runnerDevices, spawnRunner, startRunner, type RunnerModel, type SpawnOptions } from './runner-client.js';
+import type { LoadSpec } from './protocol.js';
 
 /**
  * How long every loaded model must have been without work before the next spare runner starts.
@@ -47,6 +48,16 @@ export class LlamaCppBackend implements InferenceBackend {
   readonly name = 'llama-cpp';
   /** node-llama-cpp applies LoRA adapters to a context when it is created: a model with other adapters (or scales) is another load. */
   readonly adapters = 'load' as const;
+  /**
+   * Speculative decoding with node-llama-cpp's token predictors (a draft model's sequence, or input
+   * lookup), one token per step: its draft predictor falls out of step with the model beyond that
+   * (docs/backends.md).
+   */
+  readonly speculation = {
+    kinds: ['draft', 'ngram'] as const,
+    maxDraft: 1,
+    why: "node-llama-cpp 3.22.1's draft predictor loses step with the model when it drafts more: the model as its own draft accepted 46-75 % of one-token drafts and 24-35 % of 2-4-token drafts",
+  };
   readonly formats: readonly FormatHandler[];
   readonly #options: Required<LlamaCppBackendOptions>;
   readonly #runners = new Set<RunnerModel>();
@@ -129,6 +140,7 @@ export class LlamaCppBackend implements InferenceBackend {
         ...(options.kvCacheType ? { kvCacheType: options.kvCacheType } : {}),
         ...(options.flashAttention !== undefined ? { flashAttention: options.flashAttention } : {}),
         ...(options.adapters?.length ? { adapters: options.adapters } : {}),
+        ...(options.speculation ? { speculation: runnerSpeculation(options.speculation) } : {}),
         ...(model.template ? { template: model.template } : {}),
         ...(this.#jinjaOnly.has(model.modelPath) ? { knownChatWrapper: 'JinjaTemplate' as const } : {}),
       },
@@ -139,6 +151,7 @@ export class LlamaCppBackend implements InferenceBackend {
     if (runner.info?.chatWrapper === 'JinjaTemplate') this.#jinjaOnly.add(model.modelPath);
     runner.modelName = model.name;
     if (options.adapters?.length) runner.adapters = { loaded: options.adapters, perRequest: false };
+    if (options.speculation) runner.speculation = options.speculation;
     this.#runners.add(runner);
     this.#shareCpus();
     const cpus = runner.pid === undefined ? null : await this.#placement.place(runner.pid, options.threads);
@@ -250,4 +263,9 @@ function setReferenced(child: ChildProcess, referenced: boolean): void {
     if (referenced) h?.ref?.();
     else h?.unref?.();
   }
+}
+
+/** The engine's speculation as the runner takes it (a file path, no model names). */
+function runnerSpeculation(s: Speculation): NonNullable<LoadSpec['speculation']> {
+  return s.kind === 'draft' ? { draftPath: s.draft.path, maxDraft: s.maxDraft } : { ngram: s.ngram, maxDraft: s.maxDraft };
 }

@@ -32,6 +32,11 @@ export interface LoadSpec {
   flashAttention?: boolean;
   /** LoRA adapters applied to the context, with their scales; absent: none. */
   adapters?: readonly { path: string; scale: number }[];
+  /**
+   * Speculative decoding for every sequence: a draft model's file (loaded beside the model, one
+   * draft sequence per sequence) or n-gram lookup, drafting up to `maxDraft` tokens per step.
+   */
+  speculation?: { draftPath: string; maxDraft: number } | { ngram: number; maxDraft: number };
   /** The store's template layer (Ollama Go-template text), if any. */
   template?: string;
   /**

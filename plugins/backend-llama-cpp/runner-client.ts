@@ -143,6 +143,8 @@ export class RunnerModel implements LoadedModel {
   modelName = '';
   /** The LoRA adapters its context applies (set by the backend). */
   adapters: LoadedModel['adapters'];
+  /** The speculative decoding its sequences run with (set by the backend). */
+  speculation: LoadedModel['speculation'];
   /** Facts the runner reported after loading. */
   info: RunnerInfo | null = null;
   /** The thread counts it was loaded with: small batches, and large ones when it runs alone. */

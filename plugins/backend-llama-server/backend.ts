@@ -89,6 +89,9 @@ export function llamaServerBackend(o: LlamaServerBackendOptions): LlamaServerBac
     prefers: ['completion', 'rerank'],
     // One server holds every adapter of the weights; each request sets their scales (`lora`).
     adapters: 'request',
+    // Speculative decoding with a draft model (--spec-type draft-simple) or n-gram lookup
+    // (ngram-simple), up to llama-server's own bound of drafted tokens per step.
+    speculation: { kinds: ['draft', 'ngram'], maxDraft: 64 },
     available: async () => (o.available ? o.available() : true),
     estimateMemory: (model, options) => estimate(model, options),
     // The devices of the configured GPU back end, read anew at each load: what is free changes.
@@ -114,7 +117,10 @@ export function llamaServerBackend(o: LlamaServerBackendOptions): LlamaServerBac
         model: model.modelPath,
         ...(model.projectorPath ? { projector: model.projectorPath } : {}),
         threads: options.threads,
-        batchThreads: options.batchThreads ?? options.threads,
+        // With speculation every step is a batch (the token and its drafts), which llama-server
+        // runs on --threads-batch: more threads than the small steps want spin on each other
+        // (docs/engine.md, Speculative decoding), so batches get the small-batch count too.
+        batchThreads: options.speculation ? options.threads : (options.batchThreads ?? options.threads),
         parallel: options.parallel,
         contextPerSlot,
         batchSize,
@@ -127,6 +133,7 @@ export function llamaServerBackend(o: LlamaServerBackendOptions): LlamaServerBac
         ...(options.kvCacheType ? { kvCacheType: options.kvCacheType } : {}),
         ...(options.flashAttention !== undefined ? { flashAttention: options.flashAttention } : {}),
         ...(options.adapters?.length && !embedding && !rerank ? { adapters: options.adapters } : {}),
+        ...(options.speculation && !embedding && !rerank ? { speculation: options.speculation } : {}),
         ...(o.args?.length ? { args: o.args } : {}),
       });
       const start = (contextPerSlot: number) =>
@@ -163,6 +170,7 @@ export function llamaServerBackend(o: LlamaServerBackendOptions): LlamaServerBac
         },
         embedding || rerank ? [] : (options.adapters ?? []),
       );
+      if (!embedding && !rerank) served.speculation = options.speculation;
       if (offload && gpu) served.vramBytes = Math.min(offload.vramBytes, totalBytes);
       // A generation model embeds through a second server on the same weights, started at its
       // first embedding request (see ServedModel.embed).
@@ -175,6 +183,7 @@ export function llamaServerBackend(o: LlamaServerBackendOptions): LlamaServerBac
           offload: _offload,
           env: _env,
           adapters: _adapters,
+          speculation: _speculation,
           ...base
         } = spec(server.contextPerSlot);
         served.startEmbedder = () =>

@@ -7,7 +7,7 @@
  * @module
  */
 import { Errors } from 'lia/plugin';
-import type { LoadedModel } from 'lia/engine';
+import type { LoadedModel, Speculation } from 'lia/engine';
 import type {
   AdapterScale,
   ChatParams,
@@ -41,6 +41,8 @@ export class ServedModel implements LoadedModel {
   ranker: ServerRanker | null = null;
   /** The LoRA adapters the server holds; each request sets their scales (`lora`). */
   readonly adapters: { readonly loaded: readonly AdapterScale[]; readonly perRequest: true } | undefined;
+  /** The speculative decoding the server was started with (`--spec-type`); every answer then reports its drafts. */
+  speculation: Speculation | undefined;
   readonly #requests: SlotRequests;
 
   constructor(
@@ -75,7 +77,15 @@ export class ServedModel implements LoadedModel {
         p.logprobs,
         signal,
       );
-    return generateOn(this.server, this.model.name, p, run, signal, this.untemplated);
+    return this.#drafts(generateOn(this.server, this.model.name, p, run, signal, this.untemplated));
+  }
+
+  /** With speculation, every `done` carries its drafts: llama-server leaves them out of `timings` when it drafted none. */
+  #drafts(events: AsyncIterable<GenerationEvent>): AsyncIterable<GenerationEvent> {
+    if (!this.speculation) return events;
+    return (async function* () {
+      for await (const e of events) yield e.type === 'done' && !e.draft ? { ...e, draft: { tokens: 0, accepted: 0 } } : e;
+    })();
   }
 
   /** A chat; with an answer schema (the engine's plan), a raw completion of the rendered prompt under it (constrained.ts). */
@@ -83,17 +93,19 @@ export class ServedModel implements LoadedModel {
     if (p.constraint) {
       const { constraint } = p;
       const run: RunCall = (build) => this.#requests.run(() => this.#withAdapters(withNativeSampling(build(), p.options), p.adapters), p.logprobs, signal);
-      return constrained(this.server, this.model.name, p, constraint, run, signal);
+      return this.#drafts(constrained(this.server, this.model.name, p, constraint, run, signal));
     }
-    return this.#requests.run(
-      () => {
-        const call = this.#withAdapters(withNativeSampling(openaiWire.chat(this.model.name, p), p.options), p.adapters);
-        // Thinking switched off in the prompt where the template can (Qwen3's `enable_thinking`).
-        if (p.think === false) call.body['chat_template_kwargs'] = { enable_thinking: false };
-        return call;
-      },
-      p.logprobs,
-      signal,
+    return this.#drafts(
+      this.#requests.run(
+        () => {
+          const call = this.#withAdapters(withNativeSampling(openaiWire.chat(this.model.name, p), p.options), p.adapters);
+          // Thinking switched off in the prompt where the template can (Qwen3's `enable_thinking`).
+          if (p.think === false) call.body['chat_template_kwargs'] = { enable_thinking: false };
+          return call;
+        },
+        p.logprobs,
+        signal,
+      ),
     );
   }
 

@@ -21,6 +21,7 @@ import { Agent, request, type Dispatcher } from 'undici';
 import { Errors } from 'lia/plugin';
 import { promptTooLong } from 'lia/gguf';
 import { privateDir } from './temp-dirs.js';
+import type { Speculation } from 'lia/engine';
 
 /** What a server is started with. */
 export interface ServerSpec {
@@ -69,6 +70,8 @@ export interface ServerSpec {
   adapters?: readonly { path: string; scale: number }[];
   /** Environment the server needs for its GPU back end (`GGML_BACKEND_PATH`; devices.ts). */
   env?: Readonly<Record<string, string>>;
+  /** Speculative decoding: a draft model or n-gram lookup (`--spec-type`). Absent: none. */
+  speculation?: Speculation;
   /** More arguments, appended after LIA's own (the plugin's `args` option). */
   args?: readonly string[];
   /** Sees everything the server writes, as it comes (the engine probe reads which CPU variant it loaded). */
@@ -170,6 +173,31 @@ function offloadArgs(offload: NonNullable<ServerSpec['offload']>): string[] {
   ];
 }
 
+/**
+ * Speculative decoding as llama-server's arguments (the flags of the bundled release's `--help`):
+ * a draft model (`--spec-type draft-simple`, `--spec-draft-model`, up to `--spec-draft-n-max`
+ * tokens per step, none required: `--spec-draft-n-min 0`), kept on the CPU with a model on the
+ * CPU and otherwise placed as llama-server places it (it follows `--device`); or n-gram lookup
+ * (`--spec-type ngram-simple`: an n-gram of `--spec-ngram-simple-size-n` tokens looked up, the
+ * `--spec-ngram-simple-size-m` tokens after it drafted).
+ */
+export function speculationArgs(s: Speculation, offload: ServerSpec['offload']): string[] {
+  if (s.kind === 'ngram') {
+    return ['--spec-type', 'ngram-simple', '--spec-ngram-simple-size-n', String(s.ngram), '--spec-ngram-simple-size-m', String(s.maxDraft)];
+  }
+  return [
+    '--spec-type',
+    'draft-simple',
+    '--spec-draft-model',
+    s.draft.path,
+    '--spec-draft-n-max',
+    String(s.maxDraft),
+    '--spec-draft-n-min',
+    '0',
+    ...(offload ? [] : ['--spec-draft-ngl', '0']),
+  ];
+}
+
 /** The command-line arguments of a server for `spec` at `address`. */
 export function serverArgs(spec: ServerSpec, address: Address): string[] {
   return [
@@ -207,6 +235,7 @@ export function serverArgs(spec: ServerSpec, address: Address): string[] {
     '--flash-attn',
     spec.flashAttention === undefined ? 'auto' : spec.flashAttention ? 'on' : 'off',
     ...(spec.adapters?.length ? ['--lora-scaled', spec.adapters.map((a) => `${a.path}:${a.scale}`).join(',')] : []),
+    ...(spec.speculation ? speculationArgs(spec.speculation, spec.offload?.device ? spec.offload : undefined) : []),
     ...(spec.args ?? []),
   ];
 }

@@ -140,7 +140,8 @@ export function observed(
             last = now;
           } else if (event.type === 'done' && !finished) {
             finished = true;
-            observe({ type: 'finished', model, promptTokens: event.promptTokens, completionTokens: event.completionTokens, ...label });
+            const draft = event.draft ? { draftTokens: event.draft.tokens, draftAcceptedTokens: event.draft.accepted } : {};
+            observe({ type: 'finished', model, promptTokens: event.promptTokens, completionTokens: event.completionTokens, ...draft, ...label });
           }
           return r;
         },

@@ -75,6 +75,25 @@ export default definePlugin({
       description:
         "Flash attention for a model whose Modelfile does not set it (PARAMETER flash_attention true|false; Ollama's OLLAMA_FLASH_ATTENTION, llama.cpp's -fa): auto lets llama.cpp decide per device. Defaults to auto.",
     }),
+    draftModels: Type.Record(Type.String({ minLength: 1 }), Type.String({ minLength: 1 }), {
+      default: {},
+      description:
+        'Speculative decoding: a draft model per model, both stored names (e.g. {"llama3:8b": "llama3:1b"}), for models whose Modelfile names no DRAFT; the draft must share the model\'s vocabulary. Defaults to none.',
+    }),
+    draftNumPredict: Type.Integer({
+      minimum: 0,
+      maximum: 64,
+      default: 3,
+      description:
+        "Tokens drafted per step in speculative decoding when neither the request nor the model sets draft_num_predict (Ollama's name; llama-server's --spec-draft-n-max), lowered to what the engine drafts; 0 switches speculation off. Defaults to 3.",
+    }),
+    draftNgram: Type.Integer({
+      minimum: 0,
+      maximum: 32,
+      default: 0,
+      description:
+        'Speculative decoding by n-gram lookup (drafts from the prompt and the answer so far, for edits that repeat the prompt) for models without a draft model: the n-gram length; 0 = off. Defaults to 0.',
+    }),
     contextLength: Type.Integer({
       minimum: 0,
       default: 4096,
@@ -123,6 +142,8 @@ export default definePlugin({
     LIA_CONTEXT_LENGTH: 'contextLength',
     LIA_KV_CACHE_TYPE: 'kvCacheType',
     LIA_FLASH_ATTENTION: 'flashAttention',
+    LIA_DRAFT_NUM_PREDICT: 'draftNumPredict',
+    LIA_DRAFT_NGRAM: 'draftNgram',
     LIA_THREADS: 'threads',
     LIA_BATCH_THREADS: 'batchThreads',
     LIA_MAX_IMAGE_BYTES: 'maxImageBytes',
@@ -161,6 +182,8 @@ export default definePlugin({
     service.maxImageBytes = o.maxImageBytes;
     service.remoteImages = o.remoteImages;
     service.audioLimits = { ...service.audioLimits, maxSeconds: o.maxAudioSeconds };
+    service.speculation = { draftModels: o.draftModels, draftNumPredict: o.draftNumPredict, draftNgram: o.draftNgram };
+    service.backends = backends;
     ctx.hooks.extensions.provide('inference', service, 'engine');
     ctx.hooks.services.implement('svc-inference', {
       async start() {

@@ -12,7 +12,9 @@ import type { KvCacheType, SamplingOptions } from './public.js';
 /** The KV cache types a request, a Modelfile or the config may name. */
 export const KV_CACHE_TYPES: readonly KvCacheType[] = ['f16', 'q8_0', 'q4_0'];
 
-const INTEGER_KEYS = ['top_k', 'seed', 'num_predict', 'num_ctx', 'num_gpu', 'num_parallel', 'repeat_last_n'] as const;
+const INTEGER_KEYS = ['top_k', 'seed', 'num_predict', 'num_ctx', 'num_gpu', 'num_parallel', 'repeat_last_n', 'draft_num_predict', 'draft_ngram'] as const;
+type BoundedKey = 'repeat_last_n' | 'num_ctx' | 'num_gpu' | 'num_parallel' | 'draft_num_predict' | 'draft_ngram';
+const BOUNDED_KEYS: ReadonlySet<string> = new Set<BoundedKey>(['repeat_last_n', 'num_ctx', 'num_gpu', 'num_parallel', 'draft_num_predict', 'draft_ngram']);
 const FLOAT_KEYS = ['temperature', 'top_p', 'min_p', 'repeat_penalty', 'presence_penalty', 'frequency_penalty'] as const;
 
 /**
@@ -27,6 +29,10 @@ export const OPTION_BOUNDS = {
   num_ctx: { min: 0, max: 16_777_216 },
   num_gpu: { min: -1, max: 1_000_000 },
   num_parallel: { min: 1, max: 256 },
+  /** Tokens drafted per step in speculative decoding (0: off); llama-server drafts up to 16 by default. */
+  draft_num_predict: { min: 0, max: 64 },
+  /** The n-gram length of n-gram lookup (0: off). */
+  draft_ngram: { min: 0, max: 32 },
   stopWords: 64,
   loraEntries: 64,
   stopLength: 1024,
@@ -58,7 +64,7 @@ export function parseSamplingOptions(raw: unknown, strict = true): SamplingOptio
       continue;
     }
     const n = Math.trunc(v);
-    const bound = key === 'repeat_last_n' || key === 'num_ctx' || key === 'num_gpu' || key === 'num_parallel' ? OPTION_BOUNDS[key] : null;
+    const bound = BOUNDED_KEYS.has(key) ? OPTION_BOUNDS[key as BoundedKey] : null;
     if (bound && (n < bound.min || n > bound.max)) outside(key, bound.min, bound.max);
     else out[key] = n;
   }
@@ -77,6 +83,11 @@ export function parseSamplingOptions(raw: unknown, strict = true): SamplingOptio
   if (fa !== undefined && fa !== null) {
     if (typeof fa === 'boolean') out.flash_attention = fa;
     else bad('flash_attention', 'boolean');
+  }
+  const draft = src['draft_model'];
+  if (draft !== undefined && draft !== null) {
+    if (typeof draft === 'string') out.draft_model = draft.trim();
+    else bad('draft_model', 'string');
   }
   const lora = src['lora'];
   if (lora !== undefined && lora !== null) {

@@ -16,7 +16,8 @@ import type { LoadedModel } from './public.js';
 import type { KvCacheType, LoadOptions } from './public.js';
 import type { LoadedModelInfo } from './public.js';
 import type { ModelAdapter, ResolvedModel } from 'lia/model-store';
-import type { AdapterScale } from './public.js';
+import type { AdapterScale, Speculation } from './public.js';
+import { sameSpeculation } from './plan/speculation.js';
 import type { InferenceEvent } from 'lia/plugin/contracts';
 import type { ModelActivity } from './public.js';
 import { bytesOn, devicesOf, ON_CPU, planOffload, type Offload } from './plan/offload.js';
@@ -84,6 +85,8 @@ export interface AcquireOptions {
   flashAttention?: boolean;
   /** `num_parallel` (the request's or the model's stored parameter), used like `numGpu`; undefined: the engine's `parallel`. */
   parallel?: number;
+  /** Speculative decoding as the request plan decided it (plan/speculation.ts), used like `numGpu`; undefined: none. */
+  speculation?: Speculation;
 }
 
 /** A request waiting for a slot; `ask` is its `contextLength`. */
@@ -113,6 +116,8 @@ class Instance {
   cache: Pick<LoadOptions, 'kvCacheType' | 'flashAttention'> = {};
   /** Where the offload plan put the model (null: no plan, the backend decided). */
   offload: Offload | null = null;
+  /** The speculative decoding it is loaded with. */
+  speculation: Speculation | undefined;
   gone = false;
   unloading: Promise<void> | null = null;
   readonly goneWaiters: (() => void)[] = [];
@@ -311,6 +316,7 @@ export class Scheduler {
       if (!held?.perRequest || i.gone || i.unloading || !sameBase(i.resolved, model)) continue;
       if (i.parallel !== parallel || i.cache.kvCacheType !== cache.kvCacheType || i.cache.flashAttention !== cache.flashAttention) continue;
       if (i.numGpu !== options.numGpu || this.#tooSmall(i, options.contextLength)) continue;
+      if (!sameSpeculation(i.speculation, options.speculation)) continue;
       if (wanted.every((p) => held.loaded.some((a) => a.path === p))) return i;
     }
     return undefined;
@@ -339,6 +345,7 @@ export class Scheduler {
     inst.numGpu = options.numGpu;
     inst.parallel = options.parallel ?? this.#o.parallel;
     inst.cache = cacheOptions(options.kvCacheType ?? this.#o.kvCacheType, options.flashAttention ?? this.#o.flashAttention);
+    inst.speculation = options.speculation;
     this.#instances.set(model.name, inst);
     const contextLength = options.contextLength ?? this.#o.contextLength;
     inst.contextAsked = contextLength;
@@ -358,6 +365,7 @@ export class Scheduler {
         ...(contextLength > 0 ? { contextLength } : {}),
         ...(this.#o.batchSize ? { batchSize: this.#o.batchSize } : {}),
         ...inst.cache,
+        ...(inst.speculation ? { speculation: inst.speculation } : {}),
         onExit: (err: Error) => this.#crashed(inst, err),
       };
       // Decided at each load: a backend that became available (a binary built meanwhile) counts.
@@ -399,7 +407,7 @@ export class Scheduler {
       const loadOptions = { ...(await this.#place(inst, backend, baseOptions)), ...(adapters.length > 0 ? { adapters } : {}) };
       if (inst.gone) return null;
       // What the plan puts on a GPU is not in the host's memory budget (as Ollama counts system memory).
-      const estimate = (await backend.estimateMemory(inst.resolved, loadOptions)).totalBytes;
+      const estimate = (await backend.estimateMemory(inst.resolved, loadOptions)).totalBytes + (await draftBytes(inst, backend, loadOptions));
       inst.estimateBytes = Math.max(0, estimate - (loadOptions.offload?.vramBytes ?? 0));
       this.#checkLargerContext(inst, contextLength);
       await this.#makeRoom(inst);
@@ -680,6 +688,19 @@ function deviceOf(i: Instance): string {
   const on = devicesOf(i.offload);
   if (on.length > 0) return on.join(',');
   return i.offload ? 'cpu' : (i.model?.vramBytes ?? 0) > 0 ? 'gpu' : 'cpu';
+}
+
+/**
+ * Host memory a draft model takes beside the model (its weights and a cache of the same context and
+ * slots, as both engines load it), by the backend's own estimate; 0 without one.
+ */
+async function draftBytes(inst: Instance, backend: InferenceBackend, options: LoadOptions): Promise<number> {
+  const s = inst.speculation;
+  if (s?.kind !== 'draft') return 0;
+  const { speculation: _s, offload: _o, adapters: _a, ...plain } = options;
+  const { projectorPath: _p, adapters: _d, ...rest } = inst.resolved;
+  const draft: ResolvedModel = { ...rest, name: s.draft.name, modelPath: s.draft.path, sizeBytes: s.draft.sizeBytes };
+  return (await backend.estimateMemory(draft, plain)).totalBytes;
 }
 
 /**

@@ -29,7 +29,8 @@ import type {
   TranscriptionResponse,
   TranscriptSegment,
 } from './public.js';
-import type { ModelActivity } from './public.js';
+import type { FormatHandler, ModelActivity, ModelFile, Speculation } from './public.js';
+import type { BackendRegistry } from './backend-registry.js';
 import type { ModelStore, ResolvedModel } from 'lia/model-store';
 import { decodeAudio, DEFAULT_DECODE_TIMEOUT_MS, DEFAULT_MAX_AUDIO_SECONDS, planWindows, type DecodeLimits } from './audio.js';
 import { admitted, estimateTokens, leased, observed, type Observe } from './admission.js';
@@ -38,6 +39,7 @@ import { parseKeepAlive } from './keep-alive.js';
 import { adaptersServed, planAdapters } from './plan/adapters.js';
 import { withContextFit } from './plan/context-fit.js';
 import { planChat, planGenerate } from './plan/request-plan.js';
+import { planSpeculation, type SpeculationDefaults } from './plan/speculation.js';
 import { mergeOptions } from './request-options.js';
 import type { Lease, Scheduler } from './scheduler.js';
 
@@ -50,6 +52,10 @@ export class EngineService implements InferenceService {
   remoteImages = false;
   /** How much audio a transcription may carry and how long its decoding may take (the engine's `maxAudioSeconds`). */
   audioLimits: DecodeLimits = { maxSeconds: DEFAULT_MAX_AUDIO_SECONDS, timeoutMs: DEFAULT_DECODE_TIMEOUT_MS };
+  /** Speculative decoding's defaults (the engine's `draftModels`, `draftNumPredict`, `draftNgram`). */
+  speculation: SpeculationDefaults = { draftModels: {}, draftNumPredict: 3, draftNgram: 0 };
+  /** The backends registry, for the request plan's speculation (which engine, the format's vocabulary check); unset: no speculation. */
+  backends: BackendRegistry | undefined;
   readonly #stores: { get(): ModelStore };
   /** The store, once asked for: a sole hook's value never changes once provided. */
   #store: ModelStore | undefined;
@@ -77,10 +83,11 @@ export class EngineService implements InferenceService {
     const asker = admitted(model.name, estimateTokens([req.prompt, system, req.suffix]), this.#options(model, req.options), signal);
     const { options } = asker;
     const adapters = planAdapters(model, req.model, options.lora);
+    const speculation = await this.#speculation(model, req.model, options, req.options).catch(asker.fail);
     signal = asker.signal;
     this.#observe({ type: 'request', model: model.name, kind: 'generate', ...asker.label });
     const { lease, events } = await withContextFit(async (grown) => {
-      const lease = await this.#acquire(model, req.keep_alive, { ...options, num_ctx: grown ?? options.num_ctx }, signal);
+      const lease = await this.#acquire(model, req.keep_alive, { ...options, num_ctx: grown ?? options.num_ctx }, signal, speculation);
       if (images.length > 0) visionServed(lease, req.model, asker);
       served(lease, adapters, req.model);
       const events = lease.model.generate(
@@ -116,11 +123,12 @@ export class EngineService implements InferenceService {
     const asker = admitted(model.name, estimateTokens(messages.map((m) => m.content)), this.#options(model, req.options), signal);
     const options = plan.options(asker.options);
     const adapters = planAdapters(model, req.model, options.lora);
+    const speculation = await this.#speculation(model, req.model, options, req.options).catch(asker.fail);
     signal = asker.signal;
     this.#observe({ type: 'request', model: model.name, kind: 'chat', ...asker.label });
     const conversation = { messages, count: (loaded: LoadedModel, m: ChatMessage[]) => countTokens(loaded, { messages: m, options, ...plan.fields }, signal) };
     const { lease, events } = await withContextFit(async (grown, fitted) => {
-      const lease = await this.#acquire(model, req.keep_alive, { ...options, num_ctx: grown ?? options.num_ctx }, signal);
+      const lease = await this.#acquire(model, req.keep_alive, { ...options, num_ctx: grown ?? options.num_ctx }, signal, speculation);
       if (images > 0) visionServed(lease, req.model, asker);
       served(lease, adapters, req.model);
       return { lease, events: lease.model.chat({ messages: fitted ?? messages, options, ...(adapters ? { adapters } : {}), ...plan.fields }, signal) };
@@ -137,7 +145,8 @@ export class EngineService implements InferenceService {
     const { fields } = planChat(model, req.model, req);
     const { messages: requested } = await this.#messageImages(model, req.model, req.messages);
     const options = this.#options(model, req.options);
-    const lease = await this.#acquire(model, req.keep_alive, options, signal);
+    const speculation = await this.#speculation(model, req.model, options, req.options);
+    const lease = await this.#acquire(model, req.keep_alive, options, signal, speculation);
     const params: ChatParams = { messages: withStored(model, requested), options, ...fields };
     try {
       if (lease.model.countChatTokens) return { model: model.name, promptTokens: await lease.model.countChatTokens(params, signal) };
@@ -326,7 +335,11 @@ export class EngineService implements InferenceService {
 
   async load(name: string, keepAlive?: KeepAlive): Promise<{ model: string; loadNs: number }> {
     const model = await this.#resolve(name, 'load');
-    const lease = await this.#acquire(model, keepAlive, {}, new AbortController().signal);
+    // A load without a request (an empty prompt) loads with the model's stored draft, as its requests would.
+    const speculation = model.capabilities.includes('completion')
+      ? await this.#speculation(model, name, this.#options(model, undefined), undefined)
+      : undefined;
+    const lease = await this.#acquire(model, keepAlive, {}, new AbortController().signal, speculation);
     lease.release();
     return { model: model.name, loadNs: lease.loadNs };
   }
@@ -414,12 +427,28 @@ export class EngineService implements InferenceService {
     return model;
   }
 
-  /** A slot of `model`, loaded with the options that size a load (`num_ctx`, `num_gpu`, `kv_cache_type`, `flash_attention`). */
+  /**
+   * The request plan's speculative decoding for a request on `model` (plan/speculation.ts): none
+   * without the backends registry (an engine set up without it, as in unit tests).
+   */
+  async #speculation(model: ResolvedModel, asked: string, options: SamplingOptions, requested: SamplingOptions | undefined): Promise<Speculation | undefined> {
+    const backends = this.backends;
+    if (!backends) return undefined;
+    return planSpeculation(model, asked, options, requested, {
+      defaults: this.speculation,
+      resolve: (name) => (this.#store ??= this.#stores.get()).resolve(name),
+      backend: (m) => backends.forModel(m),
+      draftFits: fitsOf(backends.handler(model.format)),
+    });
+  }
+
+  /** A slot of `model`, loaded with the options that size a load (`num_ctx`, `num_gpu`, `kv_cache_type`, `flash_attention`) and the planned speculation. */
   #acquire(
     model: ResolvedModel,
     keepAlive: KeepAlive | undefined,
     load: Pick<SamplingOptions, 'num_ctx' | 'num_gpu' | 'kv_cache_type' | 'flash_attention' | 'num_parallel'>,
     signal: AbortSignal,
+    speculation?: Speculation,
   ): Promise<Lease> {
     const keepAliveMs = keepAlive === undefined ? undefined : parseKeepAlive(keepAlive);
     const { num_ctx: numCtx, num_gpu: numGpu, kv_cache_type: kvCacheType, flash_attention: flashAttention, num_parallel: parallel } = load;
@@ -432,10 +461,17 @@ export class EngineService implements InferenceService {
         ...(kvCacheType !== undefined ? { kvCacheType } : {}),
         ...(flashAttention !== undefined ? { flashAttention } : {}),
         ...(parallel !== undefined ? { parallel } : {}),
+        ...(speculation ? { speculation } : {}),
       },
       signal,
     );
   }
+}
+
+/** A format handler's vocabulary check, bound to it; undefined for a format that takes no draft. */
+function fitsOf(handler: FormatHandler | undefined): ((weights: ModelFile, draft: ModelFile) => Promise<string | null>) | undefined {
+  if (!handler?.draftFits) return undefined;
+  return (weights, draft) => handler.draftFits!(weights, draft);
 }
 
 /** The lease's model runs the planned adapters, or the lease is given back and the request is a 400. */

@@ -16,6 +16,7 @@ import type { ModelFile } from 'lia/engine';
 import { estimateBytes, fileBytes, kvCacheFits, offloadCosts, readShape } from './estimate.js';
 import { readGguf, type GgufSummary } from './summary.js';
 import { readGgufHeader } from './header.js';
+import { vocabularyDifference } from './vocabulary.js';
 
 /** Ollama's layer types: the weights, and the vision projector that may come with them. */
 export const GGUF_MEDIA_TYPE = 'application/vnd.ollama.image.model';
@@ -96,6 +97,10 @@ export function ggufFormat(): FormatHandler {
         batchSize: options.batchSize ?? DEFAULT_BATCH,
         kvCacheType: options.kvCacheType,
       });
+    },
+    /** llama.cpp's rule for a draft model (vocabulary.ts): the same tokenizer and tokens. */
+    draftFits(weights, draft) {
+      return vocabularyDifference(weights.path, draft.path);
     },
     async kvCacheFits(model, type) {
       return kvCacheFits(await readShape(model.modelPath), type);

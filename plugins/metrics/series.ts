@@ -78,6 +78,8 @@ export class Series {
   readonly #tokenGap: Histogram<'model'>;
   readonly #promptTokens: Counter<'model'>;
   readonly #generatedTokens: Counter<'model'>;
+  readonly #draftTokens: Counter<'model'>;
+  readonly #draftAccepted: Counter<'model'>;
   readonly #loads: Counter<'model'>;
   readonly #loadDuration: Histogram<'model'>;
   readonly #unloads: Counter<'model'>;
@@ -129,6 +131,18 @@ export class Series {
     });
     this.#promptTokens = new Counter({ name: 'lia_model_prompt_tokens_total', help: 'Prompt tokens evaluated.', labelNames: ['model'], registers });
     this.#generatedTokens = new Counter({ name: 'lia_model_generated_tokens_total', help: 'Tokens generated.', labelNames: ['model'], registers });
+    this.#draftTokens = new Counter({
+      name: 'lia_model_draft_tokens_total',
+      help: 'Tokens drafted by speculative decoding (a draft model or n-gram lookup) for the model to check.',
+      labelNames: ['model'],
+      registers,
+    });
+    this.#draftAccepted = new Counter({
+      name: 'lia_model_draft_accepted_tokens_total',
+      help: 'Drafted tokens the model accepted (each one a decode step saved).',
+      labelNames: ['model'],
+      registers,
+    });
     this.#loads = new Counter({ name: 'lia_model_loads_total', help: 'Model loads completed.', labelNames: ['model'], registers });
     this.#loadDuration = new Histogram({
       name: 'lia_model_load_duration_seconds',
@@ -215,6 +229,10 @@ export class Series {
         if (e.principal) {
           this.#keyPromptTokens.inc({ key: e.principal }, e.promptTokens);
           this.#keyGeneratedTokens.inc({ key: e.principal }, e.completionTokens);
+        }
+        if (e.draftTokens !== undefined) {
+          this.#draftTokens.inc(model, e.draftTokens);
+          this.#draftAccepted.inc(model, e.draftAcceptedTokens ?? 0);
         }
         this.#promptTokens.inc(model, e.promptTokens);
         return this.#generatedTokens.inc(model, e.completionTokens);

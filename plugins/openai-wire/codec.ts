@@ -118,7 +118,7 @@ type Chunk = {
   }>;
   usage?: { prompt_tokens?: number; completion_tokens?: number; prompt_tokens_details?: { cached_tokens?: number } } | null;
   /** llama-server's own figures (milliseconds), in its last chunk. */
-  timings?: { prompt_ms?: number; predicted_ms?: number; cache_n?: number };
+  timings?: { prompt_ms?: number; predicted_ms?: number; cache_n?: number; draft_n?: number; draft_n_accepted?: number };
   /** llama-server's debug fields (asked for with `verbose`): the stop sequence that ended the text. */
   __verbose?: { stopping_word?: string };
 };
@@ -274,6 +274,8 @@ export const openaiWire = {
       completionTokens: usage?.completion_tokens ?? tokens,
       promptEvalNs: timings?.prompt_ms !== undefined ? Math.round(timings.prompt_ms * 1e6) : first ? Number(first - started) : nsSince(started),
       evalNs: timings?.predicted_ms !== undefined ? Math.round(timings.predicted_ms * 1e6) : first ? Number(now - first) : 0,
+      // Speculative decoding (llama-server sends these only when it drafted something).
+      ...(timings?.draft_n !== undefined ? { draft: { tokens: timings.draft_n, accepted: timings.draft_n_accepted ?? 0 } } : {}),
     };
     yield done;
   },

@@ -62,3 +62,26 @@ t.test('the KV cache type and flash attention: -ctk/-ctv for a quantized cache, 
   t.equal(arg(plain, '--flash-attn'), 'off');
   t.equal(arg(serverArgs(base, { port: 1 }), '--flash-attn'), 'auto');
 });
+
+t.test('speculative decoding: a draft model or n-gram lookup, with the flags of the bundled release', async (t) => {
+  const draft = serverArgs({ ...base, speculation: { kind: 'draft', draft: { name: 'd:latest', path: '/d.gguf', sizeBytes: 1 }, maxDraft: 5 } }, { port: 1 });
+  t.equal(arg(draft, '--spec-type'), 'draft-simple');
+  t.equal(arg(draft, '--spec-draft-model'), '/d.gguf');
+  t.equal(arg(draft, '--spec-draft-n-max'), '5');
+  t.equal(arg(draft, '--spec-draft-n-min'), '0');
+  t.equal(arg(draft, '--spec-draft-ngl'), '0', 'a model on the CPU keeps its draft there');
+  const onGpu = serverArgs(
+    {
+      ...base,
+      offload: { device: 'CUDA0', gpuLayers: 17 },
+      speculation: { kind: 'draft', draft: { name: 'd:latest', path: '/d.gguf', sizeBytes: 1 }, maxDraft: 5 },
+    },
+    { port: 1 },
+  );
+  t.notOk(onGpu.includes('--spec-draft-ngl'), 'on a GPU llama-server places the draft as it places the model');
+  const ngram = serverArgs({ ...base, speculation: { kind: 'ngram', ngram: 3, maxDraft: 4 } }, { port: 1 });
+  t.equal(arg(ngram, '--spec-type'), 'ngram-simple');
+  t.equal(arg(ngram, '--spec-ngram-simple-size-n'), '3');
+  t.equal(arg(ngram, '--spec-ngram-simple-size-m'), '4');
+  t.notOk(serverArgs(base, { port: 1 }).includes('--spec-type'), 'none without speculation');
+});

@@ -161,3 +161,21 @@ t.test('lia create with an ADAPTER line uploads the adapter and makes a model of
   t.equal(missing.code, 1);
   t.match(missing.stderr, /ADAPTER \.\/nowhere\.gguf: an adapter must name a file/);
 });
+
+t.test('lia create with a DRAFT line: a file becomes a model of its own, a name is kept, another vocabulary is refused', async (t) => {
+  const { app, dir, ca } = await cliStore(t);
+  await writeFile(path.join(dir, 'Modelfile'), `FROM ${fixture('gguf/stories260K.gguf')}\nDRAFT ${fixture('gguf/stories260K-chatml.gguf')}\n`);
+  const res = await liaIn(app, ca, ['create', 'story'], dir);
+  t.equal(res.code, 0, res.stderr);
+  const show = await call(app, 'POST', '/api/show', { model: 'story' });
+  t.match(show.body, { modelfile: /\nDRAFT story-draft\n/ }, 'the file was created as story-draft and named by the DRAFT line');
+  t.equal((await call(app, 'POST', '/api/show', { model: 'story-draft' })).status, 200);
+  await writeFile(path.join(dir, 'Named'), 'FROM story\nDRAFT story-draft\n');
+  t.equal((await liaIn(app, ca, ['create', 'again', '-f', 'Named'], dir)).code, 0, 'a DRAFT naming a stored model');
+  await writeFile(path.join(dir, 'Other'), `FROM ${fixture('gguf/tinystories-656k-q8_0.gguf')}\n`);
+  t.equal((await liaIn(app, ca, ['create', 'other', '-f', 'Other'], dir)).code, 0);
+  await writeFile(path.join(dir, 'Mixed'), 'FROM story\nDRAFT other\n');
+  const mixed = await liaIn(app, ca, ['create', 'mixed', '-f', 'Mixed'], dir);
+  t.equal(mixed.code, 1);
+  t.match(mixed.stderr, /"other:latest" cannot draft for "mixed:latest": their vocabularies differ \(512 tokens against 2048\)/);
+});

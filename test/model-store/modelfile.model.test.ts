@@ -48,6 +48,22 @@ t.test('ADAPTER lines name LoRA adapter files, in order', async (t) => {
   t.same(m.adapters, ['./a.gguf', '/abs/b.gguf']);
 });
 
+t.test('a DRAFT line names the draft model of speculative decoding, once', async (t) => {
+  t.equal(parseModelfile('FROM base\nDRAFT llama3:1b\n').draft, 'llama3:1b');
+  t.equal(parseModelfile('FROM base\ndraft "./small.gguf"\n').draft, './small.gguf');
+  t.equal(parseModelfile('FROM base\n').draft, undefined);
+  t.throws(() => parseModelfile('FROM base\nDRAFT a\nDRAFT b\n'), /line 3: a Modelfile has one DRAFT line/);
+  const shown = renderModelfile({
+    name: 'm:latest',
+    from: '/blobs/sha256-x',
+    parameters: { draft_model: 'small:latest', temperature: 0 },
+    licenses: [],
+    messages: [],
+  });
+  t.match(shown, /^DRAFT small:latest$/m, "/api/show's Modelfile writes the stored draft_model as its DRAFT line");
+  t.notMatch(shown, /PARAMETER draft_model/);
+});
+
 t.test('errors name the line', async (t) => {
   t.throws(() => parseModelfile('SYSTEM hi\n'), /no FROM/);
   t.throws(() => parseModelfile('FROM x\nBOGUS y\n'), /line 2: unknown instruction "BOGUS"/);

@@ -6,7 +6,8 @@
  * `num_predict`; `temperature`, `top_p`, `seed`, `presence_penalty`, `frequency_penalty` as they
  * are; `stop` → `stop[]`; `response_format` `json_object` → `format: 'json'`, `json_schema` →
  * `format: <schema>` (enforced by a grammar in the engine); the extensions `num_ctx` → `num_ctx`
- * and `lora` (llama-server's per-request LoRA scales) → `lora`;
+ * and `lora` (llama-server's per-request LoRA scales) → `lora`; `draft_model` (LM Studio's),
+ * `draft_num_predict` and `draft_ngram` → the same options (speculative decoding);
  * `reasoning_effort` → `think` (`'auto'`: a thinking model's reasoning is split off into
  * `reasoning_content`; `none` → `false`); `tools` → `tools`; `tool_choice`
  * `none` drops the tools, `required` → `toolChoice: 'required'`, a named function keeps only that
@@ -67,6 +68,9 @@ export function samplingOptions(body: CommonBody, maxTokens: number | undefined)
     'lora',
     body.lora?.map(({ id, scale }) => ({ id, scale })),
   );
+  set('draft_model', body.draft_model);
+  set('draft_num_predict', body.draft_num_predict);
+  set('draft_ngram', body.draft_ngram);
   return options;
 }
 

@@ -31,6 +31,11 @@ export interface Usage {
   total_tokens: number;
   /** `cached_tokens`: prompt tokens found in the model's cache, not evaluated again (where the backend reports it). */
   prompt_tokens_details?: { cached_tokens: number };
+  /**
+   * Speculative decoding's drafted tokens the model accepted and rejected (OpenAI's fields for its
+   * Predicted Outputs), where the model was loaded with speculation.
+   */
+  completion_tokens_details?: { accepted_prediction_tokens: number; rejected_prediction_tokens: number };
 }
 
 /** One tool call as OpenAI sends it. */
@@ -89,6 +94,9 @@ export function usageOf(done: Extract<GenerationEvent, { type: 'done' }>): Usage
     completion_tokens: done.completionTokens,
     total_tokens: done.promptTokens + done.completionTokens,
     ...(done.cachedTokens !== undefined ? { prompt_tokens_details: { cached_tokens: done.cachedTokens } } : {}),
+    ...(done.draft
+      ? { completion_tokens_details: { accepted_prediction_tokens: done.draft.accepted, rejected_prediction_tokens: done.draft.tokens - done.draft.accepted } }
+      : {}),
   };
 }
 

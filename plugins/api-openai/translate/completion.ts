@@ -108,13 +108,19 @@ export function textCompletion(meta: ResponseMeta, choices: TextCompletion['choi
   return out;
 }
 
-/** Adds up usages (one per prompt). */
+/** Adds up usages (one per prompt), their speculative decoding's details too where they have them. */
 export function sumUsage(list: Usage[]): Usage {
-  const u = { prompt_tokens: 0, completion_tokens: 0, total_tokens: 0 };
+  const u: Usage = { prompt_tokens: 0, completion_tokens: 0, total_tokens: 0 };
   for (const x of list) {
     u.prompt_tokens += x.prompt_tokens;
     u.completion_tokens += x.completion_tokens;
     u.total_tokens += x.total_tokens;
+    const d = x.completion_tokens_details;
+    if (d) {
+      const sum = (u.completion_tokens_details ??= { accepted_prediction_tokens: 0, rejected_prediction_tokens: 0 });
+      sum.accepted_prediction_tokens += d.accepted_prediction_tokens;
+      sum.rejected_prediction_tokens += d.rejected_prediction_tokens;
+    }
   }
   return u;
 }

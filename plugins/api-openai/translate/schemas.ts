@@ -47,6 +47,14 @@ const Common = {
    * (`lia show`), one left out is off. Unset: each adapter of the model at scale 1.
    */
   lora: Opt(Type.Array(Type.Object({ id: Type.Integer({ minimum: 0 }), scale: Type.Number() }, open), { maxItems: 64 })),
+  /**
+   * Extensions for speculative decoding (docs/engine.md): LM Studio's `draft_model` (a stored model
+   * of the same vocabulary), Ollama's `draft_num_predict` (tokens drafted per step, 0: off) and
+   * `draft_ngram` (n-gram lookup instead of a draft model). They size the load, like `num_ctx`.
+   */
+  draft_model: Opt(Type.String({ minLength: 1, maxLength: 512 })),
+  draft_num_predict: Opt(Type.Integer({ minimum: 0, maximum: 64 })),
+  draft_ngram: Opt(Type.Integer({ minimum: 0, maximum: 32 })),
   /** A string or a list of them (at most 64 of 1,024 characters: the engine matches each against the output). */
   stop: Type.Optional(Type.Union([Type.String({ maxLength: 1024 }), Type.Array(Type.String({ maxLength: 1024 }), { maxItems: 64 }), Type.Null()])),
   /** Only 1 is served (see docs/openai.md). */

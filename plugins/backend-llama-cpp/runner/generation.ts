@@ -56,13 +56,23 @@ export async function prefill(seq: LlamaContextSequence, tokens: Token[], signal
  * have logits). So it counts what was decoded, whatever cut or re-evaluation happened on the way,
  * not what the cache was expected to hold. Tokens copied from another sequence's cache count as
  * cached.
+ *
+ * On a sequence with a token predictor (speculative decoding, session.ts), it also sets the
+ * event's `draft`: the predictions the sequence checked for this request (node-llama-cpp's
+ * `validated` + `refuted`) and, of them, those it accepted (`validated`).
  */
 export function meterPrompt(seq: LlamaContextSequence): (event: GenerationEvent) => GenerationEvent {
   const before = seq.tokenMeter.usedInputTokens;
+  const predicted = seq.tokenPredictor ? seq.tokenPredictions : null;
   return (event) => {
     if (event.type === 'done') {
       const evaluated = Math.min(event.promptTokens, seq.tokenMeter.usedInputTokens - before + 1);
       event.cachedTokens = Math.max(0, event.promptTokens - evaluated);
+      if (predicted) {
+        const now = seq.tokenPredictions;
+        const accepted = now.validated - predicted.validated;
+        event.draft = { tokens: accepted + now.refuted - predicted.refuted, accepted };
+      }
     }
     return event;
   };

@@ -7,7 +7,9 @@
  * @module
  */
 import {
+  DraftSequenceTokenPredictor,
   getLlama,
+  InputLookupTokenPredictor,
   LlamaChat,
   LlamaLogLevel,
   type ChatWrapper,
@@ -16,6 +18,7 @@ import {
   type LlamaGrammar,
   type LlamaModel,
   type Token,
+  type TokenPredictor,
 } from 'node-llama-cpp';
 import type { ChatParams, EmbedParams, EmbedResult, GenerateParams, GenerationEvent } from 'lia/engine';
 import type { ModelCapability } from 'lia/model-store';
@@ -77,13 +80,16 @@ export class ModelSession {
   readonly #embedder: Embedder;
   readonly #ranker: Ranker;
   readonly #batchThreads: BatchThreads | null;
+  /** The draft model and its context (speculative decoding with a draft model), disposed with the session. */
+  readonly #draft: Draft | null;
 
-  private constructor(llama: Llama, model: LlamaModel, context: LlamaContext, spec: LoadSpec, info: RunnerInfo, format: PromptFormat) {
+  private constructor(llama: Llama, model: LlamaModel, context: LlamaContext, spec: LoadSpec, info: RunnerInfo, format: PromptFormat, draft: Draft | null) {
     this.#llama = llama;
     this.#model = model;
     this.#context = context;
+    this.#draft = draft;
     this.info = info;
-    this.#slots = new SlotPool(context, spec.parallel, format.wrapper);
+    this.#slots = new SlotPool(context, spec.parallel, format.wrapper, predictors(spec, draft));
     this.#prompts = new Prompts(model, format, info.contextLength);
     this.#grammars = new Grammars(llama);
     this.#embedder = new Embedder(model, info.contextLength, spec.threads);
@@ -124,6 +130,7 @@ export class ModelSession {
       batching: { itemPrioritizationStrategy: stepsThenPrompts },
       ...(spec.adapters?.length ? { lora: { adapters: spec.adapters.map((a) => ({ filePath: a.path, scale: a.scale })) } } : {}),
     });
+    const draft = await loadDraft(llama, spec, contextLength);
     const t2 = performance.now();
     const format = resolvePromptFormat(model, spec.template, spec.knownChatWrapper);
     const t3 = performance.now();
@@ -142,7 +149,7 @@ export class ModelSession {
       gpu: llama.gpu,
       loadMs: { model: Math.round(t1 - t0), context: Math.round(t2 - t1), template: Math.round(t3 - t2) },
     };
-    const session = new ModelSession(llama, model, context, spec, info, format);
+    const session = new ModelSession(llama, model, context, spec, info, format, draft);
     const drift = await versionWarning();
     if (drift) session.warnings.push(drift);
     return session;
@@ -344,6 +351,8 @@ export class ModelSession {
     await this.#ranker.dispose();
     await this.#embedder.dispose();
     await this.#context.dispose();
+    await this.#draft?.context.dispose();
+    await this.#draft?.model.dispose();
     await this.#model.dispose();
     await this.#llama.dispose();
   }
@@ -367,6 +376,44 @@ export class ModelSession {
       emit(done);
     });
   }
+}
+
+/** A draft model loaded for speculative decoding, with one sequence per slot of the model. */
+interface Draft {
+  model: LlamaModel;
+  context: LlamaContext;
+}
+
+/**
+ * Loads the draft model of `spec` (on the CPU unless the model went to a GPU, where node-llama-cpp
+ * places it itself), with a context of the model's length and slots.
+ */
+async function loadDraft(llama: Llama, spec: LoadSpec, contextLength: number): Promise<Draft | null> {
+  const s = spec.speculation;
+  if (!s || !('draftPath' in s)) return null;
+  const model = await llama.loadModel({ modelPath: s.draftPath, ...(spec.gpuLayers === 0 ? { gpuLayers: 0 } : {}) });
+  const context = await model.createContext({
+    sequences: spec.parallel,
+    contextSize: Math.min(contextLength, model.trainContextSize),
+    batchSize: Math.min(spec.batchSize, contextLength * spec.parallel),
+    threads: spec.threads,
+  });
+  return { model, context };
+}
+
+/**
+ * A new token predictor per slot (node-llama-cpp ties one to a sequence when it is taken): a draft
+ * sequence that always drafts `maxDraft` tokens (none dropped for low confidence, so that what is
+ * drafted does not depend on timing), or input lookup of n-grams of at least `ngram` tokens.
+ */
+function predictors(spec: LoadSpec, draft: Draft | null): (() => TokenPredictor) | undefined {
+  const s = spec.speculation;
+  if (!s) return undefined;
+  if ('draftPath' in s) {
+    if (!draft) return undefined;
+    return () => new DraftSequenceTokenPredictor(draft.context.getSequence(), { minTokens: s.maxDraft, maxTokens: s.maxDraft, minConfidence: 0 });
+  }
+  return () => new InputLookupTokenPredictor({ patternLength: { min: s.ngram }, predictionLength: { min: 1, max: s.maxDraft } });
 }
 
 /** Whether a chat format opens its thought section in the prompt (the answer starts inside it). */

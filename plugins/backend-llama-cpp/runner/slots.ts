@@ -18,7 +18,7 @@
  *
  * @module
  */
-import { LlamaChat, LlamaCompletion, type ChatWrapper, type LlamaContext, type LlamaContextSequence, type Token } from 'node-llama-cpp';
+import { LlamaChat, LlamaCompletion, type ChatWrapper, type LlamaContext, type LlamaContextSequence, type Token, type TokenPredictor } from 'node-llama-cpp';
 import { chooseDonor, chooseSlot, MIN_SHARED_TOKENS, worthCopying, type PromptFacts, type SlotFacts } from 'lia/gguf';
 import { canCopyPrefix, copyPrefix, sequenceId } from './llama-internals.js';
 
@@ -59,10 +59,13 @@ export class SlotPool {
   /** Whether prefix sharing is on: the library's copy exists and the model's cache can be copied. */
   readonly sharing: boolean;
 
-  /** Takes `count` sequences of `context`, each with a completion and a chat session on it. */
-  constructor(context: LlamaContext, count: number, wrapper: ChatWrapper) {
+  /**
+   * Takes `count` sequences of `context`, each with a completion and a chat session on it, and
+   * with a token predictor of its own when `predictor` makes them (speculative decoding).
+   */
+  constructor(context: LlamaContext, count: number, wrapper: ChatWrapper, predictor?: () => TokenPredictor) {
     for (let i = 0; i < count; i++) {
-      const seq = context.getSequence();
+      const seq = context.getSequence(predictor ? { tokenPredictor: predictor() } : {});
       this.#free.push({
         index: sequenceId(seq) ?? i,
         seq,

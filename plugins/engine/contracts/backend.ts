@@ -44,6 +44,22 @@ export interface SamplingOptions {
    * the model at scale 1.
    */
   lora?: Array<{ id: number; scale: number }>;
+  /**
+   * Speculative decoding with a draft model: the name of a stored model with the same vocabulary
+   * (Modelfile `DRAFT`; LM Studio's `draft_model`, llama-server's `--spec-draft-model`). Sizes the load.
+   */
+  draft_model?: string;
+  /**
+   * Tokens drafted per step at most (Ollama's `draft_num_predict`, llama-server's
+   * `--spec-draft-n-max`); 0 switches speculation off. Sizes the load.
+   */
+  draft_num_predict?: number;
+  /**
+   * Speculative decoding by n-gram lookup in the prompt and the answer so far (no draft model): the
+   * length of the n-gram looked up (llama-server's `--spec-type ngram-simple`,
+   * `--spec-ngram-simple-size-n`); 0: off. Sizes the load.
+   */
+  draft_ngram?: number;
   stop?: string[];
   repeat_penalty?: number;
   repeat_last_n?: number;
@@ -237,6 +253,12 @@ export type GenerationEvent =
        * `context`, the prompt as evaluated without BOS, the answer), to send back as `context`.
        */
       context?: number[];
+      /**
+       * Speculative decoding, where the model was loaded with it (see {@link Speculation}): tokens
+       * drafted for this answer and, of them, those the model accepted (llama-server's
+       * `timings.draft_n` and `draft_n_accepted`). Absent without speculation.
+       */
+      draft?: { tokens: number; accepted: number };
     };
 
 export interface EmbedParams {
@@ -375,6 +397,8 @@ export interface LoadOptions {
    * (see {@link InferenceBackend.adapters}). Absent: none.
    */
   adapters?: readonly AdapterScale[];
+  /** Speculative decoding for the model's answers, as the request plan decided it (plan/speculation.ts). Absent: none. */
+  speculation?: Speculation;
   /**
    * Where the model runs, as the engine's offload plan decided: a device of the backend's
    * `devices()` (null: the CPU) and how many layers go there, the output layer counted as one
@@ -382,6 +406,25 @@ export interface LoadOptions {
    */
   offload?: Offload;
 }
+
+/**
+ * Speculative decoding of a load: a draft model, or n-gram lookup, proposes up to `maxDraft` tokens
+ * per step, which the model checks in one batch; accepted tokens are those it would have sampled
+ * itself, so the answer is the same as without (greedy: token for token).
+ */
+export type Speculation =
+  | {
+      kind: 'draft';
+      /** The stored draft model (its name and weights; same vocabulary as the model, checked by the plan). */
+      draft: { name: string; path: string; sizeBytes: number };
+      maxDraft: number;
+    }
+  | {
+      kind: 'ngram';
+      /** The length of the n-gram looked up in the prompt and the answer so far. */
+      ngram: number;
+      maxDraft: number;
+    };
 
 /** What a GPU offload of a model moves (a format handler's {@link FormatHandler.offloadCosts}). */
 export interface LayerCosts {
@@ -439,6 +482,8 @@ export interface LoadedModel {
    * (`params.adapters`); without `perRequest` the loaded scales are the only ones. Absent: none.
    */
   readonly adapters?: { readonly loaded: readonly AdapterScale[]; readonly perRequest: boolean };
+  /** The speculative decoding it was loaded with (its load options'); absent: none. */
+  readonly speculation?: Speculation;
   generate(params: GenerateParams, signal: AbortSignal): AsyncIterable<GenerationEvent>;
   chat(params: ChatParams, signal: AbortSignal): AsyncIterable<GenerationEvent>;
   embed(params: EmbedParams, signal: AbortSignal): Promise<EmbedResult>;
@@ -589,6 +634,13 @@ export interface FormatHandler {
    */
   kvCacheFits?(model: ResolvedModel, type: KvCacheType): Promise<boolean>;
   /**
+   * Whether `draft` can draft for `weights` in speculative decoding: null when their vocabularies
+   * are the same (as their engines compare them), else the difference, for a 400 naming both
+   * models. Run by `/api/create` for a Modelfile's `DRAFT` and by the engine's request plan before
+   * a load with a draft. Optional: without it the format's models take no draft model.
+   */
+  draftFits?(weights: ModelFile, draft: ModelFile): Promise<string | null>;
+  /**
    * The chat template the weights carry (a GGUF's `tokenizer.chat_template`), or null when they
    * carry none: then the store's template layer ({@link ResolvedModel.template}) says how the
    * model is prompted. A backend that runs another's format (`runs`) asks it to prompt the model
@@ -643,6 +695,11 @@ export interface InferenceBackend {
    * Absent: it takes no adapters, and a model with adapters is not loaded here (a 400).
    */
   readonly adapters?: 'load' | 'request';
+  /**
+   * Speculative decoding this backend carries out: which kinds ({@link Speculation}) and the most
+   * tokens it drafts per step. The request plan refuses (a 400) what it cannot do. Absent: none.
+   */
+  readonly speculation?: { readonly kinds: readonly Speculation['kind'][]; readonly maxDraft: number; readonly why?: string };
   /**
    * The GPUs this backend can place a model's layers on now, with what each has free (the engine
    * plans the offload from it and passes the decision in {@link LoadOptions.offload}). Optional:

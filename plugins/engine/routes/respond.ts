@@ -24,7 +24,11 @@ export interface Shape {
 /** Ollama's timestamp: RFC 3339 in UTC. */
 export const createdAt = (): string => new Date().toISOString();
 
-/** The metrics of the last object, in nanoseconds; zero values are left out, as Ollama does. */
+/**
+ * The metrics of the last object, in nanoseconds; zero values are left out, as Ollama does. A model
+ * loaded with speculative decoding adds `draft_count` and `draft_accepted_count` (LIA's names:
+ * Ollama reports none), zeros included.
+ */
 export function metrics(done: DoneEvent, totalNs: number, loadNs: number): Record<string, unknown> {
   const all: Record<string, number> = {
     total_duration: totalNs,
@@ -34,7 +38,8 @@ export function metrics(done: DoneEvent, totalNs: number, loadNs: number): Recor
     eval_count: done.completionTokens,
     eval_duration: done.evalNs,
   };
-  return Object.fromEntries(Object.entries(all).filter(([, v]) => v > 0));
+  const draft = done.draft ? { draft_count: done.draft.tokens, draft_accepted_count: done.draft.accepted } : {};
+  return { ...Object.fromEntries(Object.entries(all).filter(([, v]) => v > 0)), ...draft };
 }
 
 export async function respond(

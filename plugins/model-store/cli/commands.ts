@@ -281,7 +281,7 @@ export const commands: CliCommand[] = [
         throw err;
       }
       const client = await io.client();
-      const { from, license, extraFrom, adapters, ...rest } = modelfile;
+      const { from, license, extraFrom, adapters, draft, ...rest } = modelfile;
       const request: Record<string, unknown> = { model: name, ...rest };
       if (Object.keys(rest.parameters).length === 0) delete request['parameters'];
       if (rest.messages.length === 0) delete request['messages'];
@@ -335,6 +335,22 @@ export const commands: CliCommand[] = [
           uploaded[path.basename(local)] = await uploadBlob(client, local, io);
         }
         request['adapters'] = uploaded;
+      }
+      // DRAFT: a model's name, or a GGUF file created first as a model of its own (NAME-draft).
+      if (draft !== undefined) {
+        const local = await localPath(draft, path.dirname(file));
+        let draftModel = draft;
+        if (local) {
+          const isFile = await stat(local).then(
+            (s) => s.isFile(),
+            () => false,
+          );
+          if (!isFile) throw new CliError(`DRAFT ${draft}: no such file (${local})`);
+          draftModel = `${name.replace(/:[^/:]*$/, '')}-draft`;
+          const files = { [path.basename(local)]: await uploadBlob(client, local, io) };
+          await follow(io, 'using', client.stream<ProgressLine>('POST', '/api/create', { model: draftModel, files }));
+        }
+        request['parameters'] = { ...rest.parameters, draft_model: draftModel };
       }
       await follow(io, 'using', client.stream<ProgressLine>('POST', '/api/create', request));
       return 0;

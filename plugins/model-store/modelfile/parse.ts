@@ -6,6 +6,7 @@
  * FROM ./model.gguf            (a file, an ONNX folder, or an existing model name)
  * FROM ./mmproj.gguf           (optional: a vision projector for the GGUF above)
  * ADAPTER ./lora.gguf          (optional, repeatable: a GGUF LoRA adapter for the weights)
+ * DRAFT llama3:1b              (optional: a draft model for speculative decoding, a model name or a .gguf file)
  * TEMPLATE """{{ .Prompt }}"""
  * SYSTEM You are terse.
  * PARAMETER temperature 0.7
@@ -30,6 +31,11 @@ export interface Modelfile {
   extraFrom: string[];
   /** The files of ADAPTER lines: GGUF LoRA adapters applied with the weights. Defaults to none. */
   adapters: string[];
+  /**
+   * The DRAFT line: a stored model's name or a file, the draft model of speculative decoding (the
+   * parameter `draft_model` once created; the CLI uploads a file as a model of its own first).
+   */
+  draft?: string;
   template?: string;
   system?: string;
   parameters: Record<string, unknown>;
@@ -48,7 +54,7 @@ export class ModelfileError extends Error {
   }
 }
 
-const INSTRUCTIONS = new Set(['FROM', 'TEMPLATE', 'SYSTEM', 'PARAMETER', 'LICENSE', 'MESSAGE', 'ADAPTER', 'REQUIRES', 'RENDERER', 'PARSER']);
+const INSTRUCTIONS = new Set(['FROM', 'TEMPLATE', 'SYSTEM', 'PARAMETER', 'LICENSE', 'MESSAGE', 'ADAPTER', 'DRAFT', 'REQUIRES', 'RENDERER', 'PARSER']);
 const ROLES = new Set(['system', 'user', 'assistant', 'tool']);
 /** Options that take a list; the others take one value. */
 const LIST_PARAMETERS = new Set(['stop']);
@@ -140,7 +146,10 @@ export function parseModelfile(src: string): Modelfile {
         else if (instruction === 'SYSTEM') out.system = value;
         else if (instruction === 'LICENSE') out.license.push(value);
         else if (instruction === 'ADAPTER') out.adapters.push(value);
-        else throw new ModelfileError(`${instruction} is not supported by this appliance`, line());
+        else if (instruction === 'DRAFT') {
+          if (out.draft !== undefined) throw new ModelfileError('a Modelfile has one DRAFT line', line());
+          out.draft = value;
+        } else throw new ModelfileError(`${instruction} is not supported by this appliance`, line());
       }
     }
   }

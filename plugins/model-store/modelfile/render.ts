@@ -60,7 +60,10 @@ export function renderModelfile(p: ModelfileParts): string {
   for (const a of p.adapters ?? []) lines.push(`ADAPTER ${a}`);
   if (p.template !== undefined) lines.push(`TEMPLATE ${block(p.template)}`);
   if (p.system !== undefined) lines.push(`SYSTEM ${block(p.system)}`);
-  for (const [k, v] of parameterPairs(p.parameters)) lines.push(`PARAMETER ${k} ${typeof v === 'string' ? JSON.stringify(v) : String(v)}`);
+  // The draft model is the DRAFT line a Modelfile gave it (the stored parameter `draft_model`).
+  const { draft_model: draft, ...parameters } = p.parameters;
+  if (typeof draft === 'string') lines.push(`DRAFT ${draft}`);
+  for (const [k, v] of parameterPairs(parameters)) lines.push(`PARAMETER ${k} ${typeof v === 'string' ? JSON.stringify(v) : String(v)}`);
   for (const l of p.licenses) lines.push(`LICENSE ${block(l)}`);
   for (const m of p.messages) lines.push(`MESSAGE ${m.role} ${block(m.content)}`);
   return lines.join('\n') + '\n';

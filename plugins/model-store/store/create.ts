@@ -158,6 +158,29 @@ export async function checkCreate(store: ModelStoreService, spec: CreateSpec): P
   }
   if (spec.files && Object.keys(spec.files).length > 0) formatOfFiles(store.formats, Object.keys(spec.files));
   if (spec.adapters) await adapterLayers(store, spec, await baseWeights(store, spec));
+  const draft = spec.parameters?.['draft_model'];
+  if (draft !== undefined) await checkDraft(store, spec, draft);
+}
+
+/**
+ * A Modelfile's `DRAFT` (the parameter `draft_model`): a stored model of the same format whose
+ * vocabulary is the new model's, as its format's handler compares them (a 400 naming both models
+ * otherwise). The engine checks again at load, for a draft named by a request or the config.
+ */
+async function checkDraft(store: ModelStoreService, spec: CreateSpec, draft: unknown): Promise<void> {
+  if (typeof draft !== 'string' || draft.trim() === '') throw Errors.badRequest('"draft_model" must name a stored model', { param: 'parameters' });
+  const name = displayName(spec.name);
+  const stored = await store.get(draft, 'draft_model');
+  const view = await store.describer.view(stored);
+  const drafter = displayName(stored.name);
+  const base = await baseWeights(store, spec);
+  const handler = base.handler;
+  if (!handler?.draftFits || !base.weights || view.handler?.name !== base.handler?.name || !view.weights[0]) {
+    const why = `a draft model is a model of the same format, and a ${handler?.name ?? 'model of this'} format takes none`;
+    throw Errors.badRequest(`"${drafter}" cannot draft for "${name}": ${why}`, { param: 'parameters' });
+  }
+  const problem = await handler.draftFits(store.describer.file(base.weights), store.describer.file(view.weights[0]));
+  if (problem) throw Errors.badRequest(`"${drafter}" cannot draft for "${name}": their vocabularies differ (${problem})`, { param: 'parameters' });
 }
 
 /** The weights layer and the format handler of the model a create makes, before its adapters go on. */
