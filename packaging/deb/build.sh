@@ -104,7 +104,7 @@ Architecture: $arch
 Maintainer: LIA maintainers <lia@localhost>
 Installed-Size: $(du -sk "$pkg/usr" "$pkg/etc" | awk '{s+=$1} END {print s}')
 Depends: adduser
-Recommends: nodejs (>= 20.11)
+Recommends: nodejs (>= 20.11), ffmpeg
 Section: net
 Priority: optional
 Homepage: https://localhost/lia

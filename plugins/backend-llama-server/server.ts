@@ -371,30 +371,44 @@ export class LlamaServer {
   }
 
   /**
+   * The error of a request the server did not answer: a connection refused or reset by a server
+   * that is dying is, once it has ended, an engine crash, which the engine retries on a fresh
+   * server (the engine's plan/context-fit.ts); else an engine failure.
+   */
+  async #unanswered(err: unknown): Promise<Error> {
+    const ended = await Promise.race([this.#ended, new Promise<null>((r) => setTimeout(r, 1000, null))]);
+    if (ended !== null && !this.#stopping) {
+      return Errors.engineCrashed(`llama-server ended (${ended}) before it answered`, { cause: err, crash: { engine: 'llama-server', signal: ended } });
+    }
+    return Errors.engineFailed(`llama-server did not answer (${(err as Error).message})`);
+  }
+
+  /**
    * Sends one request and resolves with the answer once its status is 2xx. A 4xx is the request's
    * fault: a 400 with llama-server's own message (this process is the appliance's own, so its
    * words may reach the client: "failed to load image", the context that was exceeded); a
    * connection failure or a 5xx is the engine's (500).
    */
   async send(method: 'GET' | 'POST', path: string, body: unknown, signal: AbortSignal): Promise<Dispatcher.ResponseData> {
-    let res: Dispatcher.ResponseData;
-    try {
-      res = await request(this.#base + path, {
-        method,
-        headers: { authorization: `Bearer ${this.#key}`, ...(body !== undefined ? { 'content-type': 'application/json' } : {}) },
-        ...(body !== undefined ? { body: JSON.stringify(body, wellFormed) } : {}),
-        signal,
-        dispatcher: this.#agent,
-      });
-    } catch (err) {
-      if (signal.aborted) throw signal.reason;
-      // A connection refused or reset by a server that is dying: once it has ended, an engine
-      // crash, which the engine retries on a fresh server (the engine's plan/context-fit.ts).
-      const ended = await Promise.race([this.#ended, new Promise<null>((r) => setTimeout(r, 1000, null))]);
-      if (ended !== null && !this.#stopping) {
-        throw Errors.engineCrashed(`llama-server ended (${ended}) before it answered`, { cause: err, crash: { engine: 'llama-server', signal: ended } });
+    let res: Dispatcher.ResponseData | undefined;
+    const payload = body !== undefined ? JSON.stringify(body, wellFormed) : undefined;
+    for (let attempt = 0; !res; attempt++) {
+      try {
+        res = await request(this.#base + path, {
+          method,
+          headers: { authorization: `Bearer ${this.#key}`, ...(payload !== undefined ? { 'content-type': 'application/json' } : {}) },
+          ...(payload !== undefined ? { body: payload } : {}),
+          signal,
+          dispatcher: this.#agent,
+        });
+      } catch (err) {
+        if (signal.aborted) throw signal.reason;
+        // llama-server closes its connection after a streamed answer, and a request written on it
+        // just before the close never reaches a handler: it is sent once more, on a new connection,
+        // while the process runs (a dying server then refuses it, which is told apart below).
+        if (attempt === 0 && closedUnder(err) && this.#child.exitCode === null && this.#child.signalCode === null && !this.#stopping) continue;
+        throw await this.#unanswered(err);
       }
-      throw Errors.engineFailed(`llama-server did not answer (${(err as Error).message})`);
     }
     if (res.statusCode >= 200 && res.statusCode < 300) return res;
     const text = await res.body.text().catch(() => '');
@@ -462,4 +476,10 @@ export class LlamaServer {
     await this.#agent.close().catch(() => undefined);
     if (this.#socket) await unlink(this.#socket).catch(() => undefined);
   }
+}
+
+/** Whether a request failed because its connection was closed or reset under it (undici's socket error, a reset). */
+function closedUnder(err: unknown): boolean {
+  const code = (err as { code?: unknown } | null)?.code;
+  return code === 'UND_ERR_SOCKET' || code === 'ECONNRESET';
 }

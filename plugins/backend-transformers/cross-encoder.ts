@@ -18,7 +18,7 @@ import { relevance } from './head.js';
 import type { OnnxLayout } from './layout.js';
 import type { EncoderSettings } from './model.js';
 import { transformers, type Transformers } from './runtime.js';
-import { describeError, OnnxModel, sessionOptions } from './onnx-model.js';
+import { FOLDER_ONLY, loadFolder, networkOptions, OnnxModel } from './onnx-model.js';
 import type { Tokenizer } from './tokens.js';
 
 type Network = Awaited<ReturnType<Transformers['AutoModelForSequenceClassification']['from_pretrained']>>;
@@ -30,19 +30,11 @@ export async function loadCrossEncoder(model: ResolvedModel, layout: OnnxLayout,
     throw Errors.engineFailed(`model "${model.name}" is a classifier with ${labels} labels; a reranker has 1 (a relevance logit) or 2`);
   }
   const t = await transformers();
-  const options = { local_files_only: true } as const;
-  try {
-    const tokenizer = await t.AutoTokenizer.from_pretrained(layout.dir, options);
-    const network = await t.AutoModelForSequenceClassification.from_pretrained(layout.dir, {
-      ...options,
-      device: 'cpu',
-      dtype: layout.dtype,
-      session_options: sessionOptions(settings),
-    });
+  return loadFolder(model, layout, async () => {
+    const tokenizer = await t.AutoTokenizer.from_pretrained(layout.dir, FOLDER_ONLY);
+    const network = await t.AutoModelForSequenceClassification.from_pretrained(layout.dir, networkOptions(layout, settings));
     return new CrossEncoderModel(t, model.name, layout, labels, tokenizer, network, settings);
-  } catch (err) {
-    throw Errors.engineFailed(`model "${model.name}" cannot be loaded: ${describeError(err, layout.dir)}`, { cause: err });
-  }
+  });
 }
 
 class CrossEncoderModel extends OnnxModel {

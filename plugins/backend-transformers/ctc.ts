@@ -15,7 +15,7 @@ import type { AudioInput, LoadedModel, TranscribedWord, TranscribeParams, Transc
 import type { ModelCapability, ResolvedModel } from 'lia/model-store';
 import type { AudioShape, OnnxLayout } from './layout.js';
 import type { EncoderSettings } from './model.js';
-import { describeError, OnnxModel, sessionOptions } from './onnx-model.js';
+import { describeError, FOLDER_ONLY, loadFolder, networkOptions, OnnxModel } from './onnx-model.js';
 import { transformers, type Transformers } from './runtime.js';
 import type { Tokenizer } from './tokens.js';
 
@@ -25,22 +25,15 @@ type Tensor = InstanceType<Transformers['Tensor']>;
 
 /** Loads the tokenizer, feature extractor and network of `model` from its folder. */
 export async function loadCtc(model: ResolvedModel, layout: OnnxLayout, settings: EncoderSettings): Promise<LoadedModel> {
-  if (!layout.audio) throw Errors.engineFailed(`model "${model.name}" cannot be loaded: its folder has no preprocessor_config.json`);
+  const audio = layout.audio;
+  if (!audio) throw Errors.engineFailed(`model "${model.name}" cannot be loaded: its folder has no preprocessor_config.json`);
   const t = await transformers();
-  const options = { local_files_only: true } as const;
-  try {
-    const tokenizer = await t.AutoTokenizer.from_pretrained(layout.dir, options);
-    const extractor = await t.AutoFeatureExtractor.from_pretrained(layout.dir, options);
-    const network = await t.AutoModelForCTC.from_pretrained(layout.dir, {
-      ...options,
-      device: 'cpu',
-      dtype: layout.dtype,
-      session_options: sessionOptions(settings),
-    });
-    return new CtcModel(model.name, layout, layout.audio, tokenizer, extractor, network, settings);
-  } catch (err) {
-    throw Errors.engineFailed(`model "${model.name}" cannot be loaded: ${describeError(err, layout.dir)}`, { cause: err });
-  }
+  return loadFolder(model, layout, async () => {
+    const tokenizer = await t.AutoTokenizer.from_pretrained(layout.dir, FOLDER_ONLY);
+    const extractor = await t.AutoFeatureExtractor.from_pretrained(layout.dir, FOLDER_ONLY);
+    const network = await t.AutoModelForCTC.from_pretrained(layout.dir, networkOptions(layout, settings));
+    return new CtcModel(model.name, layout, audio, tokenizer, extractor, network, settings);
+  });
 }
 
 /** The symbols a CTC vocabulary gives meaning to. */

@@ -20,7 +20,7 @@ import { padPass, planPasses, type Encoding } from './batching.js';
 import type { OnnxLayout } from './layout.js';
 import { finish, pool } from './pooling.js';
 import { transformers, type Transformers } from './runtime.js';
-import { describeError, OnnxModel, sessionOptions } from './onnx-model.js';
+import { describeError, FOLDER_ONLY, loadFolder, networkOptions, OnnxModel } from './onnx-model.js';
 import type { Tokenizer } from './tokens.js';
 
 /** How a model is run. */
@@ -41,21 +41,12 @@ type Tensor = InstanceType<Transformers['Tensor']>;
 /** Loads the tokenizer and the network of `model` from its folder. */
 export async function loadEncoder(model: ResolvedModel, layout: OnnxLayout, settings: EncoderSettings): Promise<LoadedModel> {
   const t = await transformers();
-  const options = { local_files_only: true } as const;
-  try {
-    const config = await t.AutoConfig.from_pretrained(layout.dir, options);
-    const tokenizer = await t.AutoTokenizer.from_pretrained(layout.dir, options);
-    const network = await t.AutoModel.from_pretrained(layout.dir, {
-      ...options,
-      config,
-      device: 'cpu',
-      dtype: layout.dtype,
-      session_options: sessionOptions(settings),
-    });
+  return loadFolder(model, layout, async () => {
+    const config = await t.AutoConfig.from_pretrained(layout.dir, FOLDER_ONLY);
+    const tokenizer = await t.AutoTokenizer.from_pretrained(layout.dir, FOLDER_ONLY);
+    const network = await t.AutoModel.from_pretrained(layout.dir, { ...networkOptions(layout, settings), config });
     return new EncoderModel(t, model.name, layout, tokenizer, network, settings);
-  } catch (err) {
-    throw Errors.engineFailed(`model "${model.name}" cannot be loaded: ${describeError(err, layout.dir)}`, { cause: err });
-  }
+  });
 }
 
 class EncoderModel extends OnnxModel {

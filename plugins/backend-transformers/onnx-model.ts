@@ -38,6 +38,23 @@ export function sessionOptions(settings: EncoderSettings) {
   } as const;
 }
 
+/** The options of a model folder's tokenizer, feature extractor and config: its own files, nothing fetched. */
+export const FOLDER_ONLY = { local_files_only: true } as const;
+
+/** The options of a model folder's network: its own files, on the CPU, in the folder's dtype, with {@link sessionOptions}. */
+export function networkOptions(layout: OnnxLayout, settings: EncoderSettings) {
+  return { ...FOLDER_ONLY, device: 'cpu', dtype: layout.dtype, session_options: sessionOptions(settings) } as const;
+}
+
+/** Runs `load` (the folder's `from_pretrained` calls and the model made of them); a failure is an engine failure naming the model, the folder's path kept out. */
+export async function loadFolder<T>(model: { name: string }, layout: OnnxLayout, load: () => Promise<T>): Promise<T> {
+  try {
+    return await load();
+  } catch (err) {
+    throw Errors.engineFailed(`model "${model.name}" cannot be loaded: ${describeError(err, layout.dir)}`, { cause: err });
+  }
+}
+
 export abstract class OnnxModel implements LoadedModel {
   abstract readonly capabilities: readonly ModelCapability[];
   readonly contextLength: number;
