@@ -48,12 +48,17 @@ export interface Figures {
 /** One generation: `prompt` (default {@link PROMPT}) and `predict` tokens (default: the run's count). */
 export type Generate = (prompt?: string, predict?: number) => Promise<Stream>;
 
+/** Tokens per second after the first, from the median token count and the median decode time of `runs`; 0 below two tokens. */
+export function decodeRate(runs: readonly Stream[]): number {
+  const tokens = median(runs.map((s) => s.tokens));
+  return tokens > 1 ? ((tokens - 1) / median(runs.map((s) => s.decodeMs))) * 1000 : 0;
+}
+
 /** Measures the figures; `generate` runs one generation (and waits for whatever it needs first). */
 export async function measureFigures(generate: Generate, slots = 16): Promise<Figures> {
   const single: Stream[] = [];
   for (let i = 0; i < 5; i++) single.push(await generate());
-  const tokens = median(single.map((s) => s.tokens));
-  const decode = tokens > 1 ? ((tokens - 1) / median(single.map((s) => s.decodeMs))) * 1000 : 0;
+  const decode = decodeRate(single);
   const ttft = median(single.map((s) => s.ttftMs));
   const aggregate = async (n: number): Promise<number> => {
     const t0 = performance.now();

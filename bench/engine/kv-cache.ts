@@ -30,7 +30,7 @@ import { applianceMemory, formatMemory, memoryOf, type Memory } from '../lib/pro
 import { saveResult } from '../lib/results.js';
 import { median } from '../lib/stats.js';
 import { benchModelPath, createBenchModel, modelLabel } from '../models/models.js';
-import type { Stream } from './figures.js';
+import { decodeRate, type Stream } from './figures.js';
 import { benchThreads, buildLlamaServer, checkSameConfiguration, startLlamaServer } from './llama-server.js';
 import { applianceGenerate, llamaServerGenerate } from './targets.js';
 
@@ -51,10 +51,6 @@ const TYPES = values.types.split(',');
 const PROMPT = 'Once upon a time, in a small village at the edge of a great forest, there lived an old clockmaker who';
 const { threads: THREADS, batchThreads: BATCH_THREADS } = benchThreads();
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-const decodeRate = (runs: Stream[]): number => {
-  const tokens = median(runs.map((s) => s.tokens));
-  return tokens > 1 ? ((tokens - 1) / median(runs.map((s) => s.decodeMs))) * 1000 : 0;
-};
 
 interface TypeResult {
   type: string;

@@ -31,14 +31,14 @@ import { parseArgs } from 'node:util';
 import { fixture } from '../../test/helpers/fixtures.js';
 import { ENGINE_ONLY } from '../../test/helpers/plugin-sets.js';
 import { startApplianceProcess, type ApplianceProcess } from '../lib/appliance-process.js';
-import { keepAlivePool, timedPost } from '../lib/connections.js';
+import { keepAlivePool } from '../lib/connections.js';
 import { machineInfo, machineLine } from '../lib/machine.js';
 import { saveResult } from '../lib/results.js';
 import { median } from '../lib/stats.js';
 import { createBenchModel } from '../models/models.js';
 import type { Stream } from './figures.js';
 import { benchThreads, buildLlamaServer, startLlamaServer } from './llama-server.js';
-import { timeStream } from './targets.js';
+import { applianceGenerate, llamaServerGenerate } from './targets.js';
 
 const { values } = parseArgs({
   options: {
@@ -92,43 +92,12 @@ const CASES: Case[] = [
   },
 ].filter((c) => values.cases.split(',').includes(c.name));
 
-interface Timed extends Stream {
-  drafted?: number;
-  accepted?: number;
-}
-
-/** One greedy stream on the appliance's `/api/generate` (raw prompt), with the drafts of its final chunk. */
-async function applianceStream(app: ApplianceProcess, dispatcher: ReturnType<ApplianceProcess['dispatcher']>, model: string, prompt: string): Promise<Timed> {
-  const body = JSON.stringify({ model, prompt, raw: true, options: { temperature: 0, repeat_penalty: 1, num_predict: TOKENS } });
-  const { res, t0 } = await timedPost(`${app.url}/api/generate`, { dispatcher, headers: { authorization: `Bearer ${app.key}` }, body });
-  const drafts: { drafted?: number; accepted?: number } = {};
-  const s = await timeStream(
-    res,
-    (line) => {
-      const o = JSON.parse(line) as { done?: boolean; eval_count?: number; error?: string; draft_count?: number; draft_accepted_count?: number };
-      if (o.error) throw new Error(o.error);
-      if (o.done && o.draft_count !== undefined) Object.assign(drafts, { drafted: o.draft_count, accepted: o.draft_accepted_count ?? 0 });
-      return { text: !o.done, ...(o.done ? { tokens: o.eval_count ?? 0 } : {}) };
-    },
-    t0,
-  );
-  return { ...s, ...drafts };
-}
-
-/** The same stream on llama-server's `/completion`. */
-async function serverStream(origin: string, dispatcher: ReturnType<typeof keepAlivePool>, prompt: string): Promise<Timed> {
-  const body = JSON.stringify({ prompt, stream: true, n_predict: TOKENS, temperature: 0, repeat_penalty: 1 });
-  const { res, t0 } = await timedPost(`${origin}/completion`, { dispatcher, body });
-  return timeStream(
-    res,
-    (line) => {
-      if (!line.startsWith('data: ')) return { text: false };
-      const o = JSON.parse(line.slice(6)) as { stop?: boolean; tokens_predicted?: number };
-      return { text: !o.stop, ...(o.stop ? { tokens: o.tokens_predicted ?? 0 } : {}) };
-    },
-    t0,
-  );
-}
+/** Greedy decoding on both sides (the rest of the benchmarks' sampling then does not matter). */
+const GREEDY = { temperature: 0, repeat_penalty: 1 };
+const applianceStream = (app: ApplianceProcess, dispatcher: ReturnType<ApplianceProcess['dispatcher']>, model: string, prompt: string) =>
+  applianceGenerate(app, dispatcher, model, prompt, TOKENS, GREEDY);
+const serverStream = (origin: string, dispatcher: ReturnType<typeof keepAlivePool>, prompt: string) =>
+  llamaServerGenerate(origin, dispatcher, prompt, TOKENS, GREEDY);
 
 /** Tokens per second after the first. Speculation delivers tokens in bursts, so this counts all of them over the whole decode. */
 const rate = (s: Stream): number => (s.decodeMs > 0 ? ((s.tokens - 1) * 1000) / s.decodeMs : 0);

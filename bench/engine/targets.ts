@@ -42,25 +42,32 @@ export async function timeStream(res: Answer, parse: (line: string) => { text: b
   return { ttftMs: first - t0, decodeMs: last - first, tokens: reported ?? count, endMs: performance.now() };
 }
 
-/** The appliance's `/api/generate` with a raw prompt, model `model`, Ollama's default sampling. */
+/**
+ * The appliance's `/api/generate` with a raw prompt, model `model`, Ollama's default sampling
+ * (`options` over it), and the drafted and accepted tokens of the final chunk where it reports them.
+ */
 export async function applianceGenerate(
   app: { url: string; key: string },
   dispatcher: Dispatcher,
   model: string,
   prompt: string,
   predict: number,
-): Promise<Stream> {
-  const body = JSON.stringify({ model, prompt, raw: true, options: { ...SAMPLING, num_predict: predict } });
+  options: Record<string, unknown> = {},
+): Promise<Stream & { drafted?: number; accepted?: number }> {
+  const body = JSON.stringify({ model, prompt, raw: true, options: { ...SAMPLING, ...options, num_predict: predict } });
   const { res, t0 } = await timedPost(`${app.url}/api/generate`, { dispatcher, headers: { authorization: `Bearer ${app.key}` }, body });
-  return timeStream(
+  const drafts: { drafted?: number; accepted?: number } = {};
+  const s = await timeStream(
     res,
     (line) => {
-      const o = JSON.parse(line) as { response?: string; done?: boolean; eval_count?: number; error?: string };
+      const o = JSON.parse(line) as { done?: boolean; eval_count?: number; error?: string; draft_count?: number; draft_accepted_count?: number };
       if (o.error) throw new Error(o.error);
+      if (o.done && o.draft_count !== undefined) Object.assign(drafts, { drafted: o.draft_count, accepted: o.draft_accepted_count ?? 0 });
       return { text: !o.done, ...(o.done ? { tokens: o.eval_count ?? 0 } : {}) };
     },
     t0,
   );
+  return { ...s, ...drafts };
 }
 
 /** llama-server's `/completion` at `origin` with the same prompt and sampling (and `extra` fields, e.g. `lora`). */
