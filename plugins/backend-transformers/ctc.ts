@@ -37,7 +37,7 @@ export async function loadCtc(model: ResolvedModel, layout: OnnxLayout, settings
 }
 
 /** The symbols a CTC vocabulary gives meaning to. */
-interface CtcVocabulary {
+export interface CtcVocabulary {
   /** Token text by id. */
   pieces: string[];
   /** The blank (the pad token). */
@@ -48,7 +48,8 @@ interface CtcVocabulary {
   special: Set<number>;
 }
 
-function vocabularyOf(tokenizer: Tokenizer): CtcVocabulary {
+/** The pieces, blank, delimiter and special ids of a CTC tokenizer (`Wav2Vec2CTCTokenizer`). */
+export function vocabularyOf(tokenizer: Tokenizer): CtcVocabulary {
   const vocab = tokenizer.get_vocab() as Map<string, number> | Record<string, number>;
   const entries: [string, number][] = vocab instanceof Map ? [...vocab.entries()] : Object.entries(vocab);
   const pieces: string[] = [];
@@ -81,7 +82,8 @@ export function decodeCtc(logits: Float32Array, vocabSize: number, vocab: CtcVoc
     for (let v = 1; v < vocabSize; v++) if (row[v]! > row[best]!) best = v;
     if (best === vocab.blank) blanks++;
     if (best === previous) {
-      if (best !== vocab.blank && best !== vocab.delimiter) lastFrame = f;
+      // A letter held over several frames stretches its word; a held blank, delimiter or special token does not.
+      if (best !== vocab.blank && best !== vocab.delimiter && !vocab.special.has(best)) lastFrame = f;
       continue;
     }
     previous = best;
