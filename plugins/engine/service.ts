@@ -32,7 +32,7 @@ import type {
 import type { FormatHandler, ModelActivity, ModelFile, Speculation } from './public.js';
 import type { BackendRegistry } from './backend-registry.js';
 import type { ModelStore, ResolvedModel } from 'lia/model-store';
-import { decodeAudio, DEFAULT_DECODE_TIMEOUT_MS, DEFAULT_MAX_AUDIO_SECONDS, planWindows, type DecodeLimits } from './audio.js';
+import { decodeWindows, DEFAULT_DECODE_TIMEOUT_MS, DEFAULT_MAX_AUDIO_SECONDS, type DecodeLimits } from './audio.js';
 import { admitted, estimateTokens, leased, observed, type Observe } from './admission.js';
 import { checkImages, DEFAULT_MAX_IMAGE_BYTES, unsupported, visionServed } from './images.js';
 import { parseKeepAlive } from './keep-alive.js';
@@ -224,10 +224,12 @@ export class EngineService implements InferenceService {
   /**
    * Text from an audio file on a model with the `transcription` capability: the model is
    * resolved and checked before the file is decoded (a key outside the allow-list learns nothing
-   * of the file), the file decoded at the model's rate, cut into its windows (audio.ts) and each
-   * window transcribed in turn, the previous window's text as its prompt. Times are offset by
-   * the window's start, so they count from the start of the file. Admitted like an embedding;
-   * counted as a `transcribe` request.
+   * of the file), the file decoded at the model's rate and cut into its windows as ffmpeg goes
+   * (audio.ts), each window transcribed in turn while the rest decodes, the previous window's
+   * text as its prompt. Times are offset by the window's start, so they count from the start of
+   * the file. `onSegment` hears of no segment before the whole file has decoded without error, so
+   * a file that proves truncated is an error before any segment went out. Admitted like an
+   * embedding; counted as a `transcribe` request.
    */
   async transcribe(req: InferenceTranscribeRequest, signal: AbortSignal, onSegment?: (segment: TranscriptSegment) => void): Promise<TranscriptionResponse> {
     const model = await this.#resolve(req.model, 'transcribe');
@@ -241,17 +243,24 @@ export class EngineService implements InferenceService {
       const loaded = lease.model;
       if (!loaded.transcribe || !loaded.audio) throw unsupported(req.model, 'transcription');
       const { sampleRate, windowSeconds } = loaded.audio;
-      const samples = await decodeAudio(req.audio, sampleRate, this.audioLimits, signal);
+      const audio = decodeWindows(req.audio, sampleRate, Math.max(1, Math.floor(windowSeconds * sampleRate)), this.audioLimits, signal);
       const segments: TranscriptSegment[] = [];
       const words: TranscriptionResponse['words'] = [];
       let language: string | undefined;
       let prompt = req.prompt;
-      for (const window of planWindows(samples, Math.max(1, Math.floor(windowSeconds * sampleRate)), sampleRate)) {
+      // Segments wait here until the file has decoded to its end without error.
+      let told = 0;
+      const tell = () => {
+        if (!audio.decoded || !onSegment) return;
+        for (; told < segments.length; told++) onSegment(segments[told]!);
+      };
+      for await (const window of audio) {
         signal.throwIfAborted();
+        tell();
         const offset = window.start / sampleRate;
         const result = await loaded.transcribe(
           {
-            samples: samples.subarray(window.start, window.start + window.length),
+            samples: window.samples,
             task,
             ...(req.language ? { language: req.language } : {}),
             ...(prompt ? { prompt } : {}),
@@ -277,14 +286,15 @@ export class EngineService implements InferenceService {
           seek: window.start,
         };
         segments.push(segment);
-        onSegment?.(segment);
+        tell();
       }
+      tell();
       this.#observe({ type: 'finished', model: model.name, promptTokens: 0, completionTokens: tokens, ...asker.label });
       return {
         model: model.name,
         task,
         language: language ?? req.language ?? 'en',
-        duration: round(samples.length / sampleRate),
+        duration: round(audio.samples / sampleRate),
         sampleRate,
         text: segments.map((s) => s.text).join(' '),
         segments,

@@ -9,10 +9,9 @@ import t, { type Test } from 'tap';
 import type { TranscriptionResponse, TranscriptSegment } from 'lia/engine';
 import { renderTranscription, srt, timestamp, vtt, deltaEvent, doneEvent, type AudioRequest } from '../../plugins/api-openai/audio.js';
 import { decodeCtc, vocabularyOf, type CtcVocabulary } from '../../plugins/backend-transformers/ctc.js';
-import { ffmpegMessage, planWindows, type AudioWindow } from '../../plugins/engine/audio.js';
+import { ffmpegMessage, WindowCutter, type AudioWindow } from '../../plugins/engine/audio.js';
 
 const RATE = 16000;
-const FRAME = 320;
 
 /** `seconds` of a 400 Hz tone (20 ms frames hold whole periods: every frame has the same energy). */
 function loud(seconds: number): Float32Array {
@@ -28,6 +27,24 @@ function silence(samples: Float32Array, from: number, to: number): Float32Array 
   return samples;
 }
 
+/**
+ * The windows a {@link WindowCutter} cuts from `samples` handed over in pieces of `piece` bytes
+ * (by default all at once); checks that each window's samples are the audio's at its place.
+ */
+function planWindows(t: Test, samples: Float32Array, window: number, piece = samples.byteLength): AudioWindow[] {
+  const cutter = new WindowCutter(window, RATE);
+  const bytes = new Uint8Array(samples.buffer, samples.byteOffset, samples.byteLength);
+  const out = [];
+  for (let at = 0; at < bytes.length; at += piece) out.push(...cutter.push(bytes.slice(at, at + piece)));
+  out.push(...cutter.end());
+  t.equal(cutter.samples, samples.length, 'every sample taken in');
+  for (const w of out) {
+    const want = samples.subarray(w.start, w.start + w.length);
+    if (w.samples.length !== w.length || w.samples.some((x, i) => x !== want[i])) t.fail(`the window at ${w.start} holds other samples`);
+  }
+  return out.map((w) => ({ start: w.start, length: w.length }));
+}
+
 /** Every sample in exactly one window, in order, none longer than `window`. */
 function checkCover(t: Test, windows: AudioWindow[], total: number, window: number): void {
   let next = 0;
@@ -39,38 +56,38 @@ function checkCover(t: Test, windows: AudioWindow[], total: number, window: numb
   t.equal(next, total, 'the windows end with the audio');
 }
 
-t.test('planWindows: audio up to one window long is one window', async (t) => {
+t.test('windows: audio up to one window long is one window', async (t) => {
   const window = 10 * RATE;
-  t.same(planWindows(loud(3), window, RATE), [{ start: 0, length: 3 * RATE }]);
-  t.same(planWindows(loud(10), window, RATE), [{ start: 0, length: window }], 'exactly the window: no cut');
-  t.same(planWindows(new Float32Array(0), window, RATE), [], 'no audio, no window');
+  t.same(planWindows(t, loud(3), window), [{ start: 0, length: 3 * RATE }]);
+  t.same(planWindows(t, loud(10), window), [{ start: 0, length: window }], 'exactly the window: no cut');
+  t.same(planWindows(t, new Float32Array(0), window), [], 'no audio, no window');
 });
 
-t.test('planWindows: the cut falls in the middle of the pause in the last fifth', async (t) => {
+t.test('windows: the cut falls in the middle of the pause in the last fifth', async (t) => {
   const window = 10 * RATE;
   // Sound everywhere but a pause from 8.6 to 9.0 s.
   const samples = silence(loud(15), 8.6, 9.0);
-  const windows = planWindows(samples, window, RATE);
+  const windows = planWindows(t, samples, window);
   checkCover(t, windows, samples.length, window);
   t.equal(windows.length, 2);
   const cut = windows[0]!.length / RATE;
   t.ok(Math.abs(cut - 8.8) <= 0.02, `cut at ${cut} s, the pause's middle is 8.8 s`);
 });
 
-t.test('planWindows: the longest of two pauses wins; a pause before the last fifth is not looked at', async (t) => {
+t.test('windows: the longest of two pauses wins; a pause before the last fifth is not looked at', async (t) => {
   const window = 10 * RATE;
   const samples = silence(silence(silence(loud(14), 5.0, 6.5), 8.2, 8.3), 9.2, 9.6);
-  const windows = planWindows(samples, window, RATE);
+  const windows = planWindows(t, samples, window);
   checkCover(t, windows, samples.length, window);
   const cut = windows[0]!.length / RATE;
   t.ok(Math.abs(cut - 9.4) <= 0.02, `cut at ${cut} s, in the 0.4 s pause and not the 0.1 s one or the one at 5 s`);
 });
 
-t.test('planWindows: a pause that runs up to the window end, and audio of exactly two windows', async (t) => {
+t.test('windows: a pause that runs up to the window end, and audio of exactly two windows', async (t) => {
   const window = 10 * RATE;
   // Silence from 9.5 s to 10.5 s: only its part inside the window (9.5-10 s) counts.
   const samples = silence(loud(20), 9.5, 10.5);
-  const windows = planWindows(samples, window, RATE);
+  const windows = planWindows(t, samples, window);
   checkCover(t, windows, samples.length, window);
   const cut = windows[0]!.length / RATE;
   t.ok(Math.abs(cut - 9.75) <= 0.02, `cut at ${cut} s, the middle of the pause's part in the window`);
@@ -78,28 +95,39 @@ t.test('planWindows: a pause that runs up to the window end, and audio of exactl
   t.equal(windows.length, 3, '20 s cut before 10 s leaves more than one window');
 });
 
-t.test('planWindows: steady sound or silence has its cut in the middle of the last fifth', async (t) => {
+t.test('windows: steady sound or silence has its cut in the middle of the last fifth', async (t) => {
   const window = 10 * RATE;
   for (const [name, samples] of [
     ['tone', loud(12)],
     ['silence', new Float32Array(12 * RATE)],
   ] as const) {
-    const windows = planWindows(samples, window, RATE);
+    const windows = planWindows(t, samples, window);
     checkCover(t, windows, samples.length, window);
     t.ok(Math.abs(windows[0]!.length / RATE - 9) <= 0.02, `${name}: cut at ${windows[0]!.length / RATE} s`);
   }
 });
 
-t.test('planWindows: a window too short to hold a frame in its last fifth is cut exactly at its end', async (t) => {
+t.test('windows: a window too short to hold a frame in its last fifth is cut exactly at its end', async (t) => {
   // 50-sample windows: their last fifth (10 samples) is shorter than a 20 ms frame (320).
   const samples = loud(0.01);
-  const windows = planWindows(samples, 50, RATE);
+  const windows = planWindows(t, samples, 50);
   checkCover(t, windows, samples.length, 50);
   t.same(
     windows.slice(0, -1).map((w) => w.length),
     Array.from({ length: windows.length - 1 }, () => 50),
   );
   t.equal(windows.at(-1)!.length, samples.length % 50 || 50);
+});
+
+t.test('windows: the same cuts however the audio arrives, a sample split between pieces included', async (t) => {
+  const window = 10 * RATE;
+  const samples = silence(silence(loud(35), 8.6, 9.0), 17.5, 18.4);
+  for (let i = 0; i < samples.length; i += 997) samples[i] = 0.9 * Math.sin(i);
+  const whole = planWindows(t, samples, window);
+  t.ok(whole.length >= 4, `${whole.length} windows`);
+  for (const piece of [65536, 4 * window, 4 * window + 4, 4 * 333, 1001, 7]) {
+    t.same(planWindows(t, samples, window, piece), whole, `pieces of ${piece} bytes`);
+  }
 });
 
 t.test('ffmpegMessage: the first line, without the temporary path or addresses', async (t) => {
@@ -170,7 +198,7 @@ t.test('decodeCtc: a word at the end without a delimiter; a leading and a double
 t.test('decodeCtc: special tokens are never text nor time, but separate repeats', async (t) => {
   const result = decodeCtc(logitsOf('A??A??_ B'), V, VOCAB, SPF);
   t.equal(result.text, 'AA B');
-  t.same(result.words[0], { word: 'AA', start: 0, end: 4 * SPF }, "the word ends with its last A, not the <unk> after it");
+  t.same(result.words[0], { word: 'AA', start: 0, end: 4 * SPF }, 'the word ends with its last A, not the <unk> after it');
   t.notOk(
     result.tokens.some((id) => VOCAB.special.has(id)),
     'no special id among the tokens',
@@ -192,7 +220,15 @@ t.test("vocabularyOf: the tokenizer's pad is the blank, its word delimiter the d
   t.equal(v.delimiter, 4);
   t.same([...v.special].sort(), [1, 2, 3], 'the blank is not among the special ids');
   t.equal(v.pieces[5], 'A');
-  const noDelimiter = vocabularyOf({ ...tokenizer, get_vocab: () => new Map([['<pad>', 0], ['A', 1]]), config: {} } as unknown as Parameters<typeof vocabularyOf>[0]);
+  const noDelimiter = vocabularyOf({
+    ...tokenizer,
+    get_vocab: () =>
+      new Map([
+        ['<pad>', 0],
+        ['A', 1],
+      ]),
+    config: {},
+  } as unknown as Parameters<typeof vocabularyOf>[0]);
   t.equal(noDelimiter.delimiter, -1, 'no "|" in the vocabulary: no delimiter');
 });
 
@@ -276,7 +312,7 @@ t.test('verbose_json: segments and words as the granularities ask, Whisper segme
     segments: { compression_ratio: number }[];
   };
   t.ok(repeated.segments[0]!.compression_ratio > 2, `a repeated text compresses well: ${repeated.segments[0]!.compression_ratio}`);
-  t.same((segmentsOnly['usage'] as object), { type: 'duration', seconds: 13 }, 'whole seconds, rounded up');
+  t.same(segmentsOnly['usage'], { type: 'duration', seconds: 13 }, 'whole seconds, rounded up');
   const wordsOnly = renderTranscription(result, request('verbose_json', ['word'])).body as Record<string, unknown>;
   t.notOk('segments' in wordsOnly, 'no segments when only words are asked');
   t.same(wordsOnly['words'], result.words);
@@ -285,12 +321,9 @@ t.test('verbose_json: segments and words as the granularities ask, Whisper segme
 
 t.test('stream events: a space before every delta but the first; done carries the text and usage', async (t) => {
   const result = response([segment(0, 0, 1, 'HELLO'), segment(1, 1, 2, 'WORLD')], 2);
-  t.same(
-    result.segments.map(deltaEvent),
-    [
-      { type: 'transcript.text.delta', delta: 'HELLO', segment_id: '0' },
-      { type: 'transcript.text.delta', delta: ' WORLD', segment_id: '1' },
-    ],
-  );
+  t.same(result.segments.map(deltaEvent), [
+    { type: 'transcript.text.delta', delta: 'HELLO', segment_id: '0' },
+    { type: 'transcript.text.delta', delta: ' WORLD', segment_id: '1' },
+  ]);
   t.same(doneEvent(result), { type: 'transcript.text.done', text: 'HELLO WORLD', usage: { type: 'duration', seconds: 2 } });
 });
