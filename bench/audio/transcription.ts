@@ -1,8 +1,9 @@
 /**
  * Transcription speed: the appliance (its own `lia serve` process, HTTPS, a key) answering the
  * `openai` SDK's `audio.transcriptions.create` against a bare transformers.js
- * `pipeline('automatic-speech-recognition', folder)` on the same model, in this process, in the
- * same run, the sides alternating.
+ * `pipeline('automatic-speech-recognition', folder)` on the same model (bare-asr.ts, a process
+ * of its own, so that neither side pays for the other's garbage collection or threads), in the
+ * same run, the sides taking turns.
  *
  * Model: the `tiny-ctc` fixture (`npm run fixtures`; built here on first use otherwise), a
  * designed `Wav2Vec2ForCTC` graph that reads text written as tones (test/audio/signals.ts) back
@@ -12,47 +13,51 @@
  * checked against the text it was made from: a side that returns anything else stops the run.
  *
  * The sides:
- * - `appliance`: the encoded file uploaded as multipart; the appliance writes it to a private
- *   temporary file, decodes it with ffmpeg, cuts it into 10 s windows at pauses, runs each window
- *   through the feature extractor and the network, reads the characters and times every word.
+ * - `appliance`: the SDK uploads the encoded file as multipart; the appliance writes it to a
+ *   private temporary file, decodes it with ffmpeg, cuts the samples into 10 s windows at pauses
+ *   as they arrive and runs each window through the feature extractor and the network while the
+ *   rest decodes, reads the characters and times every word. Its time includes the SDK's.
  * - `bare`: what a user of the library writes for the same file: ffmpeg decodes the file (on disk
- *   already) to mono float samples at 16 kHz on a pipe, and the pipeline transcribes them. The
+ *   already) to mono float samples at 16 kHz on a pipe, then the pipeline transcribes them. The
  *   pipeline gets the whole file in one pass (transformers.js does not chunk wav2vec2 audio) and
  *   returns text only, no word times. Its session runs the options the appliance gives its own
- *   (`sessionOptions`: the same threads, no spinning, the memory arena).
+ *   (`sessionOptions`: the same threads, no spinning, the memory arena). Timed from this process,
+ *   a message to bare-asr.ts and its answer (well under a millisecond).
  * - `pipeline` (reference, no target): the same pipeline on samples decoded before the timing,
  *   i.e. the library and the model alone.
  *
  * Figures, per round:
- * - (a) real-time factor, audio seconds ÷ wall seconds, of `--per-round` transcriptions of file 0
- *   one after another on each side, the sides taking turns request by request (order rotating).
- *   Target: appliance ÷ bare ≥ 0.95.
+ * - (a) real-time factor, audio seconds ÷ the median wall seconds of `--per-round`
+ *   transcriptions of file 0 on each side, the sides taking turns request by request (order
+ *   rotating). Target: appliance ÷ bare ≥ 0.95. Beside it, the CPU time per transcription of all
+ *   the side's processes (the appliance with its ffmpeg and the SDK client; bare-asr.ts with its
+ *   ffmpeg), which a busy machine disturbs less than wall time.
  * - (b) the `--files` files (4 by default) transcribed by the appliance as concurrent requests,
  *   against the bare side transcribing them one after another; the order of the sides alternates
  *   between rounds. Target: bare total ÷ appliance total ≥ 1.0.
  * Reported: the medians over the rounds, with the smallest and largest round ratio, and the load
  * average after every round (the machine may be shared).
  *
- * Run: `node --conditions=lia-source --import tsx bench/audio/transcription.ts [--rounds 6] [--per-round 3] [--files 4] [--seconds 60] [--container mp3] [--threads 0] [--root DIR]`
+ * Run: `node --conditions=lia-source --import tsx bench/audio/transcription.ts [--rounds 6] [--per-round 5] [--files 4] [--seconds 60] [--container mp3] [--threads 0] [--settle 0] [--root DIR]`
  * (`--threads` sets onnxruntime's intra-op threads on both sides, 0: every core, as the
- * appliance's default; `--root` runs the appliance of another checkout, built, such as an earlier
- * commit's). Prints the machine first and the table last, and writes
- * `bench/results/transcription-<time>.json`.
+ * appliance's default; `--settle` an untimed pause in ms before every timed transcription;
+ * `--root` runs the appliance of another checkout, built, such as an earlier commit's). Prints
+ * the machine first and the table last, and writes `bench/results/transcription-<time>.json`.
  *
  * @module
  */
-import { spawn } from 'node:child_process';
+import { fork } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { parseArgs } from 'node:util';
 import OpenAI, { toFile } from 'openai';
 import { fetch as undiciFetch, type Dispatcher } from 'undici';
 import { threadsFor } from '../../plugins/backend-transformers/backend.js';
-import { sessionOptions } from '../../plugins/backend-transformers/onnx-model.js';
-import { transformers } from '../../plugins/backend-transformers/runtime.js';
 import { builtFixture } from '../../scripts/fixtures/build.js';
-import { CONTAINERS, encode, RATE, tones } from '../../test/audio/signals.js';
+import { CONTAINERS, encode, tones } from '../../test/audio/signals.js';
 import { createModel } from '../../test/helpers/models.js';
 import { startApplianceProcess } from '../lib/appliance-process.js';
 import { machineInfo, machineLine } from '../lib/machine.js';
@@ -62,12 +67,13 @@ import { median } from '../lib/stats.js';
 const { values } = parseArgs({
   options: {
     rounds: { type: 'string', default: '6' },
-    'per-round': { type: 'string', default: '3' },
+    'per-round': { type: 'string', default: '5' },
     files: { type: 'string', default: '4' },
     seconds: { type: 'string', default: '60' },
     container: { type: 'string', default: 'mp3' },
     threads: { type: 'string', default: '0' },
     root: { type: 'string' },
+    settle: { type: 'string', default: '0' },
   },
 });
 const ROUNDS = Number(values.rounds);
@@ -77,6 +83,7 @@ const SECONDS = Number(values.seconds);
 const CONTAINER = values.container;
 const THREADS = threadsFor(Number(values.threads));
 /** The checkout whose appliance runs: this one, or another (built) to measure an earlier commit the same way. */
+const SETTLE_MS = Number(values.settle);
 const ROOT = values.root ? path.resolve(values.root) : undefined;
 if (!CONTAINERS[CONTAINER]) throw new Error(`--container is one of ${Object.keys(CONTAINERS).join(', ')}`);
 
@@ -105,32 +112,12 @@ function textOf(seed: number, seconds: number): string {
   return words.join(' ');
 }
 
-/** A file of the workload: its text, its encoded bytes, where it lies, how long it plays, its samples as the bare side's ffmpeg decodes them. */
+/** A file of the workload: its text, its encoded bytes, where it lies, how long it plays as ffmpeg decodes it. */
 interface AudioFile {
   text: string;
   bytes: Buffer;
   path: string;
   seconds: number;
-  samples: Float32Array;
-}
-
-/** What a user of the library runs to read an audio file: ffmpeg to mono float samples at `rate` on a pipe. */
-function ffmpegDecode(file: string, rate: number): Promise<Float32Array> {
-  return new Promise((resolve, reject) => {
-    const child = spawn('ffmpeg', ['-nostdin', '-hide_banner', '-loglevel', 'error', '-i', file, '-ac', '1', '-ar', String(rate), '-f', 'f32le', 'pipe:1'], {
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    const chunks: Buffer[] = [];
-    let stderr = '';
-    child.stdout.on('data', (c: Buffer) => chunks.push(c));
-    child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
-    child.on('error', reject);
-    child.on('close', (code) => {
-      if (code !== 0) return reject(new Error(`ffmpeg exited ${code}: ${stderr}`));
-      const all = Buffer.concat(chunks);
-      resolve(new Float32Array(all.buffer, all.byteOffset, Math.floor(all.byteLength / 4)).slice());
-    });
-  });
 }
 
 /**
@@ -152,6 +139,20 @@ function uploadingFetch(dispatcher: Dispatcher): typeof fetch {
   return Object.assign(send, { Response: globalThis.Response }) as unknown as typeof fetch;
 }
 
+/**
+ * CPU milliseconds `pid` and the children it has waited for have used (/proc's utime, stime,
+ * cutime and cstime, in 10 ms ticks): the appliance with its ffmpeg, or this process with the bare
+ * side's ffmpeg and pipeline.
+ */
+function cpuMs(pid: number | 'self'): number {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  const fields = stat
+    .slice(stat.lastIndexOf(')') + 2)
+    .split(' ')
+    .map(Number);
+  return (fields[11]! + fields[12]! + fields[13]! + fields[14]!) * 10;
+}
+
 const round3 = (x: number): number => Math.round(x * 1000) / 1000;
 
 /** Fails the run unless `got` is the text the file was made from. */
@@ -160,6 +161,38 @@ function check(side: string, file: AudioFile, got: string): void {
 }
 
 type Transcribe = (file: AudioFile) => Promise<void>;
+
+/** The bare side's process (bare-asr.ts), loaded; fills in each file's duration as its ffmpeg decodes it. */
+async function startBare(folder: string, files: AudioFile[]) {
+  const child = fork(path.join(import.meta.dirname, 'bare-asr.ts'), [folder, String(THREADS), ...files.map((f) => f.path)], {
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+  });
+  const waiting = new Map<number, { resolve(text: string): void; reject(err: Error): void }>();
+  let next = 0;
+  await new Promise<void>((resolve, reject) => {
+    child.once('exit', (code) => reject(new Error(`bare-asr.ts exited ${code}`)));
+    child.on('message', (m: { ready?: boolean; seconds?: number[]; id?: number; text?: string; error?: string }) => {
+      if (m.ready) {
+        m.seconds!.forEach((s, i) => (files[i]!.seconds = s));
+        return resolve();
+      }
+      const w = waiting.get(m.id!)!;
+      waiting.delete(m.id!);
+      if (m.error !== undefined) w.reject(new Error(m.error));
+      else w.resolve(m.text!);
+    });
+  });
+  return {
+    pid: child.pid!,
+    transcribe: (file: number, decoded: boolean): Promise<string> =>
+      new Promise((resolve, reject) => {
+        const id = next++;
+        waiting.set(id, { resolve, reject });
+        child.send({ id, file, decoded });
+      }),
+    close: () => child.disconnect(),
+  };
+}
 
 async function main(): Promise<void> {
   const machine = machineInfo();
@@ -172,9 +205,9 @@ async function main(): Promise<void> {
     const bytes = encode(tones(text).samples, CONTAINER);
     const file = path.join(dir, `speech-${i}.${CONTAINER}`);
     await writeFile(file, bytes);
-    const samples = await ffmpegDecode(file, RATE);
-    files.push({ text, bytes, path: file, seconds: samples.length / RATE, samples });
+    files.push({ text, bytes, path: file, seconds: 0 });
   }
+  const bareProcess = await startBare(folder, files);
 
   const app = await startApplianceProcess(
     {
@@ -208,23 +241,13 @@ async function main(): Promise<void> {
       check('appliance', file, res.text);
     };
 
-    const { pipeline } = await transformers();
-    const asr = await pipeline('automatic-speech-recognition', folder, {
-      dtype: 'fp32',
-      device: 'cpu',
-      local_files_only: true,
-      session_options: sessionOptions({ threads: THREADS, maxBatchTokens: 4096, memoryArena: true, sizeBytes: 0 }),
-    });
-    const transcribeSamples = async (samples: Float32Array): Promise<string> => {
-      const out = (await asr(samples)) as { text: string } | { text: string }[];
-      return Array.isArray(out) ? out[0]!.text : out.text;
-    };
-    const bare: Transcribe = async (file) => check('bare', file, await transcribeSamples(await ffmpegDecode(file.path, RATE)));
-    const library: Transcribe = async (file) => check('pipeline', file, await transcribeSamples(file.samples));
+    const bare: Transcribe = async (file) => check('bare', file, await bareProcess.transcribe(files.indexOf(file), false));
+    const library: Transcribe = async (file) => check('pipeline', file, await bareProcess.transcribe(files.indexOf(file), true));
     const sides: Record<string, Transcribe> = { appliance: viaApi, bare, pipeline: library };
     const names = Object.keys(sides);
 
     const timed = async (run: () => Promise<unknown>): Promise<number> => {
+      if (SETTLE_MS > 0) await sleep(SETTLE_MS);
       const t0 = performance.now();
       await run();
       return (performance.now() - t0) / 1000;
@@ -236,6 +259,7 @@ async function main(): Promise<void> {
 
     type Round = {
       rtf: Record<string, number>;
+      cpuMs: Record<string, number>;
       concurrent: { appliance: number; bare: number; pipeline: number };
       ratioA: number;
       ratioB: number;
@@ -244,14 +268,22 @@ async function main(): Promise<void> {
     const rounds: Round[] = [];
     for (let r = 0; r < ROUNDS; r++) {
       // (a) one file at a time, the sides taking turns request by request.
-      const spent: Record<string, number> = Object.fromEntries(names.map((n) => [n, 0]));
+      const walls: Record<string, number[]> = Object.fromEntries(names.map((n) => [n, []]));
+      const cpu: Record<string, number> = Object.fromEntries(names.map((n) => [n, 0]));
+      let client = 0;
       for (let i = 0; i < PER_ROUND; i++) {
         for (let k = 0; k < names.length; k++) {
           const name = names[(r + i + k) % names.length]!;
-          spent[name]! += await timed(() => sides[name]!(files[0]!));
+          const [self, server, library] = [cpuMs('self'), cpuMs(app.pid), cpuMs(bareProcess.pid)];
+          walls[name]!.push(await timed(() => sides[name]!(files[0]!)));
+          if (name === 'appliance') {
+            client += cpuMs('self') - self;
+            cpu[name]! += cpuMs('self') - self + cpuMs(app.pid) - server;
+          } else cpu[name]! += cpuMs(bareProcess.pid) - library;
         }
       }
-      const rtf = Object.fromEntries(names.map((n) => [n, (PER_ROUND * files[0]!.seconds) / spent[n]!]));
+      const rtf = Object.fromEntries(names.map((n) => [n, files[0]!.seconds / median(walls[n]!)]));
+      const cpuPerFile = Object.fromEntries([...names.map((n) => [n, cpu[n]! / PER_ROUND]), ['client', client / PER_ROUND]]);
       // (b) the files together on the appliance, one after another on the bare side.
       const concurrent = { appliance: 0, bare: 0, pipeline: 0 };
       const order = r % 2 === 0 ? (['appliance', 'bare', 'pipeline'] as const) : (['pipeline', 'bare', 'appliance'] as const);
@@ -263,6 +295,7 @@ async function main(): Promise<void> {
       }
       const round: Round = {
         rtf,
+        cpuMs: cpuPerFile,
         concurrent,
         ratioA: rtf['appliance']! / rtf['bare']!,
         ratioB: concurrent.bare / concurrent.appliance,
@@ -271,7 +304,7 @@ async function main(): Promise<void> {
       rounds.push(round);
       console.error(
         `round ${r + 1}/${ROUNDS}: (a) real-time factor appliance ${rtf['appliance']!.toFixed(0)}, bare ${rtf['bare']!.toFixed(0)}, pipeline ${rtf['pipeline']!.toFixed(0)}, ratio ${round.ratioA.toFixed(3)}; ` +
-          `(b) ${FILES} files: appliance together ${concurrent.appliance.toFixed(3)} s, bare in turn ${concurrent.bare.toFixed(3)} s, pipeline in turn ${concurrent.pipeline.toFixed(3)} s, ratio ${round.ratioB.toFixed(3)}; load ${round.load.join(' / ')}`,
+          `CPU ms appliance ${cpuPerFile['appliance']!.toFixed(0)} (of which the client ${cpuPerFile['client']!.toFixed(0)}), bare ${cpuPerFile['bare']!.toFixed(0)}; (b) ${FILES} files: appliance together ${concurrent.appliance.toFixed(3)} s, bare in turn ${concurrent.bare.toFixed(3)} s, pipeline in turn ${concurrent.pipeline.toFixed(3)} s, ratio ${round.ratioB.toFixed(3)}; load ${round.load.join(' / ')}`,
       );
     }
 
@@ -281,6 +314,8 @@ async function main(): Promise<void> {
         realTimeFactor: Object.fromEntries(names.map((n) => [n, Math.round(median(rounds.map((x) => x.rtf[n]!)))])),
         ratio: spreadOf(rounds.map((x) => x.ratioA)),
         pipelineOverBare: spreadOf(rounds.map((x) => x.rtf['pipeline']! / x.rtf['bare']!)),
+        cpuMsPerFile: Object.fromEntries([...names, 'client'].map((n) => [n, Math.round(median(rounds.map((x) => x.cpuMs[n]!)))])),
+        cpuRatio: spreadOf(rounds.map((x) => x.cpuMs['bare']! / x.cpuMs['appliance']!)),
         target: 'appliance ÷ bare ≥ 0.95',
       },
       b: {
@@ -303,11 +338,16 @@ async function main(): Promise<void> {
     console.log(
       `${'(a) real-time factor, one file at a time'.padEnd(44)}${String(a.realTimeFactor['appliance']).padStart(12)}${String(a.realTimeFactor['bare']).padStart(10)}${String(a.realTimeFactor['pipeline']).padStart(10)}${a.ratio.median.toFixed(3).padStart(8)}   ${a.ratio.min.toFixed(3)}-${a.ratio.max.toFixed(3)}`,
     );
+    console.log(
+      `${'(a) CPU ms per file, every process of a side'.padEnd(44)}${String(a.cpuMsPerFile['appliance']).padStart(12)}${String(a.cpuMsPerFile['bare']).padStart(10)}${String(a.cpuMsPerFile['pipeline']).padStart(10)}${a.cpuRatio.median.toFixed(3).padStart(8)}   ${a.cpuRatio.min.toFixed(3)}-${a.cpuRatio.max.toFixed(3)}`,
+    );
     const b = result.b;
     console.log(
       `${`(b) ${FILES} files, wall seconds`.padEnd(44)}${b.seconds.appliance.toFixed(3).padStart(12)}${b.seconds.bare.toFixed(3).padStart(10)}${b.seconds.pipeline.toFixed(3).padStart(10)}${b.ratio.median.toFixed(3).padStart(8)}   ${b.ratio.min.toFixed(3)}-${b.ratio.max.toFixed(3)}`,
     );
-    console.log('(a) ratio: appliance ÷ bare real-time factor (target ≥ 0.95); (b) ratio: bare in turn ÷ appliance together (target ≥ 1.0)');
+    console.log(
+      '(a) ratio: appliance ÷ bare real-time factor (target ≥ 0.95); CPU ratio: bare ÷ appliance; (b) ratio: bare in turn ÷ appliance together (target ≥ 1.0)',
+    );
     console.log('bare: ffmpeg decode of the file + pipeline; pipeline: the same pipeline on samples decoded beforehand (reference, no target)');
     const saved = await saveResult('transcription', {
       machine,
@@ -321,8 +361,8 @@ async function main(): Promise<void> {
       rounds,
     });
     console.log(`raw: ${path.relative(process.cwd(), saved)}`);
-    await asr.dispose();
   } finally {
+    bareProcess.close();
     await app.close();
     await rm(dir, { recursive: true, force: true });
   }
