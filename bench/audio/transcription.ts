@@ -46,7 +46,7 @@
  *
  * @module
  */
-import { fork } from 'node:child_process';
+import { execFileSync, fork } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
@@ -151,6 +151,15 @@ function cpuMs(pid: number | 'self'): number {
     .split(' ')
     .map(Number);
   return (fields[11]! + fields[12]! + fields[13]! + fields[14]!) * 10;
+}
+
+/** The short commit of the checkout at `root`, or `unknown`. */
+function commitOf(root: string): string {
+  try {
+    return execFileSync('git', ['-C', root, 'rev-parse', '--short', 'HEAD'], { encoding: 'utf8' }).trim();
+  } catch {
+    return 'unknown';
+  }
 }
 
 const round3 = (x: number): number => Math.round(x * 1000) / 1000;
@@ -353,6 +362,9 @@ async function main(): Promise<void> {
       machine,
       model: 'tiny-ctc',
       root: ROOT ? path.basename(ROOT) : 'this checkout',
+      commit: commitOf(ROOT ?? path.resolve(import.meta.dirname, '..', '..')),
+      // The niceness the run had (a busy shared machine: `nice -n -10` keeps other work off both sides alike).
+      priority: os.getPriority(),
       container: CONTAINER,
       files: files.map((f) => ({ seconds: round3(f.seconds), bytes: f.bytes.length, words: f.text.split(' ').length })),
       threads: THREADS,
