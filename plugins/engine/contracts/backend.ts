@@ -524,6 +524,12 @@ export interface MemoryEstimate {
   /** Bytes the model will hold once loaded with the given options (weights + caches). */
   totalBytes: number;
   vramBytes: number;
+  /**
+   * Of `totalBytes`, what the engine's process costs whatever it holds (its code, threads and
+   * buffers). A draft model loads into the model's own process, so the engine counts this once
+   * for the pair. Absent: 0.
+   */
+  processBytes?: number;
 }
 
 /** One stored file (a manifest layer) of a model, as a {@link FormatHandler} sees it. */

@@ -203,6 +203,13 @@ export interface LoadedModelInfo {
   kv_cache_type: string;
   /** Flash attention as loaded: `on`, `off`, or `auto` (the engine decided). */
   flash_attention: 'on' | 'off' | 'auto';
+  /**
+   * Speculative decoding as loaded, in the options' spellings: the draft model's name or the
+   * n-gram length, and the most tokens drafted per step. Absent without speculation.
+   */
+  draft_model?: string;
+  draft_ngram?: number;
+  draft_num_predict?: number;
 }
 
 export interface InferenceService {
