@@ -14,7 +14,7 @@ export interface VoiceSettings {
   transcriptionModel: string;
   /** The model that reads answers out; empty: the first one installed. */
   speechModel: string;
-  /** The voice `/v1/audio/speech` is asked for. */
+  /** The voice `/v1/audio/speech` is asked for (one of the speech model's, when it lists them). */
   voice: string;
   /** Send the transcribed text at once instead of leaving it in the message box. */
   autoSend: boolean;
@@ -35,7 +35,7 @@ export function loadVoiceSettings(): VoiceSettings {
     return {
       transcriptionModel: typeof raw.transcriptionModel === 'string' ? raw.transcriptionModel : base.transcriptionModel,
       speechModel: typeof raw.speechModel === 'string' ? raw.speechModel : base.speechModel,
-      voice: typeof raw.voice === 'string' && raw.voice.trim() ? raw.voice : base.voice,
+      voice: typeof raw.voice === 'string' ? raw.voice : base.voice,
       autoSend: raw.autoSend === true,
     };
   } catch {
@@ -55,6 +55,15 @@ export function modelsWith(models: ModelInfo[], capability: 'transcription' | 's
 /** The chosen model when it is among `candidates`, else the first of them; empty when there is none. */
 export function pickModel(chosen: string, candidates: ModelInfo[]): string {
   return candidates.some((m) => m.name === chosen) ? chosen : (candidates[0]?.name ?? '');
+}
+
+/**
+ * The voice to ask for: the chosen one when the model lists it (or lists none: then any name,
+ * OpenAI's included, is the server's to map), else the model's first.
+ */
+export function pickVoice(chosen: string, voices: string[]): string {
+  const name = chosen.trim() || DEFAULT_VOICE;
+  return voices.length === 0 || voices.includes(name) ? name : voices[0]!;
 }
 
 /** What the browser's refusal to record means, as a sentence a user can act on. */

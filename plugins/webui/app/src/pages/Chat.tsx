@@ -19,7 +19,7 @@ import {
 } from '../conversations';
 import { ms } from '../format';
 import { canChat, listModels } from '../models';
-import { DEFAULT_VOICE, loadVoiceSettings, modelsWith, pickModel, saveVoiceSettings, type VoiceSettings } from '../voice';
+import { loadVoiceSettings, modelsWith, pickModel, pickVoice, saveVoiceSettings, type VoiceSettings } from '../voice';
 import { Markdown } from './Markdown';
 import { useDictation, useReadAloud, VoiceSettingsFields } from './Voice';
 
@@ -88,6 +88,8 @@ export function Chat() {
   const model = current.model && chatModels.some((m) => m.name === current.model) ? current.model : (chatModels[0]?.name ?? '');
   const transcriptionModel = pickModel(voice.transcriptionModel, modelsWith(models.data ?? [], 'transcription'));
   const speechModel = pickModel(voice.speechModel, modelsWith(models.data ?? [], 'speech'));
+  const speechVoices = models.data?.find((m) => m.name === speechModel)?.voices ?? [];
+  const speechVoice = pickVoice(voice.voice, speechVoices);
   const changeVoice = (s: VoiceSettings) => {
     setVoice(s);
     saveVoiceSettings(s);
@@ -211,7 +213,7 @@ export function Chat() {
     },
     () => void models.reload(),
   );
-  const readAloud = useReadAloud(speechModel, voice.voice.trim() || DEFAULT_VOICE);
+  const readAloud = useReadAloud(speechModel, speechVoice);
 
   const regenerate = () => {
     const msgs = current.messages;
@@ -390,7 +392,11 @@ export function Chat() {
                 />
               </div>
             </div>
-            <VoiceSettingsFields models={models.data ?? []} settings={{ ...voice, transcriptionModel, speechModel }} onChange={changeVoice} />
+            <VoiceSettingsFields
+              models={models.data ?? []}
+              settings={{ ...voice, transcriptionModel, speechModel, voice: speechVoices.length > 0 ? speechVoice : voice.voice }}
+              onChange={changeVoice}
+            />
           </div>
         )}
         <div class="messages" ref={scroller} onScroll={onScroll} aria-live="polite" data-testid="messages">

@@ -237,6 +237,7 @@ function ModelPicker({
 export function VoiceSettingsFields({ models, settings, onChange }: { models: ModelInfo[]; settings: VoiceSettings; onChange: (s: VoiceSettings) => void }) {
   const transcribers = modelsWith(models, 'transcription');
   const speakers = modelsWith(models, 'speech');
+  const voices = speakers.find((m) => m.name === settings.speechModel)?.voices ?? [];
   return (
     <fieldset class="voice-settings">
       <legend>Voice (this browser)</legend>
@@ -269,7 +270,17 @@ export function VoiceSettingsFields({ models, settings, onChange }: { models: Mo
         </div>
         <div>
           <label for="voice">Voice</label>
-          <input id="voice" value={settings.voice} placeholder={DEFAULT_VOICE} onInput={(e) => onChange({ ...settings, voice: e.currentTarget.value })} />
+          {voices.length > 0 ? (
+            <select id="voice" value={settings.voice} onChange={(e) => onChange({ ...settings, voice: e.currentTarget.value })}>
+              {voices.map((v) => (
+                <option key={v} value={v}>
+                  {v}
+                </option>
+              ))}
+            </select>
+          ) : (
+            <input id="voice" value={settings.voice} placeholder={DEFAULT_VOICE} onInput={(e) => onChange({ ...settings, voice: e.currentTarget.value })} />
+          )}
         </div>
       </div>
     </fieldset>
