@@ -1,15 +1,16 @@
 /**
  * The pure parts of speech out: the input cut into sentences (and long ones at a comma or a
  * space), the voice picked (the model's own names, OpenAI's mapped in turn, else a 400 naming
- * `voice`), ffmpeg's `atempo` chain for a speed, a VITS config's voices, and a streamed WAV's
- * unknown sizes filled in before decoding.
+ * `voice`), ffmpeg's `atempo` chain for a speed, a VITS config's voices, a streamed WAV's
+ * unknown sizes filled in before decoding; and the encoder: a 503 naming the package without
+ * ffmpeg, the same bytes for the same samples in every format.
  */
 import t from 'tap';
 import { isAppError } from '../../core/errors.js';
 import { withWavSizes } from '../../plugins/engine/audio.js';
 import { MAX_PART_CHARS, splitSentences } from '../../plugins/engine/sentences.js';
 import { OPENAI_VOICES, pickVoice } from '../../plugins/engine/speech.js';
-import { tempoFilter } from '../../plugins/engine/speech-encoder.js';
+import { SPEECH_FORMATS, startEncoder, tempoFilter } from '../../plugins/engine/speech-encoder.js';
 import { voicesOf } from '../../plugins/backend-transformers/head.js';
 
 t.test('sentences: at their ends, lines apart, spaces collapsed', async (t) => {
@@ -89,4 +90,38 @@ t.test("a streamed WAV's unknown sizes are filled in; other files untouched", as
   t.equal(withWavSizes(sized), sized, 'a WAV with real sizes stays as it is (truncated, if it is)');
   const mp3 = Buffer.from('ID3 not a wav');
   t.equal(withWavSizes(mp3), mp3);
+});
+
+t.test('without ffmpeg: a 503 naming the package, no hang', async (t) => {
+  const encoder = startEncoder('mp3', 16000, 1, '/nonexistent/ffmpeg');
+  const written = encoder.write(new Float32Array(1600)).then(
+    () => null,
+    (e: unknown) => e,
+  );
+  let failure: unknown;
+  try {
+    for await (const _ of encoder.output) t.fail('no bytes');
+  } catch (err) {
+    failure = err;
+  }
+  t.ok(isAppError(failure) && failure.statusCode === 503, String(failure));
+  t.match((failure as Error).message, /apt-get install ffmpeg/);
+  t.ok(await written, 'the write fails too');
+});
+
+t.test('the same samples give the same bytes in every format', async (t) => {
+  const samples = new Float32Array(16000).map((_, i) => 0.3 * Math.sin((2 * Math.PI * 440 * i) / 16000));
+  for (const format of Object.keys(SPEECH_FORMATS) as (keyof typeof SPEECH_FORMATS)[]) {
+    const once = async () => {
+      const encoder = startEncoder(format, 16000, 1);
+      await encoder.write(samples);
+      encoder.end();
+      const chunks: Buffer[] = [];
+      for await (const c of encoder.output) chunks.push(c);
+      return Buffer.concat(chunks);
+    };
+    const a = await once();
+    t.ok(a.length > 0, format);
+    t.same(await once(), a, `${format}: the same bytes`);
+  }
 });

@@ -7,6 +7,7 @@
  *
  * @module
  */
+import type { ServerResponse } from 'node:http';
 import { Readable } from 'node:stream';
 import type { FastifyInstance } from 'fastify';
 import { clientGone, Errors, startSse, type Hooks } from 'lia/plugin';
@@ -16,6 +17,19 @@ import { resolveAlias, withModelParam, type RouteOptions } from './common.js';
 
 /** The SSE `event:` name of a frame: its `type`. */
 const eventName = (body: unknown): string | undefined => (body as { type?: string }).type;
+
+/** Resolves once `res` takes more data, or is closed. */
+function drained(res: ServerResponse): Promise<void> {
+  return new Promise((resolve) => {
+    const done = () => {
+      res.off('drain', done);
+      res.off('close', done);
+      resolve();
+    };
+    res.once('drain', done);
+    res.once('close', done);
+  });
+}
 
 /** Registers the route. */
 export function speechRoute(app: FastifyInstance, hooks: Hooks, options: RouteOptions): void {
@@ -35,7 +49,8 @@ export function speechRoute(app: FastifyInstance, hooks: Hooks, options: RouteOp
     try {
       for await (const chunk of speech.audio) {
         if (sse.closed) break;
-        sse.write(speechDelta(chunk));
+        // A client that reads slowly holds back the encoder, and so the synthesis, as the plain body does.
+        if (!sse.write(speechDelta(chunk))) await drained(reply.raw);
       }
       sse.write(speechDone(speech.usage()));
       sse.end();

@@ -365,6 +365,7 @@ export interface SynthesizeParams {
   instructions?: string;
 }
 
+/** What {@link LoadedModel.synthesize} answers: the part spoken. */
 export interface SynthesizeResult {
   /** Mono samples in [-1, 1]. */
   samples: Float32Array;

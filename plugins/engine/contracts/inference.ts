@@ -176,11 +176,13 @@ export interface SpeechStream {
   model: string;
   /** The model's voice that speaks. */
   voice: string;
+  /** The encoding asked for. */
   format: SpeechFormat;
   /** The media type of the encoded audio (`audio/mpeg`, ...). */
   contentType: string;
   /** The rate of the encoded audio, in Hz (24000, as OpenAI's). */
   sampleRate: number;
+  /** The encoded audio, in the pieces ffmpeg writes; the first is already in hand. */
   audio: AsyncIterable<Uint8Array>;
   /** Usage so far; final once `audio` has ended. */
   usage(): SpeechUsage;
