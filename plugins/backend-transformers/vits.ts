@@ -81,6 +81,8 @@ class VitsSpeechModel extends OnnxModel {
     try {
       const inputs = this.tokenizer(text) as unknown as Record<string, Tensor>;
       tokens = inputs['input_ids']?.dims.at(-1) ?? 0;
+      // Nothing the vocabulary holds (emoji, another script): silence, not a failed pass.
+      if (tokens === 0) return { samples: new Float32Array(0), sampleRate: this.shape.sampleRate, tokens };
       const feeds: Record<string, Tensor> = { ...inputs };
       if (this.speakerInput) feeds[SPEAKER_INPUT] = new this.t.Tensor('int64', BigInt64Array.of(BigInt(speaker)), [1]);
       waveform = ((await this.network(feeds)) as Record<string, Tensor | undefined>)['waveform'];

@@ -151,6 +151,9 @@ export async function startSpeech(target: SpeechTarget, job: SpeechJob, signal: 
       if (!head.done) yield head.value;
       for (let next = await bytes.next(); !next.done; next = await bytes.next()) yield next.value;
       await feeding;
+    } catch (err) {
+      // A client that left ends its answer quietly: nobody reads the error.
+      if (!signal.aborted) throw err;
     } finally {
       await bytes.return?.();
       close(new Error('the speech is over'));
