@@ -4,8 +4,8 @@
  * `application/vnd.lia.onnx.file` layer per file, its relative path in the layer's
  * `org.opencontainers.image.title` annotation, and lays the files out again as a folder for
  * loading (`layout: 'folder'`). Such models embed, or rerank when `config.json` names a
- * sequence-classification architecture, or transcribe when it names a CTC one (head.ts); they
- * do not generate.
+ * sequence-classification architecture, transcribe when it names a CTC one, speak when it names
+ * `VitsModel` (head.ts); they do not generate.
  *
  * @module
  */
@@ -13,7 +13,7 @@ import { readFile } from 'node:fs/promises';
 import { Errors } from 'lia/plugin';
 import type { FormatHandler } from 'lia/engine';
 import { humanNumber } from 'lia/utils';
-import { headOf } from './head.js';
+import { headOf, voicesOf } from './head.js';
 import { DTYPE_FILES } from './layout.js';
 
 /** The layer type of one file of an ONNX model folder. */
@@ -33,7 +33,8 @@ export const onnxFormat: FormatHandler = {
   async describe({ weights }) {
     const config = weights.find((f) => f.name === 'config.json');
     let family = 'unknown';
-    let capability: 'embedding' | 'rerank' | 'transcription' = 'embedding';
+    let capability: 'embedding' | 'rerank' | 'transcription' | 'speech' = 'embedding';
+    let voices: string[] | undefined;
     if (config) {
       try {
         const parsed = JSON.parse(await readFile(config.path, 'utf8')) as Record<string, unknown>;
@@ -41,6 +42,10 @@ export const onnxFormat: FormatHandler = {
         const head = headOf(parsed).kind;
         if (head === 'cross-encoder') capability = 'rerank';
         if (head === 'ctc') capability = 'transcription';
+        if (head === 'vits') {
+          capability = 'speech';
+          voices = voicesOf(parsed);
+        }
       } catch {
         throw Errors.badRequest('config.json of the ONNX model is not valid JSON');
       }
@@ -56,6 +61,7 @@ export const onnxFormat: FormatHandler = {
         quantization_level: fp32 ? 'F32' : quantized ? 'Q8_0' : '',
       },
       capabilities: [capability],
+      ...(voices ? { voices } : {}),
     };
   },
 };

@@ -10,7 +10,7 @@
 import { readFile, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { Errors } from 'lia/plugin';
-import { headOf, type OnnxHead } from './head.js';
+import { headOf, voicesOf, type OnnxHead } from './head.js';
 import type { Pooling } from './pooling.js';
 
 /**
@@ -59,10 +59,20 @@ export interface OnnxLayout {
   shape: ModelShape;
   /** From the sentence-transformers pooling config; `mean` when the folder has none. */
   pooling: Pooling;
-  /** An encoder (embeddings), a cross-encoder (reranking) or a CTC recogniser (transcription), from `config.json` (head.ts). */
+  /** An encoder (embeddings), a cross-encoder (reranking), a CTC recogniser (transcription) or a synthesiser (speech), from `config.json` (head.ts). */
   head: OnnxHead;
   /** A CTC recogniser's audio input (`preprocessor_config.json`, `config.json`'s strides); absent for text models. */
   audio?: AudioShape;
+  /** A synthesiser's output (`config.json`); absent for other models. */
+  speech?: SpeechShape;
+}
+
+/** What a speech synthesiser says it speaks, from `config.json`. */
+export interface SpeechShape {
+  /** Hz of the waveform (`sampling_rate`; 16000 when absent, as MMS-TTS). */
+  sampleRate: number;
+  /** Voices in speaker-id order (head.ts, `voicesOf`). */
+  voices: string[];
 }
 
 /** How a speech model reads audio. */
@@ -232,6 +242,7 @@ export async function readLayout(dir: string, dtype: OnnxDtype | 'auto', model: 
   const chosen = await pickWeights(abs, dtype, model);
   const head = headOf(config);
   const preprocessor = head.kind === 'ctc' ? (await readJson(abs, 'preprocessor_config.json', model, true))! : null;
+  const speech = head.kind === 'vits' ? { sampleRate: positive(config['sampling_rate']) ?? 16000, voices: voicesOf(config) } : null;
   return {
     dir: abs,
     dtype: chosen,
@@ -242,5 +253,6 @@ export async function readLayout(dir: string, dtype: OnnxDtype | 'auto', model: 
     pooling: await poolingOf(abs, model),
     head,
     ...(preprocessor ? { audio: audioShapeOf(config, preprocessor) } : {}),
+    ...(speech ? { speech } : {}),
   };
 }

@@ -12,12 +12,20 @@
  *
  * The pass term is a margin over what a pass was measured to take, not a fit (bench/results/2026-11-27-code-notes.md).
  *
+ * A speech synthesiser (VITS) runs one sentence of at most 300 characters per pass: about 20 s of
+ * audio, whose vocoder activations (HiFi-GAN's upsampling stages, some 2 million floats a second
+ * of audio) take about 160 MB at their peak; {@link SPEECH_PASS_BYTES} counts twice that.
+ *
  * @module
  */
 import type { OnnxLayout } from './layout.js';
 
+/** The bytes one synthesis pass may take beside the weights (a margin, see the module comment). */
+export const SPEECH_PASS_BYTES = 320 * 1024 * 1024;
+
 /** Bytes a model holds once loaded and while running a full pass of `maxBatchTokens` tokens. */
 export function estimateBytes(layout: OnnxLayout, maxBatchTokens: number): number {
+  if (layout.speech) return Math.ceil(layout.weightsBytes * 1.1) + layout.tokenizerBytes * 30 + SPEECH_PASS_BYTES;
   if (layout.audio) {
     // A speech model's pass is one window: its frames take the place of tokens, and the samples
     // and the logits are held beside it.

@@ -20,11 +20,14 @@ import type {
   InferenceGenerateRequest,
   InferenceRerankRequest,
   InferenceService,
+  InferenceSpeakRequest,
   InferenceTokenizeRequest,
   InferenceTranscribeRequest,
   KeepAlive,
   LoadedModelInfo,
   RerankResponse,
+  SpeechStream,
+  SpeechUsage,
   TokenizeResponse,
   TranscriptionResponse,
   TranscriptSegment,
@@ -41,6 +44,7 @@ import { withContextFit } from './plan/context-fit.js';
 import { planChat, planGenerate } from './plan/request-plan.js';
 import { planSpeculation, type SpeculationDefaults } from './plan/speculation.js';
 import { mergeOptions } from './request-options.js';
+import { planSpeech, startSpeech } from './speech.js';
 import type { Lease, Scheduler } from './scheduler.js';
 
 export class EngineService implements InferenceService {
@@ -296,6 +300,28 @@ export class EngineService implements InferenceService {
     }
   }
 
+  /**
+   * Speech from text on a model with the `speech` capability: the model is resolved and checked
+   * and the request read (speech.ts) before the model is loaded; the answer resolves with its
+   * first encoded bytes. Admitted like an embedding; counted as a `speech` request, its usage the
+   * tokens read and the audio's tokens.
+   */
+  async speak(req: InferenceSpeakRequest, signal: AbortSignal): Promise<SpeechStream> {
+    const model = await this.#resolve(req.model, 'speak');
+    const job = planSpeech(req);
+    const asker = admitted(model.name, estimateTokens([req.input]), this.#options(model, {}), signal, 'embed');
+    signal = asker.signal;
+    this.#observe({ type: 'request', model: model.name, kind: 'speech', ...asker.label });
+    const lease = await this.#acquire(model, req.keep_alive, asker.options, signal).catch(asker.fail);
+    const finish = (usage: SpeechUsage) => {
+      lease.release();
+      this.#observe({ type: 'finished', model: model.name, promptTokens: usage.inputTokens, completionTokens: usage.outputTokens, ...asker.label });
+      asker.done(usage.inputTokens + usage.outputTokens);
+    };
+    const ffmpeg = this.audioLimits.ffmpeg;
+    return startSpeech({ name: model.name, asked: req.model, model: lease.model, finish, ...(ffmpeg ? { ffmpeg } : {}) }, job, signal);
+  }
+
   /** llama-server's `/tokenize` on any local model (loads it if needed; not counted as inference). */
   async tokenize(req: InferenceTokenizeRequest, signal: AbortSignal): Promise<TokenizeResponse> {
     return this.#withTokenizer(req.model, req.keep_alive, signal, async (loaded, name) => {
@@ -402,7 +428,10 @@ export class EngineService implements InferenceService {
     return out;
   }
 
-  async #resolve(name: string, action: 'generate' | 'chat' | 'embed' | 'rerank' | 'transcribe' | 'tokenize' | 'load' | 'unload'): Promise<ResolvedModel> {
+  async #resolve(
+    name: string,
+    action: 'generate' | 'chat' | 'embed' | 'rerank' | 'transcribe' | 'speak' | 'tokenize' | 'load' | 'unload',
+  ): Promise<ResolvedModel> {
     if (!this.running) throw Errors.unavailable('svc-inference is stopped; start it with POST /system/services/svc-inference/start');
     if (typeof name !== 'string' || name.trim() === '') throw Errors.badRequest('model is required', { param: 'model' });
     // A key's model allow-list, checked on the name asked (before the store is asked, so a key
@@ -414,7 +443,7 @@ export class EngineService implements InferenceService {
     const caps = model.capabilities;
     if (
       (action === 'generate' || action === 'chat') &&
-      (caps.includes('embedding') || caps.includes('rerank') || caps.includes('transcription')) &&
+      (caps.includes('embedding') || caps.includes('rerank') || caps.includes('transcription') || caps.includes('speech')) &&
       !caps.includes('completion')
     ) {
       throw Errors.badRequest(`"${name}" does not support ${action}`);
@@ -423,7 +452,8 @@ export class EngineService implements InferenceService {
     if (action === 'embed' && caps.includes('rerank') && !caps.includes('embedding')) throw unsupported(name, 'embedding');
     if (action === 'rerank' && !caps.includes('rerank')) throw unsupported(name, 'rerank');
     if (action === 'transcribe' && !caps.includes('transcription')) throw unsupported(name, 'transcription');
-    if (action === 'embed' && caps.includes('transcription') && !caps.includes('embedding')) throw unsupported(name, 'embedding');
+    if (action === 'speak' && !caps.includes('speech')) throw unsupported(name, 'speech');
+    if (action === 'embed' && (caps.includes('transcription') || caps.includes('speech')) && !caps.includes('embedding')) throw unsupported(name, 'embedding');
     return model;
   }
 

@@ -2,7 +2,8 @@
  * Audio for the speech tests: text written as tones the `tiny-ctc` fixture reads back
  * (scripts/fixtures/tiny-ctc.py: character i of `|A…Z'` is a tone of 300 + 100·i Hz), encoded by
  * Debian's ffmpeg into each container OpenAI accepts, and real speech from Debian's espeak-ng.
- * A missing tool fails with the package to install.
+ * ffprobe and level helpers for the speech the appliance writes. A missing tool fails with the
+ * package to install.
  *
  * @module
  */
@@ -146,4 +147,34 @@ export function correlation(a: number[], b: number[]): number {
     db += (b[i]! - mb) ** 2;
   }
   return num / Math.sqrt(da * db);
+}
+
+/** What ffprobe says of an encoded file (its first audio stream); `raw` names the demuxer of headerless samples. */
+export function probe(bytes: Buffer, raw?: string[]): { codec: string; rate: number; channels: number } {
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'lia-audio-probe-'));
+  try {
+    const file = path.join(dir, 'audio');
+    writeFileSync(file, bytes);
+    const args = ['-v', 'error', ...(raw ?? []), '-show_entries', 'stream=codec_name,sample_rate,channels', '-of', 'json', file];
+    const stream = (
+      JSON.parse(tool('ffprobe', args, undefined, 'ffmpeg').toString()) as { streams: { codec_name: string; sample_rate: string; channels: number }[] }
+    ).streams[0]!;
+    return { codec: stream.codec_name, rate: Number(stream.sample_rate), channels: stream.channels };
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+/** Signed 16-bit little-endian samples as floats. */
+export function fromPcm16(pcm: Buffer): Float32Array {
+  const out = new Float32Array(Math.floor(pcm.length / 2));
+  for (let i = 0; i < out.length; i++) out[i] = pcm.readInt16LE(2 * i) / 32768;
+  return out;
+}
+
+/** The RMS level of `samples`. */
+export function rms(samples: Float32Array): number {
+  let sum = 0;
+  for (const x of samples) sum += x * x;
+  return Math.sqrt(sum / Math.max(1, samples.length));
 }

@@ -349,6 +349,32 @@ export interface TranscribeResult {
   language?: string;
 }
 
+/** How a text-to-speech model speaks ({@link LoadedModel.speech}). */
+export interface SpeechOutput {
+  /** Its voices by name, at least one; the first is the default. */
+  readonly voices: readonly string[];
+}
+
+/** What {@link LoadedModel.synthesize} is asked: one sentence (or part of a long one) of the input. */
+export interface SynthesizeParams {
+  /** The text, trimmed, never empty. */
+  text: string;
+  /** One of {@link SpeechOutput.voices}. */
+  voice: string;
+  /** How to speak (tone, pace, accent), when the client says; a model that cannot follow them ignores them. */
+  instructions?: string;
+}
+
+/** What {@link LoadedModel.synthesize} answers: the part spoken. */
+export interface SynthesizeResult {
+  /** Mono samples in [-1, 1]. */
+  samples: Float32Array;
+  /** Their rate, in Hz; the same for every part a model speaks. */
+  sampleRate: number;
+  /** Tokens of the text the model read. */
+  tokens: number;
+}
+
 /** What {@link LoadedModel.tokenize} is asked (llama-server's `/tokenize` fields). */
 export interface TokenizeParams {
   content: string;
@@ -509,6 +535,17 @@ export interface LoadedModel {
    * models with the `transcription` capability have it; the engine answers 400 for others.
    */
   transcribe?(params: TranscribeParams, signal: AbortSignal): Promise<TranscribeResult>;
+  /**
+   * How a text-to-speech model speaks. Present exactly on models with the `speech` capability,
+   * with {@link synthesize}.
+   */
+  readonly speech?: SpeechOutput;
+  /**
+   * Speech from one sentence of text (the engine splits the input, synthesises the parts in
+   * order and encodes them). Optional: only models with the `speech` capability have it; the
+   * engine answers 400 for others.
+   */
+  synthesize?(params: SynthesizeParams, signal: AbortSignal): Promise<SynthesizeResult>;
   /** The model's tokenizer on a text. Optional: a model without it (a remote one) cannot tokenize (400). */
   tokenize?(params: TokenizeParams, signal: AbortSignal): Promise<TokenizeResult>;
   /**
@@ -565,6 +602,8 @@ export interface FormatDescription {
   capabilities: ModelCapability[];
   /** The `model_info` of `/api/show`. Defaults to `{}`. */
   modelInfo?: Record<string, unknown>;
+  /** A speech model's voices (`/api/show` → `voices`), the default first. Absent for other models. */
+  voices?: string[];
 }
 
 /** A handler's verdict on the file names of an `/api/create`: not its format, or its format (usable or not). */
