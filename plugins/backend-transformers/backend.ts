@@ -1,8 +1,7 @@
 /**
  * The transformers.js inference backend: runs `onnx` models in the Hugging Face ONNX layout,
- * sentence encoders for embeddings, cross-encoders for reranking and CTC speech recognisers for
- * transcription (head.ts), and tokenises
- * with their tokenizer. The scheduler (`plugins/engine`) owns the lifecycle; this
+ * sentence encoders for embeddings, cross-encoders for reranking, and CTC and Whisper speech
+ * recognisers for transcription (head.ts), and tokenises with their tokenizer. The scheduler (`plugins/engine`) owns the lifecycle; this
  * only sizes, loads and frees models.
  *
  * @module
@@ -19,10 +18,11 @@ import { estimateBytes } from './memory.js';
 import { loadCrossEncoder } from './cross-encoder.js';
 import { loadCtc } from './ctc.js';
 import { loadEncoder } from './model.js';
+import { loadWhisper } from './whisper.js';
 
 /** How the backend picks weights and threads. */
 export interface TransformersBackendOptions {
-  /** Weights variant; `auto` takes fp32 `model.onnx` when present, else q8 `model_quantized.onnx`. */
+  /** Weights variant; `auto` takes fp32 `model.onnx` (a Whisper's `encoder_model.onnx` and `decoder_model_merged.onnx`) when present, else q8 `model_quantized.onnx`. */
   dtype: OnnxDtype | 'auto';
   /** onnxruntime intra-op threads; 0 takes every core the process may use. */
   threads: number;
@@ -72,12 +72,12 @@ export function createTransformersBackend(options: TransformersBackendOptions, l
           ? await loadCrossEncoder(model, layout, head.labels, settings)
           : head.kind === 'ctc'
             ? await loadCtc(model, layout, settings)
-            : await loadEncoder(model, layout, settings);
+            : head.kind === 'whisper'
+              ? await loadWhisper(model, layout, settings)
+              : await loadEncoder(model, layout, settings);
       const ms = Math.round(performance.now() - started);
-      log?.info(
-        { model: model.name, weights: layout.weightsFile, dtype: layout.dtype, threads, ms },
-        `loaded ONNX ${head.kind === 'cross-encoder' ? 'reranking' : head.kind === 'ctc' ? 'speech' : 'embedding'} model`,
-      );
+      const kind = head.kind === 'cross-encoder' ? 'reranking' : head.kind === 'encoder' ? 'embedding' : 'speech';
+      log?.info({ model: model.name, weights: layout.weightsFiles, dtype: layout.dtype, threads, ms }, `loaded ONNX ${kind} model`);
       return loaded;
     },
   };

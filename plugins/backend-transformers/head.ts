@@ -2,14 +2,15 @@
  * What an ONNX folder's network does, from its `config.json`: a sentence encoder (token vectors,
  * pooled into embeddings) or a cross-encoder (a `*ForSequenceClassification` architecture: one
  * relevance score per query and document pair, a reranker) or a speech recogniser (a `*ForCTC`
- * architecture: characters per audio frame, for transcription). The format handler lists the model's
- * capability from it, and the backend picks the loader with it.
+ * architecture: characters per audio frame; or `WhisperForConditionalGeneration`: an encoder
+ * and a decoder that writes tokens, for transcription and translation). The format handler lists
+ * the model's capability from it, and the backend picks the loader with it.
  *
  * @module
  */
 
-/** How the network's output is read: pooled token vectors, or a classifier's logits. */
-export type OnnxHead = { kind: 'encoder' } | { kind: 'cross-encoder'; labels: number } | { kind: 'ctc' };
+/** How the network's output is read: pooled token vectors, a classifier's logits, a CTC recogniser's frames, or Whisper's generated tokens. */
+export type OnnxHead = { kind: 'encoder' } | { kind: 'cross-encoder'; labels: number } | { kind: 'ctc' } | { kind: 'whisper' };
 
 /**
  * The head `config.json` declares. A classifier's label count is its `id2label` size (or
@@ -19,6 +20,7 @@ export type OnnxHead = { kind: 'encoder' } | { kind: 'cross-encoder'; labels: nu
 export function headOf(config: Record<string, unknown>): OnnxHead {
   const architectures = Array.isArray(config['architectures']) ? config['architectures'] : [];
   if (architectures.some((a) => typeof a === 'string' && a.endsWith('ForCTC'))) return { kind: 'ctc' };
+  if (architectures.includes('WhisperForConditionalGeneration')) return { kind: 'whisper' };
   if (!architectures.some((a) => typeof a === 'string' && a.endsWith('ForSequenceClassification'))) return { kind: 'encoder' };
   const id2label = config['id2label'];
   const fromMap = id2label && typeof id2label === 'object' ? Object.keys(id2label).length : 0;

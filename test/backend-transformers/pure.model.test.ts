@@ -126,7 +126,7 @@ t.test('shapeOf reads BERT names and the memory estimate grows with the budget',
   const layout: OnnxLayout = {
     dir: '/m',
     dtype: 'q8',
-    weightsFile: 'onnx/model_quantized.onnx',
+    weightsFiles: ['onnx/model_quantized.onnx'],
     weightsBytes: 23_000_000,
     tokenizerBytes: 700_000,
     shape,
