@@ -1,7 +1,7 @@
 /**
  * The transformers.js inference backend: runs `onnx` models in the Hugging Face ONNX layout,
- * sentence encoders for embeddings, cross-encoders for reranking, and CTC and Whisper speech
- * recognisers for transcription (head.ts), and tokenises with their tokenizer. The scheduler (`plugins/engine`) owns the lifecycle; this
+ * sentence encoders for embeddings, cross-encoders for reranking, and CTC, Whisper and Moonshine
+ * speech recognisers for transcription (head.ts), and tokenises with their tokenizer. The scheduler (`plugins/engine`) owns the lifecycle; this
  * only sizes, loads and frees models.
  *
  * @module
@@ -18,6 +18,7 @@ import { estimateBytes } from './memory.js';
 import { loadCrossEncoder } from './cross-encoder.js';
 import { loadCtc } from './ctc.js';
 import { loadEncoder } from './model.js';
+import { loadMoonshine } from './moonshine.js';
 import { loadWhisper } from './whisper.js';
 
 /** How the backend picks weights and threads. */
@@ -74,7 +75,9 @@ export function createTransformersBackend(options: TransformersBackendOptions, l
             ? await loadCtc(model, layout, settings)
             : head.kind === 'whisper'
               ? await loadWhisper(model, layout, settings)
-              : await loadEncoder(model, layout, settings);
+              : head.kind === 'moonshine'
+                ? await loadMoonshine(model, layout, settings)
+                : await loadEncoder(model, layout, settings);
       const ms = Math.round(performance.now() - started);
       const kind = head.kind === 'cross-encoder' ? 'reranking' : head.kind === 'encoder' ? 'embedding' : 'speech';
       log?.info({ model: model.name, weights: layout.weightsFiles, dtype: layout.dtype, threads, ms }, `loaded ONNX ${kind} model`);

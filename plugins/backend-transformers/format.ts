@@ -4,8 +4,8 @@
  * `application/vnd.lia.onnx.file` layer per file, its relative path in the layer's
  * `org.opencontainers.image.title` annotation, and lays the files out again as a folder for
  * loading (`layout: 'folder'`). Such models embed, or rerank when `config.json` names a
- * sequence-classification architecture, or transcribe when it names a CTC one or Whisper's
- * (head.ts); they do not generate text from text.
+ * sequence-classification architecture, or transcribe when it names a CTC one, Whisper's or
+ * Moonshine's (head.ts); they do not generate text from text.
  *
  * @module
  */
@@ -13,7 +13,7 @@ import { readFile } from 'node:fs/promises';
 import { Errors } from 'lia/plugin';
 import type { FormatHandler } from 'lia/engine';
 import { humanNumber } from 'lia/utils';
-import { headOf, type OnnxHead } from './head.js';
+import { headOf, isSpeech, type OnnxHead } from './head.js';
 import { graphsOf, weightFiles } from './layout.js';
 
 /** The layer type of one file of an ONNX model folder. */
@@ -31,7 +31,7 @@ export const onnxFormat: FormatHandler = {
   },
   /**
    * `family` is `config.json`'s `model_type`; the parameter count is estimated from the fp32
-   * weights (both graphs of a Whisper) at 4 bytes a parameter.
+   * weights (both graphs of an encoder-decoder) at 4 bytes a parameter.
    */
   async describe({ weights }) {
     const config = weights.find((f) => f.name === 'config.json');
@@ -48,7 +48,7 @@ export const onnxFormat: FormatHandler = {
       }
     }
     if (head.kind === 'cross-encoder') capability = 'rerank';
-    if (head.kind === 'ctc' || head.kind === 'whisper') capability = 'transcription';
+    if (isSpeech(head)) capability = 'transcription';
     const fp32 = weightFiles(graphsOf(head), 'fp32').map((name) => weights.find((f) => f.name === name));
     const fp32Bytes = fp32.every((f) => f !== undefined) ? fp32.reduce((a, f) => a + (f?.size ?? 0), 0) : 0;
     const quantized = weights.find((f) => /quantized|int8|uint8/.test(f.name ?? ''));

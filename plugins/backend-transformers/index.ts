@@ -1,6 +1,6 @@
 /**
- * The `backend-transformers` plugin: sentence embeddings, reranking and speech recognition (CTC
- * and Whisper) from ONNX models (the Hugging Face ONNX layout) with transformers.js on
+ * The `backend-transformers` plugin: sentence embeddings, reranking and speech recognition (CTC,
+ * Whisper and Moonshine) from ONNX models (the Hugging Face ONNX layout) with transformers.js on
  * onnxruntime-node, CPU. It registers one backend for the `onnx` format in `hooks.backends`; the
  * engine routes `/api/embed`, `/api/embeddings` and (through the OpenAI plugin)
  * `/v1/embeddings`, `/v1/rerank` and `/v1/audio/*` to it by the model's format. Nothing is ever
@@ -20,7 +20,7 @@ const Options = Type.Object(
     /**
      * Which weights file of a model folder to run: `auto` takes fp32 `onnx/model.onnx` when the
      * folder has it, else q8 `onnx/model_quantized.onnx`, else the first other variant found (a
-     * Whisper's `encoder_model` and `decoder_model_merged` files, both of one variant);
+     * Whisper's or Moonshine's `encoder_model` and `decoder_model_merged` files, both of one variant);
      * any other value names one variant, and a folder without it fails to load naming the file.
      * Defaults to `auto`.
      */

@@ -1,6 +1,6 @@
 /**
  * Reads a model folder in the Hugging Face ONNX layout (`config.json`, `tokenizer.json`,
- * `tokenizer_config.json`, `onnx/model*.onnx` or a Whisper's `onnx/encoder_model*.onnx` and
+ * `tokenizer_config.json`, `onnx/model*.onnx` or an encoder-decoder's `onnx/encoder_model*.onnx` and
  * `onnx/decoder_model_merged*.onnx`, and the sentence-transformers, preprocessor and generation
  * configs when present) without loading anything heavy: which weights files to run, how many
  * tokens one input may have, how to pool, how wide the vectors are and how many bytes the files
@@ -11,7 +11,7 @@
 import { readFile, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { Errors } from 'lia/plugin';
-import { headOf, type OnnxHead } from './head.js';
+import { headOf, isSpeech, type OnnxHead } from './head.js';
 import type { Pooling } from './pooling.js';
 
 /**
@@ -39,9 +39,9 @@ export const DTYPE_FILES = Object.fromEntries(Object.entries(DTYPE_SUFFIXES).map
   string
 >;
 
-/** The graphs a head runs: one `model`, or Whisper's encoder and merged decoder (the cache-aware one transformers.js loads). */
+/** The graphs a head runs: one `model`, or an encoder-decoder's encoder and merged decoder (the cache-aware one transformers.js loads). */
 export function graphsOf(head: OnnxHead): readonly string[] {
-  return head.kind === 'whisper' ? ['encoder_model', 'decoder_model_merged'] : ['model'];
+  return head.kind === 'whisper' || head.kind === 'moonshine' ? ['encoder_model', 'decoder_model_merged'] : ['model'];
 }
 
 /** The files of `graphs` in variant `dtype`, relative to the folder. */
@@ -81,7 +81,7 @@ export interface OnnxLayout {
   head: OnnxHead;
   /** A speech model's audio input (`preprocessor_config.json`, `config.json`'s strides); absent for text models. */
   audio?: AudioShape;
-  /** An encoder-decoder speech model's decoder (`config.json`) and `generation_config.json`; absent for the others. */
+  /** An encoder-decoder speech model's decoder (`config.json`) and `generation_config.json` (Whisper, Moonshine); absent for the others. */
   decoder?: DecoderShape;
 }
 
@@ -93,7 +93,7 @@ export interface DecoderShape {
   /** Encoder frames one window gives (`max_source_positions`, 1500 for Whisper: 20 ms each). */
   encoderFrames: number;
   vocabSize: number;
-  /** Rows of the spectrogram (`num_mel_bins`). */
+  /** Rows of the spectrogram (`num_mel_bins`); 0 for a model that reads the samples. */
   melBins: number;
   /** `generation_config.json` as the folder has it: the special tokens and their rules. */
   generation: Record<string, unknown>;
@@ -186,21 +186,36 @@ export function shapeOf(config: Json, maxTokens: number): ModelShape {
   return {
     modelType: typeof config['model_type'] === 'string' ? config['model_type'] : 'unknown',
     hiddenSize,
-    layers: positive(config['encoder_layers']) ?? positive(config['num_hidden_layers']) ?? positive(config['n_layers']) ?? 12,
-    heads: positive(config['encoder_attention_heads']) ?? positive(config['num_attention_heads']) ?? positive(config['n_heads']) ?? 12,
+    layers:
+      positive(config['encoder_layers']) ??
+      positive(config['encoder_num_hidden_layers']) ??
+      positive(config['num_hidden_layers']) ??
+      positive(config['n_layers']) ??
+      12,
+    heads:
+      positive(config['encoder_attention_heads']) ??
+      positive(config['encoder_num_attention_heads']) ??
+      positive(config['num_attention_heads']) ??
+      positive(config['n_heads']) ??
+      12,
     intermediateSize: positive(config['encoder_ffn_dim']) ?? positive(config['intermediate_size']) ?? positive(config['hidden_dim']) ?? hiddenSize * 4,
     maxTokens,
   };
 }
 
-/** An encoder-decoder speech model's decoder from its `config.json` (Whisper's names) and `generation_config.json`. */
-export function decoderShapeOf(config: Json, generation: Json): DecoderShape {
+/**
+ * An encoder-decoder speech model's decoder from its `config.json` (Whisper's names, Moonshine's
+ * `decoder_num_hidden_layers` and `max_position_embeddings`) and `generation_config.json`. A
+ * model without `max_source_positions` (Moonshine reads raw samples) has a frame per
+ * {@link AudioShape.frameSamples} of a window.
+ */
+export function decoderShapeOf(config: Json, generation: Json, audio: AudioShape): DecoderShape {
   return {
-    layers: positive(config['decoder_layers']) ?? positive(config['num_hidden_layers']) ?? 4,
-    maxTokens: positive(config['max_target_positions']) ?? positive(generation['max_length']) ?? 448,
-    encoderFrames: positive(config['max_source_positions']) ?? 1500,
+    layers: positive(config['decoder_layers']) ?? positive(config['decoder_num_hidden_layers']) ?? positive(config['num_hidden_layers']) ?? 4,
+    maxTokens: positive(config['max_target_positions']) ?? positive(config['max_position_embeddings']) ?? positive(generation['max_length']) ?? 448,
+    encoderFrames: positive(config['max_source_positions']) ?? Math.ceil((audio.sampleRate * audio.windowSeconds) / audio.frameSamples),
     vocabSize: positive(config['vocab_size']) ?? 51865,
-    melBins: positive(config['num_mel_bins']) ?? 80,
+    melBins: positive(config['num_mel_bins']) ?? 0,
     generation,
   };
 }
@@ -288,9 +303,9 @@ export async function readLayout(dir: string, dtype: OnnxDtype | 'auto', model: 
   const sentenceConfig = await readJson(abs, 'sentence_bert_config.json', model, false);
   const head = headOf(config);
   const chosen = await pickWeights(abs, dtype, model, graphsOf(head));
-  const speech = head.kind === 'ctc' || head.kind === 'whisper';
-  const preprocessor = speech ? (await readJson(abs, 'preprocessor_config.json', model, true))! : null;
-  const generation = head.kind === 'whisper' ? (await readJson(abs, 'generation_config.json', model, true))! : null;
+  const preprocessor = isSpeech(head) ? (await readJson(abs, 'preprocessor_config.json', model, true))! : null;
+  const audio = preprocessor ? audioShapeOf(config, preprocessor) : undefined;
+  const generation = graphsOf(head).length > 1 ? (await readJson(abs, 'generation_config.json', model, true))! : null;
   const files = weightFiles(graphsOf(head), chosen);
   let bytes = 0;
   for (const file of files) bytes += await weightsBytes(abs, file);
@@ -303,7 +318,7 @@ export async function readLayout(dir: string, dtype: OnnxDtype | 'auto', model: 
     shape: shapeOf(config, tokenLimit(config, tokenizerConfig, sentenceConfig)),
     pooling: await poolingOf(abs, model),
     head,
-    ...(preprocessor ? { audio: audioShapeOf(config, preprocessor) } : {}),
-    ...(generation ? { decoder: decoderShapeOf(config, generation) } : {}),
+    ...(audio ? { audio } : {}),
+    ...(audio && generation ? { decoder: decoderShapeOf(config, generation, audio) } : {}),
   };
 }

@@ -19,10 +19,10 @@ import type { OnnxLayout } from './layout.js';
 /** Bytes a model holds once loaded and while running a full pass of `maxBatchTokens` tokens. */
 export function estimateBytes(layout: OnnxLayout, maxBatchTokens: number): number {
   if (layout.audio && layout.decoder) {
-    // An encoder-decoder speech model (Whisper): the encoder's pass over one window's frames,
+    // An encoder-decoder speech model (Whisper, Moonshine): the encoder's pass over one window's frames,
     // then the decoder's caches (its own keys and values up to its token limit, and the
     // encoder's, per layer), a step's logits (twice: the library copies them to process them),
-    // the spectrogram and the samples.
+    // the spectrogram (Whisper) and the samples.
     const { sampleRate, windowSeconds } = layout.audio;
     const { layers, maxTokens, encoderFrames, vocabSize, melBins } = layout.decoder;
     const width = layout.shape.hiddenSize;

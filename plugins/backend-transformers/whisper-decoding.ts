@@ -16,6 +16,7 @@
  * @module
  */
 import { Errors } from 'lia/plugin';
+import { logSumExp, TokenScores } from './generation.js';
 
 type Json = Record<string, unknown>;
 
@@ -147,15 +148,6 @@ export function languageCode(tokens: WhisperTokens, token: number): string | und
   return undefined;
 }
 
-function logSumExp(row: ArrayLike<number>): number {
-  let max = -Infinity;
-  for (let i = 0; i < row.length; i++) if (row[i]! > max) max = row[i]!;
-  if (max === -Infinity) return -Infinity;
-  let sum = 0;
-  for (let i = 0; i < row.length; i++) sum += Math.exp(row[i]! - max);
-  return max + Math.log(sum);
-}
-
 /**
  * Steers and scores one window's generation, step by step, through two logits processors:
  * {@link steer} (before the library's timestamp rules) detects or forces the language, forces
@@ -167,8 +159,7 @@ export class WindowSteering {
   language: number | undefined;
   /** The probability of `<|nospeech|>` right after `<|startoftranscript|>` (0 when the model has no such token). */
   noSpeechProb = 0;
-  readonly #logprobs: number[] = [];
-  #last: { logits: Float32Array; lse: number } | undefined;
+  readonly #scores = new TokenScores();
 
   constructor(
     private readonly tokens: WhisperTokens,
@@ -204,25 +195,15 @@ export class WindowSteering {
   }
 
   record(ids: readonly unknown[], logits: Float32Array): void {
-    const step = this.#step(ids);
-    if (step < this.plan.forced.length) return;
-    if (step > this.plan.forced.length) this.#score(Number(ids.at(-1)));
-    this.#last = { logits: logits.slice(), lse: logSumExp(logits) };
-  }
-
-  #score(token: number): void {
-    if (!this.#last) return;
-    const lp = this.#last.logits[token]! - this.#last.lse;
-    if (Number.isFinite(lp)) this.#logprobs.push(lp);
+    this.#scores.record(ids, logits, this.plan.prefix.length + this.plan.forced.length);
   }
 
   /** The generated tokens (after the forced ones, without the final `<|endoftext|>`) and their mean log probability. */
   finish(sequence: readonly number[]): { generated: number[]; avgLogprob: number } {
     const start = this.plan.prefix.length + this.plan.forced.length;
-    if (sequence.length > start) this.#score(sequence.at(-1)!);
+    const avgLogprob = this.#scores.mean(sequence, start);
     const generated = sequence.slice(start);
     if (generated.at(-1) === this.tokens.eot) generated.pop();
-    const avgLogprob = this.#logprobs.length > 0 ? this.#logprobs.reduce((a, b) => a + b, 0) / this.#logprobs.length : 0;
     return { generated, avgLogprob };
   }
 }

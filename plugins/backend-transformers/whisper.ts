@@ -19,6 +19,7 @@ import type { ModelCapability, ResolvedModel } from 'lia/model-store';
 import type { AudioShape, DecoderShape, OnnxLayout } from './layout.js';
 import type { EncoderSettings } from './model.js';
 import { describeError, FOLDER_ONLY, loadFolder, networkOptions, OnnxModel } from './onnx-model.js';
+import { generateTokens, logitsStep } from './generation.js';
 import { transformers, type Transformers } from './runtime.js';
 import type { Tokenizer } from './tokens.js';
 import { heardNothing, languageCode, planWindow, timedSegments, whisperTokens, WindowSteering, type WhisperTokens } from './whisper-decoding.js';
@@ -102,19 +103,11 @@ class WhisperModel extends OnnxModel {
   /** One window through the encoder and the decoder; the whole token sequence, prefix included. */
   async #generate(params: TranscribeParams, prefix: number[], forced: number, steering: WindowSteering, signal: AbortSignal): Promise<number[]> {
     const t = this.t;
-    const step = (apply: (ids: readonly bigint[], logits: Float32Array) => void) => {
-      const processor = new t.LogitsProcessor();
-      processor._call = (ids: bigint[][], logits: Tensor) => {
-        apply(ids[0]!, logits.data as Float32Array);
-        return logits;
-      };
-      return processor;
-    };
     const processors = new t.LogitsProcessorList();
-    processors.push(step((ids, logits) => steering.steer(ids, logits)));
+    processors.push(logitsStep(t, (ids, logits) => steering.steer(ids, logits)));
     if (this.tokens.noTimestamps !== undefined) {
-      // The library's timestamp rules (pairs, the first timestamp within max_initial_timestamp_index),
-      // counted from the first token after the forced ones.
+      // The library's timestamp rules (in pairs, text between them), counted from the first
+      // token after the forced ones.
       const generation = this.decoder.generation;
       const rules = {
         eos_token_id: this.tokens.eot,
@@ -124,13 +117,12 @@ class WhisperModel extends OnnxModel {
       const init = [...prefix, ...new Array<number>(forced).fill(this.tokens.sot)];
       processors.push(new t.WhisperTimeStampLogitsProcessor(rules as TimestampRules, init));
     }
-    processors.push(step((ids, logits) => steering.record(ids, logits)));
-    const stop = new t.StoppingCriteria();
-    stop._call = (ids: number[][]) => ids.map(() => signal.aborted);
-    const temperature = params.temperature ?? 0;
-    try {
-      const { input_features } = (await this.extractor(params.samples)) as { input_features: Tensor };
-      const output = (await this.network.generate({
+    processors.push(logitsStep(t, (ids, logits) => steering.record(ids, logits)));
+    const { input_features } = await this.#features(params.samples);
+    return generateTokens(
+      t,
+      this.network,
+      {
         inputs: input_features,
         decoder_input_ids: prefix,
         max_new_tokens: Math.max(1, this.decoder.maxTokens - prefix.length),
@@ -138,12 +130,15 @@ class WhisperModel extends OnnxModel {
         // Applied by the steering at the first text token, after the forced ones.
         begin_suppress_tokens: [],
         logits_processor: processors,
-        stopping_criteria: [stop],
-        ...(temperature > 0 ? { do_sample: true, temperature } : { do_sample: false }),
-      })) as Tensor;
-      return (output.tolist() as bigint[][])[0]!.map(Number);
+      },
+      { temperature: params.temperature, signal, model: this.name, dir: this.layout.dir },
+    );
+  }
+
+  async #features(samples: Float32Array): Promise<{ input_features: Tensor }> {
+    try {
+      return (await this.extractor(samples)) as { input_features: Tensor };
     } catch (err) {
-      if (signal.aborted) throw signal.reason instanceof Error ? signal.reason : err;
       throw Errors.engineFailed(`model "${this.name}" failed: ${describeError(err, this.layout.dir)}`, { cause: err });
     }
   }

@@ -2,8 +2,8 @@
  * The pure parts of Whisper decoding (plugins/backend-transformers/whisper-decoding.ts): the
  * special tokens read from a folder's configs, the prefix and forced steps of a window, the
  * steering of the first steps (language detection, hint, task, the suppressed first tokens),
- * the log probabilities, Whisper's no-speech rule and the timed segments; and how a Whisper
- * folder's config.json and files are recognised (head.ts, layout.ts).
+ * the log probabilities, Whisper's no-speech rule and the timed segments; and how Whisper and
+ * Moonshine folders' config.json and files are recognised (head.ts, layout.ts).
  */
 import t from 'tap';
 import { headOf } from '../../plugins/backend-transformers/head.js';
@@ -166,16 +166,29 @@ t.test('timedSegments: text between timestamp pairs, in seconds', async (t) => {
   t.same(timedSegments([1, 2, 25], untimed, 4), [{ start: 0, end: 4, ids: [1, 2] }], 'a model without timestamps: one segment');
 });
 
-t.test('a Whisper folder: its head, its two graphs per dtype, its shapes', async (t) => {
+t.test('Whisper and Moonshine folders: their head, their two graphs per dtype, their shapes', async (t) => {
   t.same(headOf({ architectures: ['WhisperForConditionalGeneration'] }), { kind: 'whisper' });
   t.same(weightFiles(graphsOf({ kind: 'whisper' }), 'q8'), ['onnx/encoder_model_quantized.onnx', 'onnx/decoder_model_merged_quantized.onnx']);
   t.same(weightFiles(graphsOf({ kind: 'ctc' }), 'fp32'), ['onnx/model.onnx']);
   t.match(audioShapeOf({}, { sampling_rate: 16000, chunk_length: 30, hop_length: 160 }), { sampleRate: 16000, windowSeconds: 30, frameSamples: 320 });
-  t.match(decoderShapeOf({ decoder_layers: 4, max_target_positions: 448, max_source_positions: 1500, vocab_size: 51865 }, {}), {
+  const window = { sampleRate: 16000, windowSeconds: 30, frameSamples: 320 };
+  t.match(decoderShapeOf({ decoder_layers: 4, max_target_positions: 448, max_source_positions: 1500, vocab_size: 51865, num_mel_bins: 80 }, {}, window), {
     layers: 4,
     maxTokens: 448,
     encoderFrames: 1500,
     vocabSize: 51865,
     melBins: 80,
   });
+  t.same(headOf({ architectures: ['MoonshineForConditionalGeneration'] }), { kind: 'moonshine' });
+  t.same(graphsOf({ kind: 'moonshine' }), ['encoder_model', 'decoder_model_merged']);
+  t.match(
+    decoderShapeOf({ decoder_num_hidden_layers: 6, max_position_embeddings: 194, vocab_size: 32768 }, { max_length: 448 }, window),
+    {
+      layers: 6,
+      maxTokens: 194,
+      encoderFrames: 1500,
+      melBins: 0,
+    },
+    "Moonshine's names; a frame per 320 samples of the window",
+  );
 });

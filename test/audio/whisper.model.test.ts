@@ -249,7 +249,7 @@ t.test('refusals in OpenAI shape', async (t) => {
   t.equal(ok.text, GERMAN.join(' '));
 });
 
-t.test('counted in /metrics; every body conforms to the OpenAI schemas', async (t) => {
+t.test('counted in /metrics; the refusals conform to the OpenAI error schema', async (t) => {
   const metrics = await (await app.fetch('/metrics')).text();
   t.match(metrics, /lia_model_requests_total\{[^}]*model="whisper[^"]*"[^}]*kind="transcribe"[^}]*\} \d+/);
   await fx.conforms(t);
