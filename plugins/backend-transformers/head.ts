@@ -2,15 +2,23 @@
  * What an ONNX folder's network does, from its `config.json`: a sentence encoder (token vectors,
  * pooled into embeddings) or a cross-encoder (a `*ForSequenceClassification` architecture: one
  * relevance score per query and document pair, a reranker) or a speech recogniser (a `*ForCTC`
- * architecture: characters per audio frame, for transcription) or a speech synthesiser
- * (`VitsModel`, MMS-TTS: a waveform from text). The format handler lists the model's capability
- * (and a synthesiser's voices) from it, and the backend picks the loader with it.
+ * architecture: characters per audio frame; or `WhisperForConditionalGeneration` and
+ * `MoonshineForConditionalGeneration`: an encoder and a decoder that writes tokens, for
+ * transcription, and translation with Whisper) or a speech synthesiser (`VitsModel`, MMS-TTS: a
+ * waveform from text). The format handler lists the model's capability (and a synthesiser's
+ * voices) from it, and the backend picks the loader with it.
  *
  * @module
  */
 
-/** How the network's output is read: pooled token vectors, or a classifier's logits. */
-export type OnnxHead = { kind: 'encoder' } | { kind: 'cross-encoder'; labels: number } | { kind: 'ctc' } | { kind: 'vits' };
+/** How the network's output is read: pooled token vectors, a classifier's logits, a CTC recogniser's frames, the tokens a Whisper or Moonshine decoder writes, or a synthesiser's waveform. */
+export type OnnxHead =
+  { kind: 'encoder' } | { kind: 'cross-encoder'; labels: number } | { kind: 'ctc' } | { kind: 'whisper' } | { kind: 'moonshine' } | { kind: 'vits' };
+
+/** Whether a head is a speech recogniser (the `transcription` capability). */
+export function isSpeech(head: OnnxHead): boolean {
+  return head.kind === 'ctc' || head.kind === 'whisper' || head.kind === 'moonshine';
+}
 
 /**
  * The head `config.json` declares. A classifier's label count is its `id2label` size (or
@@ -21,6 +29,8 @@ export function headOf(config: Record<string, unknown>): OnnxHead {
   const architectures = Array.isArray(config['architectures']) ? config['architectures'] : [];
   if (architectures.some((a) => typeof a === 'string' && a.endsWith('ForCTC'))) return { kind: 'ctc' };
   if (architectures.includes('VitsModel')) return { kind: 'vits' };
+  if (architectures.includes('WhisperForConditionalGeneration')) return { kind: 'whisper' };
+  if (architectures.includes('MoonshineForConditionalGeneration')) return { kind: 'moonshine' };
   if (!architectures.some((a) => typeof a === 'string' && a.endsWith('ForSequenceClassification'))) return { kind: 'encoder' };
   const id2label = config['id2label'];
   const fromMap = id2label && typeof id2label === 'object' ? Object.keys(id2label).length : 0;

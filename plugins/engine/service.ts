@@ -229,9 +229,11 @@ export class EngineService implements InferenceService {
    * Text from an audio file on a model with the `transcription` capability: the model is
    * resolved and checked before the file is decoded (a key outside the allow-list learns nothing
    * of the file), the file decoded at the model's rate, cut into its windows (audio.ts) and each
-   * window transcribed in turn, the previous window's text as its prompt. Times are offset by
-   * the window's start, so they count from the start of the file. Admitted like an embedding;
-   * counted as a `transcribe` request.
+   * window transcribed in turn, the previous window's text as its prompt and, once a window
+   * with text reported its language (a Whisper model detects it), that language as the later
+   * windows' hint unless the client gave one. A window is one segment, or the segments the
+   * model timed (Whisper's timestamps). Times are offset by the window's start, so they count
+   * from the start of the file. Admitted like an embedding; counted as a `transcribe` request.
    */
   async transcribe(req: InferenceTranscribeRequest, signal: AbortSignal, onSegment?: (segment: TranscriptSegment) => void): Promise<TranscriptionResponse> {
     const model = await this.#resolve(req.model, 'transcribe');
@@ -248,7 +250,10 @@ export class EngineService implements InferenceService {
       const samples = await decodeAudio(req.audio, sampleRate, this.audioLimits, signal);
       const segments: TranscriptSegment[] = [];
       const words: TranscriptionResponse['words'] = [];
-      let language: string | undefined;
+      // The language of the first window with text (what the model detected, unless the client
+      // said), handed to the later windows as Whisper's own transcribe does.
+      let language = req.language;
+      let heard: string | undefined;
       let prompt = req.prompt;
       for (const window of planWindows(samples, Math.max(1, Math.floor(windowSeconds * sampleRate)), sampleRate)) {
         signal.throwIfAborted();
@@ -257,37 +262,51 @@ export class EngineService implements InferenceService {
           {
             samples: samples.subarray(window.start, window.start + window.length),
             task,
-            ...(req.language ? { language: req.language } : {}),
+            ...(language ? { language } : {}),
             ...(prompt ? { prompt } : {}),
             ...(req.temperature !== undefined ? { temperature: req.temperature } : {}),
           },
           signal,
         );
-        language ??= result.language;
+        heard ??= result.language;
         tokens += result.tokens.length;
         const text = result.text.trim();
-        if (text) prompt = text;
+        if (text) {
+          prompt = text;
+          language ??= result.language;
+        }
         const timed = result.words.map((w) => ({ word: w.word, start: round(offset + w.start), end: round(offset + w.end) }));
         words.push(...timed);
         if (!text) continue;
-        const segment: TranscriptSegment = {
-          id: segments.length,
-          start: timed.length > 0 ? timed[0]!.start : round(offset),
-          end: timed.length > 0 ? timed.at(-1)!.end : round(offset + window.length / sampleRate),
-          text,
-          tokens: result.tokens,
-          avgLogprob: result.avgLogprob,
-          noSpeechProb: result.noSpeechProb,
-          seek: window.start,
-        };
-        segments.push(segment);
-        onSegment?.(segment);
+        const stretches = result.segments?.length
+          ? result.segments.map((s) => ({ start: round(offset + s.start), end: round(offset + s.end), text: s.text.trim(), tokens: s.tokens }))
+          : [
+              {
+                start: timed.length > 0 ? timed[0]!.start : round(offset),
+                end: timed.length > 0 ? timed.at(-1)!.end : round(offset + window.length / sampleRate),
+                text,
+                tokens: result.tokens,
+              },
+            ];
+        for (const stretch of stretches) {
+          if (!stretch.text) continue;
+          const segment: TranscriptSegment = {
+            id: segments.length,
+            ...stretch,
+            avgLogprob: result.avgLogprob,
+            noSpeechProb: result.noSpeechProb,
+            seek: window.start,
+          };
+          segments.push(segment);
+          onSegment?.(segment);
+        }
       }
       this.#observe({ type: 'finished', model: model.name, promptTokens: 0, completionTokens: tokens, ...asker.label });
       return {
         model: model.name,
         task,
-        language: language ?? req.language ?? 'en',
+        // A translation's text is English (OpenAI's translations answer "english" too).
+        language: task === 'translate' ? 'en' : (language ?? heard ?? 'en'),
         duration: round(samples.length / sampleRate),
         sampleRate,
         text: segments.map((s) => s.text).join(' '),

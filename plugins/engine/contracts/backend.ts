@@ -334,11 +334,26 @@ export interface TranscribedWord {
   end: number;
 }
 
+/** A stretch of a window's text with its times, in seconds from the start of the samples. */
+export interface TranscribedSegment {
+  start: number;
+  end: number;
+  text: string;
+  /** The token ids of its text. */
+  tokens: number[];
+}
+
 export interface TranscribeResult {
   /** The text of the window. */
   text: string;
   /** Its words with their times (empty when the model cannot time them). */
   words: TranscribedWord[];
+  /**
+   * The window's text in timed segments, where the model times its text in stretches (Whisper's
+   * timestamp tokens). Absent or empty: the window's text is one segment, from its first word
+   * to its last (or the whole window when there are no words).
+   */
+  segments?: TranscribedSegment[];
   /** The token ids of the text. */
   tokens: number[];
   /** The mean log probability of the tokens chosen. */

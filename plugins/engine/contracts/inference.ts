@@ -122,7 +122,7 @@ export interface TranscriptSegment {
 export interface TranscriptionResponse {
   model: string;
   task: 'transcribe' | 'translate';
-  /** The language of the text (ISO-639-1): what the model says, else the request's, else `en`. */
+  /** The language of the text (ISO-639-1): `en` for a translation; else the request's, else what the model detected, else `en`. */
   language: string;
   /** Seconds of audio in the file. */
   duration: number;
