@@ -213,7 +213,7 @@ export function Chat() {
     },
     () => void models.reload(),
   );
-  const readAloud = useReadAloud(speechModel, speechVoice);
+  const readAloud = useReadAloud(speechModel, speechVoice, () => void models.reload());
 
   const regenerate = () => {
     const msgs = current.messages;

@@ -126,12 +126,17 @@ function played(audio: HTMLAudioElement, signal: AbortSignal): Promise<void> {
   });
 }
 
-/** Read-aloud with `model` and `voice`, one answer at a time. */
-export function useReadAloud(model: string, voice: string): ReadAloud {
+/**
+ * Read-aloud with `model` and `voice`, one answer at a time. `onModelGone` is called when the
+ * server no longer knows the model (so the page can reload its list), as for dictation.
+ */
+export function useReadAloud(model: string, voice: string, onModelGone: () => void): ReadAloud {
   const [active, setActive] = useState<ReadAloud['active']>(null);
   const [error, setError] = useState<ReadAloud['error']>(null);
   const audioRef = useRef<HTMLAudioElement | null>(null);
   const current = useRef<{ key: string; abort: AbortController } | null>(null);
+  const gone = useRef(onModelGone);
+  gone.current = onModelGone;
 
   const stop = () => {
     current.current?.abort.abort();
@@ -175,6 +180,7 @@ export function useReadAloud(model: string, voice: string): ReadAloud {
       }
     } catch (err) {
       if (abort.signal.aborted || (err as Error).name === 'AbortError') return;
+      if (err instanceof ApiError && err.status === 404) gone.current();
       setError({ key, message: `Could not read this answer aloud: ${why(err)}` });
     } finally {
       for (const url of urls) URL.revokeObjectURL(url);
