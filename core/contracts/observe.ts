@@ -31,7 +31,7 @@ export interface RequestObserver {
  * requests made outside an HTTP request.
  */
 export type InferenceEvent =
-  | { type: 'request'; model: string; kind: 'generate' | 'chat' | 'embed' | 'rerank' | 'transcribe'; principal?: string }
+  | { type: 'request'; model: string; kind: 'generate' | 'chat' | 'embed' | 'rerank' | 'transcribe' | 'speech'; principal?: string }
   /** Seconds from the request's arrival at the engine (queue and load included) to its first token. */
   | { type: 'first-token'; model: string; seconds: number }
   /** Seconds between two consecutive tokens of one generation. */

@@ -25,7 +25,9 @@
  * {@link SPEECH_MARK} and its window in seconds) has the `transcription` capability only and reads
  * out the audio the engine hands it: one word per 100 ms, the block's RMS level in thousandths
  * (`"0 212 305 0"`), each word timed by its block, so a test can compare what reached the model
- * with what it sent. Nothing is loaded into memory; the model's size is its file's.
+ * with what it sent. A voice model (`createVoiceModel`; its text is `VOICE_MARK` and its voices)
+ * has the `speech` capability only and speaks each character as 10 ms of tone (fake-voice.ts).
+ * Nothing is loaded into memory; the model's size is its file's.
  *
  * @module
  */
@@ -35,6 +37,7 @@ import type { ChatParams, FormatHandler, GenerationEvent, InferenceBackend, Load
 import { Errors } from '../errors.js';
 import { definePlugin } from '../plugin/define.js';
 import { Type } from '@sinclair/typebox';
+import { fakeVoiceModel, voiceNames } from './fake-voice.js';
 
 /** The media type of the layer that carries a fake model's text. */
 export const FAKE_MEDIA_TYPE = 'application/vnd.lia.fake';
@@ -59,6 +62,8 @@ export const fakeFormat: FormatHandler = {
     if (speechWindow(text) !== null) {
       return { details: { family: 'fake', families: ['fake'], parameter_size: '1', quantization_level: 'none' }, capabilities: ['transcription'] };
     }
+    const voices = voiceNames(text);
+    if (voices) return { details: { family: 'fake', families: ['fake'], parameter_size: '1', quantization_level: 'none' }, capabilities: ['speech'], voices };
     return {
       details: { family: 'fake', families: ['fake'], parameter_size: String(words(text).length), quantization_level: 'none' },
       capabilities: ['completion', 'embedding', ...(script ? (['tools'] as const) : []), ...(template?.includes('.Thinking') ? (['thinking'] as const) : [])],
@@ -179,6 +184,8 @@ export const fakeInferenceBackend: InferenceBackend = {
     const prefix = await readFile(model.modelPath, 'utf8');
     const script = parseScript(prefix);
     const window = speechWindow(prefix);
+    const voices = voiceNames(prefix);
+    if (voices) return fakeVoiceModel(voices, model.sizeBytes);
     if (window !== null) {
       const refuse = () => {
         throw Errors.badRequest('a fake speech model only transcribes');

@@ -52,6 +52,8 @@ import { startAppliance, type Appliance } from '../main.js';
 import type { Hooks } from '../plugin/hooks.js';
 
 export { default as fakeBackend, fakeFormat, fakeInferenceBackend, FAKE_MEDIA_TYPE, SCRIPT_MARK, SPEECH_MARK, type FakeScript } from './fake-backend.js';
+export { holdSpeech, VOICE_MARK } from './fake-voice.js';
+import { VOICE_MARK } from './fake-voice.js';
 import { SCRIPT_MARK, SPEECH_MARK, type FakeScript } from './fake-backend.js';
 export type { PluginEntry };
 
@@ -211,4 +213,14 @@ export async function createScriptedModel(app: Pick<TestAppliance, 'fetch'>, nam
  */
 export async function createSpeechModel(app: Pick<TestAppliance, 'fetch'>, name: string, windowSeconds = 30): Promise<void> {
   await createFakeModel(app, name, `${SPEECH_MARK} ${windowSeconds}`);
+}
+
+/**
+ * Creates a fake text-to-speech model (needs {@link FAKE_BACKEND} enabled): it has the `speech`
+ * capability and the given voices (`default` when none), and speaks each character as 10 ms of
+ * a 400 Hz tone at 16 kHz, amplitude 0.1 for the first voice, 0.2 for the second, and so on.
+ * With {@link holdSpeech}, a sentence with the word `HOLD` waits. Throws on failure.
+ */
+export async function createVoiceModel(app: Pick<TestAppliance, 'fetch'>, name: string, voices: string[] = []): Promise<void> {
+  await createFakeModel(app, name, [VOICE_MARK, ...voices].join(' '));
 }

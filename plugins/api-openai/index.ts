@@ -1,7 +1,7 @@
 /**
  * The `api-openai` plugin: the OpenAI-compatible inference endpoints under `/v1/`
  * (`chat/completions`, `responses`, `completions`, `embeddings`, `audio/transcriptions`,
- * `audio/translations` (routes/audio.ts), `models`), and the rerank API
+ * `audio/translations` (routes/audio.ts), `audio/speech` (routes/speech.ts), `models`), and the rerank API
  * (`/v1/rerank`, with `/rerank` and `/v2/rerank`; rerank.ts). Like Ollama's OpenAI middleware it has no
  * inference path of its own: `translate/` holds pure functions between the OpenAI wire format and
  * the native {@link InferenceService} of the engine, and `routes/` only validates, calls the
@@ -17,6 +17,7 @@ import { completionsRoute } from './routes/completions.js';
 import { embeddingsRoute } from './routes/embeddings.js';
 import { modelsRoutes } from './routes/models.js';
 import { rerankRoutes } from './routes/rerank.js';
+import { speechRoute } from './routes/speech.js';
 import { responsesRoute } from './routes/responses.js';
 import { openaiErrorBody, openaiErrorFormat } from './errors.js';
 
@@ -46,7 +47,7 @@ export default definePlugin({
   name: 'api-openai',
   apiVersion: 2,
   requires: ['inference', 'models'],
-  description: 'OpenAI-compatible /v1/ chat completions, responses, completions, embeddings, audio transcriptions and rerank over the native engine',
+  description: 'OpenAI-compatible /v1/ chat completions, responses, completions, embeddings, audio transcriptions, speech and rerank over the native engine',
   options: Options,
   env: { LIA_OPENAI_ALIASES: 'aliases', LIA_OPENAI_MAX_AUDIO_BYTES: 'maxAudioBytes' },
   async setup(app, ctx) {
@@ -60,6 +61,7 @@ export default definePlugin({
     embeddingsRoute(app, ctx.hooks, options);
     rerankRoutes(app, ctx.hooks, options);
     await audioRoutes(app, ctx.hooks, { ...options, maxAudioBytes: ctx.options.maxAudioBytes });
+    speechRoute(app, ctx.hooks, options);
     if (ctx.options.responses) responsesRoute(app, ctx.hooks, options);
     modelsRoutes(app, ctx.hooks);
   },

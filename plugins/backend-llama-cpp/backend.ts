@@ -98,7 +98,7 @@ export class LlamaCppBackend implements InferenceBackend {
       kvCacheType: options.kvCacheType,
     });
     // The runner loads no projector: the weights alone, plus the runner process.
-    return { totalBytes: totalBytes + RUNNER_OVERHEAD_BYTES, vramBytes: 0 };
+    return { totalBytes: totalBytes + RUNNER_OVERHEAD_BYTES, vramBytes: 0, processBytes: RUNNER_OVERHEAD_BYTES };
   }
 
   /**

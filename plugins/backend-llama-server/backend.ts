@@ -74,7 +74,7 @@ export function llamaServerBackend(o: LlamaServerBackendOptions): LlamaServerBac
   const estimate = async (model: ResolvedModel, options: LoadOptions): Promise<MemoryEstimate> => {
     // The store counts the projector in `sizeBytes`.
     const bytes = (await o.footprint?.(model, { ...options, batchSize: options.batchSize ?? o.batchSize })) ?? model.sizeBytes + FLAT_CACHE_BYTES;
-    return { totalBytes: bytes + SERVER_OVERHEAD_BYTES, vramBytes: 0 };
+    return { totalBytes: bytes + SERVER_OVERHEAD_BYTES, vramBytes: 0, processBytes: SERVER_OVERHEAD_BYTES };
   };
   return {
     processes: () => [...running].map(([server, model]) => ({ model, pid: server.pid })),

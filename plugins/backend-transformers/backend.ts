@@ -1,7 +1,7 @@
 /**
  * The transformers.js inference backend: runs `onnx` models in the Hugging Face ONNX layout,
- * sentence encoders for embeddings, cross-encoders for reranking and CTC speech recognisers for
- * transcription (head.ts), and tokenises
+ * sentence encoders for embeddings, cross-encoders for reranking, CTC, Whisper and Moonshine
+ * speech recognisers for transcription and VITS synthesisers for speech (head.ts), and tokenises
  * with their tokenizer. The scheduler (`plugins/engine`) owns the lifecycle; this
  * only sizes, loads and frees models.
  *
@@ -18,11 +18,14 @@ import { readLayout, type OnnxDtype } from './layout.js';
 import { estimateBytes } from './memory.js';
 import { loadCrossEncoder } from './cross-encoder.js';
 import { loadCtc } from './ctc.js';
+import { loadVits } from './vits.js';
 import { loadEncoder } from './model.js';
+import { loadMoonshine } from './moonshine.js';
+import { loadWhisper } from './whisper.js';
 
 /** How the backend picks weights and threads. */
 export interface TransformersBackendOptions {
-  /** Weights variant; `auto` takes fp32 `model.onnx` when present, else q8 `model_quantized.onnx`. */
+  /** Weights variant; `auto` takes fp32 `model.onnx` (a Whisper's `encoder_model.onnx` and `decoder_model_merged.onnx`) when present, else q8 `model_quantized.onnx`. */
   dtype: OnnxDtype | 'auto';
   /** onnxruntime intra-op threads; 0 takes every core the process may use. */
   threads: number;
@@ -44,6 +47,16 @@ export const BACKEND_NAME = 'transformers';
 export function threadsFor(option: number, cores = os.availableParallelism()): number {
   return option > 0 ? option : Math.max(1, cores);
 }
+
+/** What each head is, for the load's log line. */
+const KINDS = {
+  encoder: 'embedding',
+  'cross-encoder': 'reranking',
+  ctc: 'speech recognition',
+  whisper: 'speech recognition',
+  moonshine: 'speech recognition',
+  vits: 'text-to-speech',
+} as const;
 
 /** Creates the backend; `log` receives one line per load. */
 export function createTransformersBackend(options: TransformersBackendOptions, log?: FastifyBaseLogger): InferenceBackend {
@@ -72,12 +85,15 @@ export function createTransformersBackend(options: TransformersBackendOptions, l
           ? await loadCrossEncoder(model, layout, head.labels, settings)
           : head.kind === 'ctc'
             ? await loadCtc(model, layout, settings)
-            : await loadEncoder(model, layout, settings);
+            : head.kind === 'vits'
+              ? await loadVits(model, layout, settings, log)
+              : head.kind === 'whisper'
+                ? await loadWhisper(model, layout, settings)
+                : head.kind === 'moonshine'
+                  ? await loadMoonshine(model, layout, settings)
+                  : await loadEncoder(model, layout, settings);
       const ms = Math.round(performance.now() - started);
-      log?.info(
-        { model: model.name, weights: layout.weightsFile, dtype: layout.dtype, threads, ms },
-        `loaded ONNX ${head.kind === 'cross-encoder' ? 'reranking' : head.kind === 'ctc' ? 'speech' : 'embedding'} model`,
-      );
+      log?.info({ model: model.name, weights: layout.weightsFiles, dtype: layout.dtype, threads, ms }, `loaded ONNX ${KINDS[head.kind]} model`);
       return loaded;
     },
   };

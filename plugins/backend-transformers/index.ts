@@ -1,10 +1,12 @@
 /**
- * The `backend-transformers` plugin: sentence embeddings from ONNX models (the Hugging Face ONNX
- * layout) with transformers.js on onnxruntime-node, CPU. It registers one backend for the `onnx`
- * format in `hooks.backends`; the engine routes `/api/embed`, `/api/embeddings` and (through the
- * OpenAI plugin) `/v1/embeddings` to it by the model's format. Nothing is ever fetched from a
- * hub, and the library is imported on the first load only. Disable the plugin and ONNX models
- * answer a clear 400 while GGUF embeddings keep working. See docs/embeddings.md.
+ * The `backend-transformers` plugin: sentence embeddings, reranking and speech recognition (CTC,
+ * Whisper and Moonshine) from ONNX models (the Hugging Face ONNX layout) with transformers.js on
+ * onnxruntime-node, CPU. It registers one backend for the `onnx` format in `hooks.backends`; the
+ * engine routes `/api/embed`, `/api/embeddings` and (through the OpenAI plugin)
+ * `/v1/embeddings`, `/v1/rerank` and `/v1/audio/*` to it by the model's format. Nothing is ever
+ * fetched from a hub, and the library is imported on the first load only. Disable the plugin and
+ * ONNX models answer a clear 400 while GGUF embeddings keep working. See docs/embeddings.md,
+ * docs/rerank.md and docs/audio.md.
  *
  * @module
  */
@@ -17,7 +19,8 @@ const Options = Type.Object(
   {
     /**
      * Which weights file of a model folder to run: `auto` takes fp32 `onnx/model.onnx` when the
-     * folder has it, else q8 `onnx/model_quantized.onnx`, else the first other variant found;
+     * folder has it, else q8 `onnx/model_quantized.onnx`, else the first other variant found (a
+     * Whisper's or Moonshine's `encoder_model` and `decoder_model_merged` files, both of one variant);
      * any other value names one variant, and a folder without it fails to load naming the file.
      * Defaults to `auto`.
      */
@@ -48,7 +51,7 @@ export default definePlugin({
   name: 'backend-transformers',
   dependencies: ['engine'],
   apiVersion: 2,
-  description: 'ONNX sentence embeddings with transformers.js (onnxruntime-node, CPU)',
+  description: 'ONNX embeddings, reranking and speech recognition with transformers.js (onnxruntime-node, CPU)',
   options: Options,
   env: {
     LIA_ONNX_DTYPE: 'dtype',

@@ -1,6 +1,6 @@
 /**
- * Memory estimate of a loaded ONNX encoder, from file sizes and `config.json` alone (nothing is
- * loaded to compute it), so the scheduler can budget an embedding model like a GGUF one.
+ * Memory estimate of a loaded ONNX model, from file sizes and `config.json` alone (nothing is
+ * loaded to compute it), so the scheduler can budget an embedding or speech model like a GGUF one.
  *
  * Held = weights (onnxruntime keeps one copy of the initialisers, plus ~10% for the optimised
  * graph) + the tokenizer (the parsed vocabulary takes about 30× its JSON on the heap) + the peak
@@ -12,12 +12,33 @@
  *
  * The pass term is a margin over what a pass was measured to take, not a fit (bench/results/2026-11-27-code-notes.md).
  *
+ * A speech synthesiser (VITS) runs one sentence of at most 300 characters per pass: about 20 s of
+ * audio, whose vocoder activations (HiFi-GAN's upsampling stages, some 2 million floats a second
+ * of audio) take about 160 MB at their peak; {@link SPEECH_PASS_BYTES} counts twice that.
+ *
  * @module
  */
 import type { OnnxLayout } from './layout.js';
 
+/** The bytes one synthesis pass may take beside the weights (a margin, see the module comment). */
+export const SPEECH_PASS_BYTES = 320 * 1024 * 1024;
+
 /** Bytes a model holds once loaded and while running a full pass of `maxBatchTokens` tokens. */
 export function estimateBytes(layout: OnnxLayout, maxBatchTokens: number): number {
+  if (layout.speech) return Math.ceil(layout.weightsBytes * 1.1) + layout.tokenizerBytes * 30 + SPEECH_PASS_BYTES;
+  if (layout.audio && layout.decoder) {
+    // An encoder-decoder speech model (Whisper, Moonshine): the encoder's pass over one window's frames,
+    // then the decoder's caches (its own keys and values up to its token limit, and the
+    // encoder's, per layer), a step's logits (twice: the library copies them to process them),
+    // the spectrogram (Whisper) and the samples.
+    const { sampleRate, windowSeconds } = layout.audio;
+    const { layers, maxTokens, encoderFrames, vocabSize, melBins } = layout.decoder;
+    const width = layout.shape.hiddenSize;
+    const encoder = { ...layout, audio: undefined, decoder: undefined, shape: { ...layout.shape, maxTokens: encoderFrames } } as OnnxLayout;
+    const caches = layers * 2 * (maxTokens + encoderFrames) * width;
+    const spectrogram = melBins * 2 * encoderFrames;
+    return estimateBytes(encoder, encoderFrames) + 4 * (caches + 2 * vocabSize + spectrogram + 2 * sampleRate * windowSeconds);
+  }
   if (layout.audio) {
     // A speech model's pass is one window: its frames take the place of tokens, and the samples
     // and the logits are held beside it.

@@ -82,7 +82,7 @@ export function decodeWindows(file: Uint8Array, sampleRate: number, window: numb
     let ffmpeg: Ffmpeg | undefined;
     try {
       const input = path.join(dir, 'upload');
-      await writeFile(input, file, { mode: 0o600 });
+      await writeFile(input, withWavSizes(file), { mode: 0o600 });
       ffmpeg = runFfmpeg(input, sampleRate, limits, signal, {
         data: (chunk) => {
           ready.push(...cutter.push(chunk));
@@ -125,6 +125,33 @@ export function decodeWindows(file: Uint8Array, sampleRate: number, window: numb
 /** A running ffmpeg: `stop` kills it if it still runs and resolves once it has exited. */
 interface Ffmpeg {
   stop(): Promise<void>;
+}
+
+/** The "length unknown" value a streamed WAV carries in its RIFF and data sizes. */
+const UNKNOWN_SIZE = 0xffffffff;
+
+/**
+ * A WAV written as a stream (LIA's and OpenAI's speech with `response_format: "wav"`) cannot
+ * know its length when its header leaves: its RIFF and data sizes say {@link UNKNOWN_SIZE}, and
+ * ffmpeg reads its last, short packet as a truncated one. The upload is whole, so those sizes
+ * are filled in from its length (a copy; other files are returned as they are, and a WAV with
+ * real sizes that ends early stays truncated).
+ */
+export function withWavSizes(file: Uint8Array): Uint8Array {
+  const bytes = Buffer.from(file.buffer, file.byteOffset, file.byteLength);
+  if (bytes.length < 12 || bytes.toString('latin1', 0, 4) !== 'RIFF' || bytes.toString('latin1', 8, 12) !== 'WAVE') return file;
+  if (bytes.readUInt32LE(4) !== UNKNOWN_SIZE) return file;
+  const out = Buffer.from(bytes);
+  out.writeUInt32LE(out.length - 8, 4);
+  for (let offset = 12; offset + 8 <= out.length;) {
+    const size = out.readUInt32LE(offset + 4);
+    if (out.toString('latin1', offset, offset + 4) === 'data') {
+      if (size === UNKNOWN_SIZE) out.writeUInt32LE(out.length - offset - 8, offset + 4);
+      break;
+    }
+    offset += 8 + size + (size % 2);
+  }
+  return out;
 }
 
 function runFfmpeg(

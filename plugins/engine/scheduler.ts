@@ -214,6 +214,7 @@ export class Scheduler {
           queued: i.waiters.length,
           kv_cache_type: i.cache.kvCacheType ?? 'f16',
           flash_attention: i.cache.flashAttention === undefined ? ('auto' as const) : i.cache.flashAttention ? ('on' as const) : ('off' as const),
+          ...speculationShown(i.speculation),
         };
       })
       .sort((a, b) => b.expires_at.localeCompare(a.expires_at));
@@ -690,9 +691,16 @@ function deviceOf(i: Instance): string {
   return i.offload ? 'cpu' : (i.model?.vramBytes ?? 0) > 0 ? 'gpu' : 'cpu';
 }
 
+/** A load's speculation as `/api/ps` shows it (the options' names); nothing without one. */
+function speculationShown(s: Speculation | undefined): Pick<LoadedModelInfo, 'draft_model' | 'draft_ngram' | 'draft_num_predict'> {
+  if (!s) return {};
+  return s.kind === 'draft' ? { draft_model: s.draft.name, draft_num_predict: s.maxDraft } : { draft_ngram: s.ngram, draft_num_predict: s.maxDraft };
+}
+
 /**
  * Host memory a draft model takes beside the model (its weights and a cache of the same context and
- * slots, as both engines load it), by the backend's own estimate; 0 without one.
+ * slots, as both engines load it), by the backend's own estimate less the engine process, which the
+ * model's estimate already holds; 0 without one.
  */
 async function draftBytes(inst: Instance, backend: InferenceBackend, options: LoadOptions): Promise<number> {
   const s = inst.speculation;
@@ -700,7 +708,8 @@ async function draftBytes(inst: Instance, backend: InferenceBackend, options: Lo
   const { speculation: _s, offload: _o, adapters: _a, ...plain } = options;
   const { projectorPath: _p, adapters: _d, ...rest } = inst.resolved;
   const draft: ResolvedModel = { ...rest, name: s.draft.name, modelPath: s.draft.path, sizeBytes: s.draft.sizeBytes };
-  return (await backend.estimateMemory(draft, plain)).totalBytes;
+  const estimate = await backend.estimateMemory(draft, plain);
+  return Math.max(0, estimate.totalBytes - (estimate.processBytes ?? 0));
 }
 
 /**

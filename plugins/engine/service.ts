@@ -20,11 +20,14 @@ import type {
   InferenceGenerateRequest,
   InferenceRerankRequest,
   InferenceService,
+  InferenceSpeakRequest,
   InferenceTokenizeRequest,
   InferenceTranscribeRequest,
   KeepAlive,
   LoadedModelInfo,
   RerankResponse,
+  SpeechStream,
+  SpeechUsage,
   TokenizeResponse,
   TranscriptionResponse,
   TranscriptSegment,
@@ -41,6 +44,7 @@ import { withContextFit } from './plan/context-fit.js';
 import { planChat, planGenerate } from './plan/request-plan.js';
 import { planSpeculation, type SpeculationDefaults } from './plan/speculation.js';
 import { mergeOptions } from './request-options.js';
+import { planSpeech, startSpeech } from './speech.js';
 import type { Lease, Scheduler } from './scheduler.js';
 
 export class EngineService implements InferenceService {
@@ -226,10 +230,13 @@ export class EngineService implements InferenceService {
    * resolved and checked before the file is decoded (a key outside the allow-list learns nothing
    * of the file), the file decoded at the model's rate and cut into its windows as ffmpeg goes
    * (audio.ts), each window transcribed in turn while the rest decodes, the previous window's
-   * text as its prompt. Times are offset by the window's start, so they count from the start of
-   * the file. `onSegment` hears of no segment before the whole file has decoded without error, so
-   * a file that proves truncated is an error before any segment went out. Admitted like an
-   * embedding; counted as a `transcribe` request.
+   * text as its prompt and, once a window with text reported its language (a Whisper model
+   * detects it), that language as the later windows' hint unless the client gave one. A window
+   * is one segment, or the segments the model timed (Whisper's timestamps). Times are offset by
+   * the window's start, so they count from the start of the file. `onSegment` hears of no
+   * segment before the whole file has decoded without error, so a file that proves truncated is
+   * an error before any segment went out. Admitted like an embedding; counted as a `transcribe`
+   * request.
    */
   async transcribe(req: InferenceTranscribeRequest, signal: AbortSignal, onSegment?: (segment: TranscriptSegment) => void): Promise<TranscriptionResponse> {
     const model = await this.#resolve(req.model, 'transcribe');
@@ -246,7 +253,10 @@ export class EngineService implements InferenceService {
       const audio = decodeWindows(req.audio, sampleRate, Math.max(1, Math.floor(windowSeconds * sampleRate)), this.audioLimits, signal);
       const segments: TranscriptSegment[] = [];
       const words: TranscriptionResponse['words'] = [];
-      let language: string | undefined;
+      // The language of the first window with text (what the model detected, unless the client
+      // said), handed to the later windows as Whisper's own transcribe does.
+      let language = req.language;
+      let heard: string | undefined;
       let prompt = req.prompt;
       // Segments wait here until the file has decoded to its end without error.
       let told = 0;
@@ -262,30 +272,43 @@ export class EngineService implements InferenceService {
           {
             samples: window.samples,
             task,
-            ...(req.language ? { language: req.language } : {}),
+            ...(language ? { language } : {}),
             ...(prompt ? { prompt } : {}),
             ...(req.temperature !== undefined ? { temperature: req.temperature } : {}),
           },
           signal,
         );
-        language ??= result.language;
+        heard ??= result.language;
         tokens += result.tokens.length;
         const text = result.text.trim();
-        if (text) prompt = text;
+        if (text) {
+          prompt = text;
+          language ??= result.language;
+        }
         const timed = result.words.map((w) => ({ word: w.word, start: round(offset + w.start), end: round(offset + w.end) }));
         words.push(...timed);
         if (!text) continue;
-        const segment: TranscriptSegment = {
-          id: segments.length,
-          start: timed.length > 0 ? timed[0]!.start : round(offset),
-          end: timed.length > 0 ? timed.at(-1)!.end : round(offset + window.length / sampleRate),
-          text,
-          tokens: result.tokens,
-          avgLogprob: result.avgLogprob,
-          noSpeechProb: result.noSpeechProb,
-          seek: window.start,
-        };
-        segments.push(segment);
+        const stretches = result.segments?.length
+          ? result.segments.map((s) => ({ start: round(offset + s.start), end: round(offset + s.end), text: s.text.trim(), tokens: s.tokens }))
+          : [
+              {
+                start: timed.length > 0 ? timed[0]!.start : round(offset),
+                end: timed.length > 0 ? timed.at(-1)!.end : round(offset + window.length / sampleRate),
+                text,
+                tokens: result.tokens,
+              },
+            ];
+        for (const stretch of stretches) {
+          if (!stretch.text) continue;
+          const segment: TranscriptSegment = {
+            id: segments.length,
+            ...stretch,
+            avgLogprob: result.avgLogprob,
+            noSpeechProb: result.noSpeechProb,
+            seek: window.start,
+          };
+          segments.push(segment);
+        }
         tell();
       }
       tell();
@@ -293,7 +316,8 @@ export class EngineService implements InferenceService {
       return {
         model: model.name,
         task,
-        language: language ?? req.language ?? 'en',
+        // A translation's text is English (OpenAI's translations answer "english" too).
+        language: task === 'translate' ? 'en' : (language ?? heard ?? 'en'),
         duration: round(audio.samples / sampleRate),
         sampleRate,
         text: segments.map((s) => s.text).join(' '),
@@ -304,6 +328,28 @@ export class EngineService implements InferenceService {
       lease.release();
       asker.done(tokens);
     }
+  }
+
+  /**
+   * Speech from text on a model with the `speech` capability: the model is resolved and checked
+   * and the request read (speech.ts) before the model is loaded; the answer resolves with its
+   * first encoded bytes. Admitted like an embedding; counted as a `speech` request, its usage the
+   * tokens read and the audio's tokens.
+   */
+  async speak(req: InferenceSpeakRequest, signal: AbortSignal): Promise<SpeechStream> {
+    const model = await this.#resolve(req.model, 'speak');
+    const job = planSpeech(req);
+    const asker = admitted(model.name, estimateTokens([req.input]), this.#options(model, {}), signal, 'embed');
+    signal = asker.signal;
+    this.#observe({ type: 'request', model: model.name, kind: 'speech', ...asker.label });
+    const lease = await this.#acquire(model, req.keep_alive, asker.options, signal).catch(asker.fail);
+    const finish = (usage: SpeechUsage) => {
+      lease.release();
+      this.#observe({ type: 'finished', model: model.name, promptTokens: usage.inputTokens, completionTokens: usage.outputTokens, ...asker.label });
+      asker.done(usage.inputTokens + usage.outputTokens);
+    };
+    const ffmpeg = this.audioLimits.ffmpeg;
+    return startSpeech({ name: model.name, asked: req.model, model: lease.model, finish, ...(ffmpeg ? { ffmpeg } : {}) }, job, signal);
   }
 
   /** llama-server's `/tokenize` on any local model (loads it if needed; not counted as inference). */
@@ -412,7 +458,10 @@ export class EngineService implements InferenceService {
     return out;
   }
 
-  async #resolve(name: string, action: 'generate' | 'chat' | 'embed' | 'rerank' | 'transcribe' | 'tokenize' | 'load' | 'unload'): Promise<ResolvedModel> {
+  async #resolve(
+    name: string,
+    action: 'generate' | 'chat' | 'embed' | 'rerank' | 'transcribe' | 'speak' | 'tokenize' | 'load' | 'unload',
+  ): Promise<ResolvedModel> {
     if (!this.running) throw Errors.unavailable('svc-inference is stopped; start it with POST /system/services/svc-inference/start');
     if (typeof name !== 'string' || name.trim() === '') throw Errors.badRequest('model is required', { param: 'model' });
     // A key's model allow-list, checked on the name asked (before the store is asked, so a key
@@ -424,7 +473,7 @@ export class EngineService implements InferenceService {
     const caps = model.capabilities;
     if (
       (action === 'generate' || action === 'chat') &&
-      (caps.includes('embedding') || caps.includes('rerank') || caps.includes('transcription')) &&
+      (caps.includes('embedding') || caps.includes('rerank') || caps.includes('transcription') || caps.includes('speech')) &&
       !caps.includes('completion')
     ) {
       throw Errors.badRequest(`"${name}" does not support ${action}`);
@@ -433,7 +482,8 @@ export class EngineService implements InferenceService {
     if (action === 'embed' && caps.includes('rerank') && !caps.includes('embedding')) throw unsupported(name, 'embedding');
     if (action === 'rerank' && !caps.includes('rerank')) throw unsupported(name, 'rerank');
     if (action === 'transcribe' && !caps.includes('transcription')) throw unsupported(name, 'transcription');
-    if (action === 'embed' && caps.includes('transcription') && !caps.includes('embedding')) throw unsupported(name, 'embedding');
+    if (action === 'speak' && !caps.includes('speech')) throw unsupported(name, 'speech');
+    if (action === 'embed' && (caps.includes('transcription') || caps.includes('speech')) && !caps.includes('embedding')) throw unsupported(name, 'embedding');
     return model;
   }
 

@@ -111,7 +111,7 @@ export class Series {
     });
     this.#requests = new Counter({
       name: 'lia_model_requests_total',
-      help: 'Inference requests that reached a model, by model and kind (generate, chat, embed, rerank, transcribe).',
+      help: 'Inference requests that reached a model, by model and kind (generate, chat, embed, rerank, transcribe, speech).',
       labelNames: ['model', 'kind'],
       registers,
     });

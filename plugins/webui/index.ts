@@ -15,13 +15,15 @@ import { projectPath } from 'lia/utils';
 import { IMMUTABLE, loadAssets, pickEncoding, REVALIDATE } from './assets.js';
 import { NOT_BUILT_PAGE, STOPPED_PAGE } from './pages.js';
 
-/** The console's CSP: this origin only, no inline script or style, no framing, no plugins. */
+/** The console's CSP: this origin only (and the page's own blob: audio), no inline script or style, no framing, no plugins. */
 export const CONSOLE_CSP = [
   "default-src 'none'",
   "script-src 'self'",
   "style-src 'self'",
   "img-src 'self'",
   "connect-src 'self'",
+  // Read aloud plays the audio it fetched from a blob: URL the page made itself.
+  'media-src blob:',
   "manifest-src 'self'",
   "base-uri 'none'",
   "form-action 'none'",

@@ -1,8 +1,10 @@
 /**
  * Audio for the speech tests: text written as tones the `tiny-ctc` fixture reads back
- * (scripts/fixtures/tiny-ctc.py: character i of `|A…Z'` is a tone of 300 + 100·i Hz), encoded by
+ * (scripts/fixtures/tiny-ctc.py: character i of `|A…Z'` is a tone of 300 + 100·i Hz) or words
+ * as the tones `tiny-whisper` hears (scripts/fixtures/tiny-whisper.py), encoded by
  * Debian's ffmpeg into each container OpenAI accepts, and real speech from Debian's espeak-ng.
- * A missing tool fails with the package to install.
+ * ffprobe and level helpers for the speech the appliance writes. A missing tool fails with the
+ * package to install.
  *
  * @module
  */
@@ -53,6 +55,32 @@ export function tones(
     at += tone + gap + (c === ' ' ? pause : 0);
   }
   return { samples, words };
+}
+
+/**
+ * `words` as the `tiny-whisper` fixture hears them (scripts/fixtures/tiny-whisper.py): one tone
+ * of `tone` seconds per word at its band's frequency (`bands`: word → Hz, a language's entry of
+ * the fixture's design.json), `gap` seconds of silence between words, after `lead` seconds of
+ * silence. Returns the samples at 16 kHz and where each word sounds.
+ */
+export function wordTones(
+  bands: Record<string, number>,
+  words: string[],
+  { tone = 0.3, gap = 0.25, amplitude = 0.3, lead = 0.2 } = {},
+): { samples: Float32Array; words: PlacedWord[] } {
+  const samples = new Float32Array(Math.round((lead + words.length * (tone + gap) + 0.2) * RATE));
+  const placed: PlacedWord[] = [];
+  let at = lead;
+  for (const word of words) {
+    const f = bands[word];
+    if (f === undefined) throw new Error(`wordTones: ${JSON.stringify(word)} has no band in the fixture's design`);
+    const from = Math.round(at * RATE);
+    const n = Math.round(tone * RATE);
+    for (let k = 0; k < n; k++) samples[from + k] = amplitude * Math.sin((2 * Math.PI * f * k) / RATE);
+    placed.push({ word, start: at, end: at + tone });
+    at += tone + gap;
+  }
+  return { samples, words: placed };
 }
 
 /** ffmpeg's output options for each container OpenAI accepts, by file extension. */
@@ -146,4 +174,34 @@ export function correlation(a: number[], b: number[]): number {
     db += (b[i]! - mb) ** 2;
   }
   return num / Math.sqrt(da * db);
+}
+
+/** What ffprobe says of an encoded file (its first audio stream); `raw` names the demuxer of headerless samples. */
+export function probe(bytes: Buffer, raw?: string[]): { codec: string; rate: number; channels: number } {
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'lia-audio-probe-'));
+  try {
+    const file = path.join(dir, 'audio');
+    writeFileSync(file, bytes);
+    const args = ['-v', 'error', ...(raw ?? []), '-show_entries', 'stream=codec_name,sample_rate,channels', '-of', 'json', file];
+    const stream = (
+      JSON.parse(tool('ffprobe', args, undefined, 'ffmpeg').toString()) as { streams: { codec_name: string; sample_rate: string; channels: number }[] }
+    ).streams[0]!;
+    return { codec: stream.codec_name, rate: Number(stream.sample_rate), channels: stream.channels };
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+/** Signed 16-bit little-endian samples as floats. */
+export function fromPcm16(pcm: Buffer): Float32Array {
+  const out = new Float32Array(Math.floor(pcm.length / 2));
+  for (let i = 0; i < out.length; i++) out[i] = pcm.readInt16LE(2 * i) / 32768;
+  return out;
+}
+
+/** The RMS level of `samples`. */
+export function rms(samples: Float32Array): number {
+  let sum = 0;
+  for (const x of samples) sum += x * x;
+  return Math.sqrt(sum / Math.max(1, samples.length));
 }

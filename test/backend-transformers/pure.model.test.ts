@@ -1,7 +1,8 @@
 /**
  * Unit tests of the transformers backend's pure parts: pass planning and padding, pooling and
- * normalisation, token limits and the memory estimate, and a speech window's normalisation against
- * the library's own `Wav2Vec2FeatureExtractor` (imported, no model loaded).
+ * normalisation, token limits and the memory estimate (an encoder-decoder speech model's too),
+ * and a speech window's normalisation against the library's own `Wav2Vec2FeatureExtractor`
+ * (imported, no model loaded).
  */
 import t from 'tap';
 import { padPass, planPasses, type Encoding } from '../../plugins/backend-transformers/batching.js';
@@ -129,7 +130,7 @@ t.test('shapeOf reads BERT names and the memory estimate grows with the budget',
   const layout: OnnxLayout = {
     dir: '/m',
     dtype: 'q8',
-    weightsFile: 'onnx/model_quantized.onnx',
+    weightsFiles: ['onnx/model_quantized.onnx'],
     weightsBytes: 23_000_000,
     tokenizerBytes: 700_000,
     shape,
@@ -141,6 +142,27 @@ t.test('shapeOf reads BERT names and the memory estimate grows with the budget',
   t.ok(estimateBytes(layout, 8192) > small, 'a bigger pass needs more');
   // One 16 × 512-token pass of this shape raised the RSS by ~480 MB when measured.
   t.ok(estimateBytes(layout, 8192) > 480 * 2 ** 20);
+});
+
+t.test('the memory estimate of an encoder-decoder speech model counts its decoder caches', async (t) => {
+  // whisper-small's shape: 12 + 12 layers of width 768, 1500 encoder frames, 448 decoder tokens.
+  const layout: OnnxLayout = {
+    dir: '/m',
+    dtype: 'fp32',
+    weightsFiles: ['onnx/encoder_model.onnx', 'onnx/decoder_model_merged.onnx'],
+    weightsBytes: 967_000_000,
+    tokenizerBytes: 2_500_000,
+    shape: shapeOf({ model_type: 'whisper', d_model: 768, encoder_layers: 12, encoder_attention_heads: 12, encoder_ffn_dim: 3072 }, 448),
+    pooling: 'mean',
+    head: { kind: 'whisper' },
+    audio: { sampleRate: 16000, windowSeconds: 30, frameSamples: 320 },
+    decoder: { layers: 12, maxTokens: 448, encoderFrames: 1500, vocabSize: 51865, melBins: 80, generation: {} },
+  };
+  t.match(layout.shape, { hiddenSize: 768, layers: 12, heads: 12, intermediateSize: 3072 }, "the encoder's shape from Whisper's names");
+  const bytes = estimateBytes(layout, 4096);
+  const caches = 12 * 2 * (448 + 1500) * 768 * 4;
+  t.ok(bytes > 967_000_000 * 1.1 + 2_500_000 * 30 + caches, `${bytes} holds the weights, the tokenizer and the caches`);
+  t.ok(estimateBytes({ ...layout, decoder: { ...layout.decoder!, layers: 24 } }, 4096) > bytes, 'more decoder layers, more cache');
 });
 
 t.test("normalizeWindow: the very floats of the library's Wav2Vec2FeatureExtractor", async (t) => {

@@ -251,6 +251,20 @@ t.test('memory budget: estimates that do not fit unload idle models first', asyn
   t.same(backend.journal, ['load a@2048', 'unload a', 'load b@2048']);
 });
 
+t.test('memory budget: a draft model counts its weights and cache, not a second engine process', async (t) => {
+  // 400 bytes a load, 100 of them the engine process: the model with its draft is 400 + 300, and a
+  // second model of 400 fits beside it in 1100 (counting the process twice, 800 + 400, would not).
+  const backend = fakeBackend(400);
+  backend.estimateMemory = async () => ({ totalBytes: 400, vramBytes: 0, processBytes: 100 });
+  const s = scheduler(backend, { memoryBudgetBytes: 1100 });
+  const speculation = { kind: 'draft' as const, draft: { name: 'small', path: '/models/small', sizeBytes: 50 }, maxDraft: 3 };
+  (await s.acquire(model('a'), { speculation }, never)).release();
+  (await s.acquire(model('b'), {}, never)).release();
+  t.same(backend.journal, ['load a@2048', 'load b@2048'], 'both loaded');
+  (await s.acquire(model('c'), {}, never)).release();
+  t.same(backend.journal.slice(2), ['unload a', 'load c@2048'], 'a third does not fit: the least recently used goes');
+});
+
 t.test('memory budget: what the offload plan puts on a GPU does not count against the host budget', async (t) => {
   // 600 bytes a model, 500 of them on the device (2 layers of 200, the output layer 50, a fixed 50):
   // two fit a 1000-byte host budget together only because the device holds most of each.

@@ -66,6 +66,12 @@ for (const engine of ['llama-server', 'llama-cpp']) {
       t.equal(arg('--threads-batch'), arg('--threads'), "every step is a batch: llama-server's batch threads are the small-batch count");
     }
 
+    const ps = (await client.ps()).models as unknown as { name: string; draft_model?: string; draft_num_predict?: number; draft_ngram?: number }[];
+    const loaded = ps.find((m) => m.name === 'story-fast:latest');
+    t.equal(loaded?.draft_model, 'story:latest', '/api/ps names the draft the model was loaded with');
+    t.equal(loaded?.draft_num_predict, engine === 'llama-server' ? 4 : 1, 'and the most tokens it drafts a step');
+    t.equal(ps.find((m) => m.name === 'story:latest')?.draft_model, undefined, 'a model loaded without speculation shows none');
+
     const chat = await client.chat({ model: 'story-fast', messages: [{ role: 'user', content: PROMPT }], options: GREEDY });
     t.type((chat as unknown as { draft_count?: number }).draft_count, 'number', '/api/chat reports drafts too');
 
@@ -93,6 +99,8 @@ for (const engine of ['llama-server', 'llama-cpp']) {
     const plain = await client.generate({ model: 'story', prompt, options: GREEDY });
     const lookup = await client.generate({ model: 'story-lookup', prompt, options: GREEDY });
     t.equal(lookup.response, plain.response, 'the answer with n-gram lookup is the answer without');
+    const ps = (await client.ps()).models as unknown as { name: string; draft_ngram?: number; draft_model?: string }[];
+    t.equal(ps.find((m) => m.name === 'story-lookup:latest')?.draft_ngram, 2, '/api/ps shows the n-gram length');
     const drafts = lookup as unknown as { draft_count?: number; draft_accepted_count?: number };
     t.ok((drafts.draft_accepted_count ?? 0) > 0, `drafts from the repeated prompt are accepted (${drafts.draft_accepted_count} of ${drafts.draft_count})`);
     if (engine === 'llama-server') {

@@ -147,6 +147,15 @@ t.test('lia create from an ONNX folder', async (t) => {
   t.match(show.body, { details: { format: 'onnx', family: 'bert' }, capabilities: ['embedding'] });
 });
 
+t.test('lia create from a VITS folder: a speech model with its voices', async (t) => {
+  const { app, dir, ca } = await cliStore(t);
+  await writeFile(path.join(dir, 'Modelfile'), `FROM ${await builtFixture('tiny-vits')}\n`);
+  const res = await liaIn(app, ca, ['create', 'voice'], dir);
+  t.equal(res.code, 0, res.stderr);
+  const show = await call(app, 'POST', '/api/show', { model: 'voice' });
+  t.match(show.body, { details: { format: 'onnx', family: 'vits' }, capabilities: ['speech'], voices: ['loud', 'quiet'] });
+});
+
 t.test('lia create with an ADAPTER line uploads the adapter and makes a model of the base with it', async (t) => {
   const { app, dir, ca } = await cliStore(t);
   await writeFile(path.join(dir, 'Modelfile'), `FROM ${fixture(TINY_LORA_BASE)}\n`);

@@ -33,14 +33,35 @@ export function spkiHash(pem: string): string {
   return createHash('sha256').update(der).digest('base64');
 }
 
-export async function startConsole(options: TestApplianceOptions = {}): Promise<ConsoleFixture> {
-  const app = await startTestAppliance(options);
-  const browser = await chromium.launch({
+export interface BrowserOptions {
+  /** More Chromium switches (a fake microphone, say). */
+  args?: string[];
+}
+
+/** A headless Chromium that trusts `app`'s certificate (and no other), with `args` added. */
+export function launchBrowser(app: TestAppliance, args: string[] = []): Promise<Browser> {
+  return chromium.launch({
     executablePath: CHROMIUM,
     // Chromium matches the list against the chain the server presents (the leaf), so both the
     // leaf's key and the CA's are listed.
-    args: ['--no-sandbox', `--ignore-certificate-errors-spki-list=${[app.hooks.tls.get().current().cert, app.ca].map(spkiHash).join(',')}`],
+    args: ['--no-sandbox', `--ignore-certificate-errors-spki-list=${[app.hooks.tls.get().current().cert, app.ca].map(spkiHash).join(',')}`, ...args],
   });
+}
+
+/** Opens `/ui/#/<route>` in `page`, signing in with the master key (kept in the tab) when asked. */
+export async function openConsole(page: Page, app: TestAppliance, route = 'chat'): Promise<void> {
+  await page.goto(`${app.url}/ui/#/${route}`);
+  const key = page.getByLabel('API key');
+  if (await key.isVisible().catch(() => false)) {
+    await key.fill(app.key);
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.getByRole('navigation', { name: 'Pages' }).waitFor();
+  }
+}
+
+export async function startConsole(options: TestApplianceOptions = {}, browserOptions: BrowserOptions = {}): Promise<ConsoleFixture> {
+  const app = await startTestAppliance(options);
+  const browser = await launchBrowser(app, browserOptions.args);
   const context = await browser.newContext({ viewport: { width: 1200, height: 800 }, colorScheme: 'light' });
   const page = await context.newPage();
   return {
@@ -48,14 +69,8 @@ export async function startConsole(options: TestApplianceOptions = {}): Promise<
     browser,
     context,
     page,
-    async open(route = 'chat') {
-      await page.goto(`${app.url}/ui/#/${route}`);
-      const key = page.getByLabel('API key');
-      if (await key.isVisible().catch(() => false)) {
-        await key.fill(app.key);
-        await page.getByRole('button', { name: 'Sign in' }).click();
-        await page.getByRole('navigation', { name: 'Pages' }).waitFor();
-      }
+    open(route) {
+      return openConsole(page, app, route);
     },
     async shot(name) {
       if (process.env['LIA_SCREENSHOTS'] !== '1') return;

@@ -18,6 +18,7 @@ t.test('the page: no-cache with an ETag, strict CSP, 304 when unchanged', async 
   t.match(csp, /script-src 'self'/);
   t.match(csp, /style-src 'self'/);
   t.notMatch(csp, /unsafe/, 'nothing unsafe allowed');
+  t.match(csp, /media-src blob:(;|$)/, 'media only from the blob: URLs the page makes (read aloud)');
   t.notMatch(html, /<script(?![^>]*\bsrc=)[^>]*>/, 'no inline script in the page');
   t.notMatch(html, /https?:\/\//, 'nothing from another origin');
   const etag = res.headers.get('etag');

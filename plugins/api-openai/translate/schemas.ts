@@ -24,7 +24,8 @@ export const Opt = <T extends TSchema>(schema: T) => Type.Optional(Nullable(sche
 /** One of a few strings (one `enum`, so an error lists them all). */
 export const OneOf = <T extends string>(values: readonly T[]) => Type.Unsafe<T>({ type: 'string', enum: [...values] });
 /** An optional one of a few strings, or `null`. */
-const OptOneOf = <T extends string>(values: readonly T[]) => Type.Optional(Type.Unsafe<T | null>({ type: 'string', nullable: true, enum: [...values, null] }));
+export const OptOneOf = <T extends string>(values: readonly T[]) =>
+  Type.Optional(Type.Unsafe<T | null>({ type: 'string', nullable: true, enum: [...values, null] }));
 export const AnyObject = Type.Object({}, open);
 
 export const Model = Type.String({ minLength: 1 });

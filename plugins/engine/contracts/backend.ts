@@ -334,11 +334,26 @@ export interface TranscribedWord {
   end: number;
 }
 
+/** A stretch of a window's text with its times, in seconds from the start of the samples. */
+export interface TranscribedSegment {
+  start: number;
+  end: number;
+  text: string;
+  /** The token ids of its text. */
+  tokens: number[];
+}
+
 export interface TranscribeResult {
   /** The text of the window. */
   text: string;
   /** Its words with their times (empty when the model cannot time them). */
   words: TranscribedWord[];
+  /**
+   * The window's text in timed segments, where the model times its text in stretches (Whisper's
+   * timestamp tokens). Absent or empty: the window's text is one segment, from its first word
+   * to its last (or the whole window when there are no words).
+   */
+  segments?: TranscribedSegment[];
   /** The token ids of the text. */
   tokens: number[];
   /** The mean log probability of the tokens chosen. */
@@ -347,6 +362,32 @@ export interface TranscribeResult {
   noSpeechProb: number;
   /** The language the model transcribed (ISO-639-1), when it knows. */
   language?: string;
+}
+
+/** How a text-to-speech model speaks ({@link LoadedModel.speech}). */
+export interface SpeechOutput {
+  /** Its voices by name, at least one; the first is the default. */
+  readonly voices: readonly string[];
+}
+
+/** What {@link LoadedModel.synthesize} is asked: one sentence (or part of a long one) of the input. */
+export interface SynthesizeParams {
+  /** The text, trimmed, never empty. */
+  text: string;
+  /** One of {@link SpeechOutput.voices}. */
+  voice: string;
+  /** How to speak (tone, pace, accent), when the client says; a model that cannot follow them ignores them. */
+  instructions?: string;
+}
+
+/** What {@link LoadedModel.synthesize} answers: the part spoken. */
+export interface SynthesizeResult {
+  /** Mono samples in [-1, 1]. */
+  samples: Float32Array;
+  /** Their rate, in Hz; the same for every part a model speaks. */
+  sampleRate: number;
+  /** Tokens of the text the model read. */
+  tokens: number;
 }
 
 /** What {@link LoadedModel.tokenize} is asked (llama-server's `/tokenize` fields). */
@@ -509,6 +550,17 @@ export interface LoadedModel {
    * models with the `transcription` capability have it; the engine answers 400 for others.
    */
   transcribe?(params: TranscribeParams, signal: AbortSignal): Promise<TranscribeResult>;
+  /**
+   * How a text-to-speech model speaks. Present exactly on models with the `speech` capability,
+   * with {@link synthesize}.
+   */
+  readonly speech?: SpeechOutput;
+  /**
+   * Speech from one sentence of text (the engine splits the input, synthesises the parts in
+   * order and encodes them). Optional: only models with the `speech` capability have it; the
+   * engine answers 400 for others.
+   */
+  synthesize?(params: SynthesizeParams, signal: AbortSignal): Promise<SynthesizeResult>;
   /** The model's tokenizer on a text. Optional: a model without it (a remote one) cannot tokenize (400). */
   tokenize?(params: TokenizeParams, signal: AbortSignal): Promise<TokenizeResult>;
   /**
@@ -524,6 +576,12 @@ export interface MemoryEstimate {
   /** Bytes the model will hold once loaded with the given options (weights + caches). */
   totalBytes: number;
   vramBytes: number;
+  /**
+   * Of `totalBytes`, what the engine's process costs whatever it holds (its code, threads and
+   * buffers). A draft model loads into the model's own process, so the engine counts this once
+   * for the pair. Absent: 0.
+   */
+  processBytes?: number;
 }
 
 /** One stored file (a manifest layer) of a model, as a {@link FormatHandler} sees it. */
@@ -559,6 +617,8 @@ export interface FormatDescription {
   capabilities: ModelCapability[];
   /** The `model_info` of `/api/show`. Defaults to `{}`. */
   modelInfo?: Record<string, unknown>;
+  /** A speech model's voices (`/api/show` → `voices`), the default first. Absent for other models. */
+  voices?: string[];
 }
 
 /** A handler's verdict on the file names of an `/api/create`: not its format, or its format (usable or not). */

@@ -122,7 +122,7 @@ export interface TranscriptSegment {
 export interface TranscriptionResponse {
   model: string;
   task: 'transcribe' | 'translate';
-  /** The language of the text (ISO-639-1): what the model says, else the request's, else `en`. */
+  /** The language of the text (ISO-639-1): `en` for a translation; else the request's, else what the model detected, else `en`. */
   language: string;
   /** Seconds of audio in the file. */
   duration: number;
@@ -131,6 +131,61 @@ export interface TranscriptionResponse {
   segments: TranscriptSegment[];
   /** Every word with its times, in seconds from the start of the file. */
   words: { word: string; start: number; end: number }[];
+}
+
+/** The encodings speech is answered in (OpenAI's `response_format` names); `pcm` is raw signed 16-bit little-endian samples. */
+export type SpeechFormat = 'mp3' | 'opus' | 'aac' | 'flac' | 'wav' | 'pcm';
+
+export interface InferenceSpeakRequest {
+  model: string;
+  /** The text to speak; the engine splits it into sentences and speaks them in order. */
+  input: string;
+  /**
+   * One of the model's voices (`/api/show` → `voices`), or one of OpenAI's voice names, which
+   * map to the model's voices in turn (docs/audio.md). Defaults to the model's first voice.
+   */
+  voice?: string;
+  /** How to speak; handed to the model, which may ignore it. */
+  instructions?: string;
+  /** 0.25 to 4 (ffmpeg's `atempo`, pitch kept). Defaults to 1. */
+  speed?: number;
+  /** Defaults to `mp3`. */
+  format?: SpeechFormat;
+  keep_alive?: KeepAlive;
+}
+
+/** What a spoken answer cost. */
+export interface SpeechUsage {
+  /** The tokens the model read. */
+  inputTokens: number;
+  /** The audio produced, counted as 20 tokens a second. */
+  outputTokens: number;
+  /** Seconds of audio produced, before any change of speed. */
+  seconds: number;
+}
+
+/**
+ * A spoken answer under way. The promise that returns it settles once the first encoded bytes
+ * are in hand (the model loaded, the voice found, the first sentence spoken, the encoder
+ * running), so every failure before any audio rejects it with its own status. `audio` yields the
+ * encoded bytes as the encoder writes them and throws on a failure after that; leaving it early
+ * (or the request's signal) stops the synthesis and the encoder.
+ */
+export interface SpeechStream {
+  /** The model name as resolved by the store. */
+  model: string;
+  /** The model's voice that speaks. */
+  voice: string;
+  /** The encoding asked for. */
+  format: SpeechFormat;
+  /** The media type of the encoded audio (`audio/mpeg`, ...). */
+  contentType: string;
+  /** The rate of the encoded audio, in Hz (24000, as OpenAI's). */
+  sampleRate: number;
+  /** The encoded audio, in the pieces ffmpeg writes; the first is already in hand. */
+  audio: AsyncIterable<Uint8Array>;
+  /** Usage so far; final once `audio` has ended. */
+  usage(): SpeechUsage;
 }
 
 export interface InferenceTokenizeRequest {
@@ -203,6 +258,13 @@ export interface LoadedModelInfo {
   kv_cache_type: string;
   /** Flash attention as loaded: `on`, `off`, or `auto` (the engine decided). */
   flash_attention: 'on' | 'off' | 'auto';
+  /**
+   * Speculative decoding as loaded, in the options' spellings: the draft model's name or the
+   * n-gram length, and the most tokens drafted per step. Absent without speculation.
+   */
+  draft_model?: string;
+  draft_ngram?: number;
+  draft_num_predict?: number;
 }
 
 export interface InferenceService {
@@ -228,6 +290,13 @@ export interface InferenceService {
    * An empty, truncated or undecodable file is a 400. Optional for other implementations.
    */
   transcribe?(request: InferenceTranscribeRequest, signal: AbortSignal, onSegment?: (segment: TranscriptSegment) => void): Promise<TranscriptionResponse>;
+  /**
+   * Speech from text, on a model with the `speech` capability (else a 400 naming it): the input
+   * is split into sentences, each spoken in turn and encoded as it is done (ffmpeg), so the
+   * audio starts with the first sentence. An empty input, an unknown voice, a speed out of range
+   * is a 400. Optional for other implementations.
+   */
+  speak?(request: InferenceSpeakRequest, signal: AbortSignal): Promise<SpeechStream>;
   /** The model's tokenizer on a text (loads the model if needed). Optional. */
   tokenize?(request: InferenceTokenizeRequest, signal: AbortSignal): Promise<TokenizeResponse>;
   /** Token ids back to text. Optional, with {@link tokenize}. */

@@ -38,6 +38,9 @@ export function psRoutes(app: FastifyInstance, service: () => InferenceService, 
         queued: m.queued,
         kv_cache_type: m.kv_cache_type,
         flash_attention: m.flash_attention,
+        ...(m.draft_model !== undefined ? { draft_model: m.draft_model } : {}),
+        ...(m.draft_ngram !== undefined ? { draft_ngram: m.draft_ngram } : {}),
+        ...(m.draft_num_predict !== undefined ? { draft_num_predict: m.draft_num_predict } : {}),
       })),
   }));
 

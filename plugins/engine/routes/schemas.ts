@@ -184,6 +184,9 @@ export const PsResponse = Type.Object({
       queued: Type.Integer(),
       kv_cache_type: Type.String(),
       flash_attention: Type.String(),
+      draft_model: Type.Optional(Type.String()),
+      draft_ngram: Type.Optional(Type.Integer()),
+      draft_num_predict: Type.Optional(Type.Integer()),
     }),
   ),
 });

@@ -85,6 +85,7 @@ export function registerModelRoutes(app: FastifyInstance, store: ModelStoreServi
       ...(view.messages.length > 0 ? { messages: view.messages } : {}),
       model_info: view.modelInfo,
       capabilities: view.capabilities,
+      ...(view.voices ? { voices: view.voices } : {}),
       modified_at: localTime(view.stored.modifiedAt),
     };
   });

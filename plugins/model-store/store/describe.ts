@@ -36,6 +36,8 @@ export interface ModelView {
   capabilities: ModelCapability[];
   /** `model_info` of `/api/show`, as the handler gives it. */
   modelInfo: Record<string, unknown>;
+  /** A speech model's voices (`/api/show` → `voices`), as the handler gives them. */
+  voices?: string[];
 }
 
 /** The Ollama config blob (`ConfigV2`), the fields the store reads and writes. */
@@ -172,6 +174,15 @@ export class Describer {
     }
     const described = await handler.describe({ weights: weights.map((l) => this.file(l)), layers: layers.map((l) => this.file(l)), template, verbose });
     const details: ModelDetails = { parent_model: parent, format: handler.name, ...described.details };
-    return { ...base, format: handler.name, handler, details, weights, capabilities: described.capabilities, modelInfo: described.modelInfo ?? {} };
+    return {
+      ...base,
+      format: handler.name,
+      handler,
+      details,
+      weights,
+      capabilities: described.capabilities,
+      modelInfo: described.modelInfo ?? {},
+      ...(described.voices?.length ? { voices: described.voices } : {}),
+    };
   }
 }

@@ -70,7 +70,8 @@ export async function request(path: string, options: RequestOptions = {}): Promi
   const key = options.key ?? getKey();
   if (!options.anonymous && key) headers.Authorization = `Bearer ${key}`;
   let body: BodyInit | undefined;
-  if (options.body instanceof Blob) body = options.body;
+  // A Blob goes as it is; FormData as multipart, the browser writing its boundary.
+  if (options.body instanceof Blob || options.body instanceof FormData) body = options.body;
   else if (options.body !== undefined) {
     headers['Content-Type'] = 'application/json';
     body = JSON.stringify(options.body);

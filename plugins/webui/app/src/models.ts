@@ -19,6 +19,8 @@ export interface TagModel {
 
 export interface ModelInfo extends TagModel {
   capabilities: string[];
+  /** A speech model's voices, as `/api/show` lists them (empty for other models). */
+  voices: string[];
 }
 
 export interface ShowResponse {
@@ -32,15 +34,17 @@ export interface ShowResponse {
   model_info?: Record<string, unknown>;
   remote_host?: string;
   remote_model?: string;
+  voices?: string[];
 }
 
-/** Every installed model with its capabilities (one `/api/show` each, in parallel). */
+/** Every installed model with its capabilities and voices (one `/api/show` each, in parallel). */
 export async function listModels(): Promise<ModelInfo[]> {
   const { models } = await json<{ models: TagModel[] }>('/api/tags');
   return Promise.all(
     models.map(async (m) => {
       const show = await json<ShowResponse>('/api/show', { body: { model: m.name } }).catch(() => ({}) as ShowResponse);
-      return { ...m, capabilities: show.capabilities ?? [] };
+      const voices = Array.isArray(show.voices) ? show.voices.filter((v): v is string => typeof v === 'string') : [];
+      return { ...m, capabilities: show.capabilities ?? [], voices };
     }),
   );
 }

@@ -1,7 +1,8 @@
 /**
  * The chat page: conversations in a sidebar (this browser's storage), a model picker limited to
  * models that can chat, streaming answers from `/api/chat` with Stop, regenerate, edit and
- * resend, a system prompt and options, and the figures the API reports with each answer.
+ * resend, a system prompt and options, and the figures the API reports with each answer; a
+ * message spoken into the microphone and answers read aloud where models for them are installed.
  */
 import { useEffect, useLayoutEffect, useRef, useState } from 'preact/hooks';
 import { json, ndjson } from '../api';
@@ -18,7 +19,9 @@ import {
 } from '../conversations';
 import { ms } from '../format';
 import { canChat, listModels } from '../models';
+import { loadVoiceSettings, modelsWith, pickModel, pickVoice, saveVoiceSettings, type VoiceSettings } from '../voice';
 import { Markdown } from './Markdown';
+import { useDictation, useReadAloud, VoiceSettingsFields } from './Voice';
 
 /**
  * Milliseconds without a first token after which the page asks `/api/ps` whether the model is
@@ -77,10 +80,20 @@ export function Chat() {
   const abort = useRef<AbortController | null>(null);
   const busyRef = useRef(false);
   const scroller = useRef<HTMLDivElement>(null);
+  const prompt = useRef<HTMLTextAreaElement>(null);
   const stick = useRef(true);
+  const [voice, setVoice] = useState<VoiceSettings>(loadVoiceSettings);
 
   const current = list.find((c) => c.id === currentId) ?? list[0]!;
   const model = current.model && chatModels.some((m) => m.name === current.model) ? current.model : (chatModels[0]?.name ?? '');
+  const transcriptionModel = pickModel(voice.transcriptionModel, modelsWith(models.data ?? [], 'transcription'));
+  const speechModel = pickModel(voice.speechModel, modelsWith(models.data ?? [], 'speech'));
+  const speechVoices = models.data?.find((m) => m.name === speechModel)?.voices ?? [];
+  const speechVoice = pickVoice(voice.voice, speechVoices);
+  const changeVoice = (s: VoiceSettings) => {
+    setVoice(s);
+    saveVoiceSettings(s);
+  };
 
   // Persist whenever the list changes, except token by token during a stream.
   useEffect(() => {
@@ -178,12 +191,29 @@ export function Chat() {
     }
   };
 
+  const sendText = (text: string) => {
+    void stream(current.id, [...current.messages.filter((m) => !m.error || m.content), { role: 'user', content: text }]);
+  };
+
   const send = () => {
     const text = input.trim();
     if (!text || busyRef.current || !model) return;
     setInput('');
-    void stream(current.id, [...current.messages.filter((m) => !m.error || m.content), { role: 'user', content: text }]);
+    sendText(text);
   };
+
+  // What was said goes into the message box for the user to read and send (Open WebUI's default),
+  // or straight out when the setting asks for it and nothing is being answered or typed.
+  const dictation = useDictation(
+    transcriptionModel,
+    (text) => {
+      if (voice.autoSend && model && !busyRef.current && input.trim() === '') return sendText(text);
+      setInput((prev) => (prev.trim() ? `${prev.trimEnd()} ${text}` : text));
+      prompt.current?.focus();
+    },
+    () => void models.reload(),
+  );
+  const readAloud = useReadAloud(speechModel, speechVoice, () => void models.reload());
 
   const regenerate = () => {
     const msgs = current.messages;
@@ -362,6 +392,11 @@ export function Chat() {
                 />
               </div>
             </div>
+            <VoiceSettingsFields
+              models={models.data ?? []}
+              settings={{ ...voice, transcriptionModel, speechModel, voice: speechVoices.length > 0 ? speechVoice : voice.voice }}
+              onChange={changeVoice}
+            />
           </div>
         )}
         <div class="messages" ref={scroller} onScroll={onScroll} aria-live="polite" data-testid="messages">
@@ -404,15 +439,30 @@ export function Chat() {
                   )}
                   {m.error && <ErrorPanel error={new Error(m.error)} />}
                   {m.stats && <Stats s={m.stats} />}
-                  {!busy && (
+                  {!(busy && i === current.messages.length - 1) && (
                     <div class="row msg-actions">
                       <CopyButton text={m.content} />
-                      {i === current.messages.length - 1 && (
+                      {speechModel && m.content.trim() !== '' && (
+                        <button
+                          type="button"
+                          class="small"
+                          data-state={readAloud.active?.key === `${current.id}:${i}` ? readAloud.active.phase : 'idle'}
+                          onClick={() => readAloud.toggle(`${current.id}:${i}`, m.content)}
+                        >
+                          {readAloud.active?.key === `${current.id}:${i}` ? 'Stop reading' : 'Read aloud'}
+                        </button>
+                      )}
+                      {!busy && i === current.messages.length - 1 && (
                         <button type="button" class="small" onClick={regenerate}>
                           Regenerate
                         </button>
                       )}
                     </div>
+                  )}
+                  {readAloud.error?.key === `${current.id}:${i}` && (
+                    <p class="error-text" role="alert">
+                      {readAloud.error.message}
+                    </p>
                   )}
                 </>
               ) : (
@@ -442,6 +492,7 @@ export function Chat() {
           </label>
           <textarea
             id="prompt"
+            ref={prompt}
             rows={2}
             placeholder={model ? `Message ${model}` : 'No chat model'}
             value={input}
@@ -458,10 +509,35 @@ export function Chat() {
               Stop
             </button>
           )}
+          {transcriptionModel &&
+            (dictation.state === 'recording' ? (
+              <button type="button" class="danger" onClick={dictation.stop}>
+                Stop recording
+              </button>
+            ) : (
+              <button type="button" disabled={dictation.state !== 'idle'} onClick={dictation.start}>
+                Record voice
+              </button>
+            ))}
           <button type="submit" class="primary" disabled={busy || !model || input.trim() === ''}>
             Send
           </button>
         </form>
+        {dictation.state === 'recording' && (
+          <p class="muted" role="status" data-testid="dictation-status">
+            Recording {Math.floor(dictation.seconds / 60)}:{String(dictation.seconds % 60).padStart(2, '0')}. Stop recording to turn it into text.
+          </p>
+        )}
+        {dictation.state === 'transcribing' && (
+          <p class="muted" role="status" data-testid="dictation-status">
+            Transcribing with {transcriptionModel}…
+          </p>
+        )}
+        {dictation.error && (
+          <p class="error" role="alert" data-testid="dictation-error">
+            {dictation.error}
+          </p>
+        )}
         {last?.role === 'user' && !busy && (
           <p class="muted">
             No answer yet:{' '}
@@ -471,6 +547,8 @@ export function Chat() {
           </p>
         )}
       </section>
+      {/* Plays what Read aloud fetched; no controls of its own (the button starts and stops it). */}
+      <audio ref={readAloud.audioRef} data-testid="read-aloud-audio" />
       <Confirm
         open={deleting !== null}
         title="Delete this conversation?"
