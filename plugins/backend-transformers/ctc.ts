@@ -1,11 +1,12 @@
 /**
  * A loaded ONNX CTC speech recogniser (`Wav2Vec2ForCTC` and its kin: HuBERT, WavLM, UniSpeech)
  * behind the {@link LoadedModel} contract: `transcribe` takes one window of mono samples at the
- * model's rate (the engine decodes, resamples and cuts the audio), runs it through the folder's
- * feature extractor (`preprocessor_config.json`: the normalisation the model was trained with)
- * and the network, and reads the characters greedily off the frames' logits (CTC: a repeated
- * symbol is one, the blank separates, the word delimiter `|` ends a word), timing each word by
- * its first and last frame. A CTC model has one language and cannot translate: asked to, it
+ * model's rate (the engine decodes, resamples and cuts the audio), prepares it as the folder's
+ * feature extractor says (`preprocessor_config.json`: the normalisation the model was trained
+ * with; a plain `Wav2Vec2FeatureExtractor`'s is computed here, {@link normalizeWindow}, any other
+ * runs in the library), runs the network and reads the characters greedily off the frames'
+ * logits (CTC: a repeated symbol is one, the blank separates, the word delimiter `|` ends a
+ * word), timing each word by its first and last frame. A CTC model has one language and cannot translate: asked to, it
  * transcribes (docs/audio.md). Passes run one at a time; `unload` waits for the one in flight.
  *
  * @module
@@ -32,12 +33,12 @@ export async function loadCtc(model: ResolvedModel, layout: OnnxLayout, settings
     const tokenizer = await t.AutoTokenizer.from_pretrained(layout.dir, FOLDER_ONLY);
     const extractor = await t.AutoFeatureExtractor.from_pretrained(layout.dir, FOLDER_ONLY);
     const network = await t.AutoModelForCTC.from_pretrained(layout.dir, networkOptions(layout, settings));
-    return new CtcModel(model.name, layout, audio, tokenizer, extractor, network, settings);
+    return new CtcModel(t, model.name, layout, audio, tokenizer, extractor, network, settings);
   });
 }
 
 /** The symbols a CTC vocabulary gives meaning to. */
-interface CtcVocabulary {
+export interface CtcVocabulary {
   /** Token text by id. */
   pieces: string[];
   /** The blank (the pad token). */
@@ -48,7 +49,8 @@ interface CtcVocabulary {
   special: Set<number>;
 }
 
-function vocabularyOf(tokenizer: Tokenizer): CtcVocabulary {
+/** The pieces, blank, delimiter and special ids of a CTC tokenizer (`Wav2Vec2CTCTokenizer`). */
+export function vocabularyOf(tokenizer: Tokenizer): CtcVocabulary {
   const vocab = tokenizer.get_vocab() as Map<string, number> | Record<string, number>;
   const entries: [string, number][] = vocab instanceof Map ? [...vocab.entries()] : Object.entries(vocab);
   const pieces: string[] = [];
@@ -81,7 +83,8 @@ export function decodeCtc(logits: Float32Array, vocabSize: number, vocab: CtcVoc
     for (let v = 1; v < vocabSize; v++) if (row[v]! > row[best]!) best = v;
     if (best === vocab.blank) blanks++;
     if (best === previous) {
-      if (best !== vocab.blank && best !== vocab.delimiter) lastFrame = f;
+      // A letter held over several frames stretches its word; a held blank, delimiter or special token does not.
+      if (best !== vocab.blank && best !== vocab.delimiter && !vocab.special.has(best)) lastFrame = f;
       continue;
     }
     previous = best;
@@ -106,6 +109,27 @@ export function decodeCtc(logits: Float32Array, vocabSize: number, vocab: CtcVoc
   };
 }
 
+/**
+ * What `Wav2Vec2FeatureExtractor` makes of a window when its config says `do_normalize`: the
+ * samples less their mean, over the square root of their variance plus 1e-7. The same operations
+ * in the same order as the library's, so the same floats, but in plain loops: the library's
+ * `reduce` and `map` closures, and the attention mask of 64-bit ones it builds for every window
+ * whether the network reads one or not, cost more than the pass of a small network and run on the
+ * event loop (docs/audio.md, *Speed*).
+ */
+export function normalizeWindow(samples: Float32Array): Float32Array {
+  const n = samples.length;
+  let sum = 0;
+  for (let i = 0; i < n; i++) sum += samples[i]!;
+  const mean = sum / n;
+  let squares = 0;
+  for (let i = 0; i < n; i++) squares += (samples[i]! - mean) ** 2;
+  const scale = Math.sqrt(squares / n + 1e-7);
+  const out = new Float32Array(n);
+  for (let i = 0; i < n; i++) out[i] = (samples[i]! - mean) / scale;
+  return out;
+}
+
 function logSoftmaxAt(row: Float32Array, index: number): number {
   let max = -Infinity;
   for (const x of row) if (x > max) max = x;
@@ -118,8 +142,11 @@ class CtcModel extends OnnxModel {
   readonly capabilities: readonly ModelCapability[] = ['transcription'];
   readonly audio: AudioInput;
   readonly #vocab: CtcVocabulary;
+  /** The network's inputs for a window without the library's extractor, where its work is known (a plain `Wav2Vec2FeatureExtractor`). */
+  readonly #features: ((samples: Float32Array) => Record<string, Tensor>) | undefined;
 
   constructor(
+    t: Transformers,
     name: string,
     layout: OnnxLayout,
     private readonly shape: AudioShape,
@@ -131,6 +158,20 @@ class CtcModel extends OnnxModel {
     super(name, layout, tokenizer, network, settings);
     this.audio = { sampleRate: shape.sampleRate, windowSeconds: shape.windowSeconds };
     this.#vocab = vocabularyOf(tokenizer);
+    if (extractor.constructor === t.Wav2Vec2FeatureExtractor) {
+      const normalize = (extractor as unknown as { config: { do_normalize?: boolean } }).config.do_normalize === true;
+      const inputs = (network as unknown as { sessions?: Record<string, { inputNames?: string[] } | undefined> }).sessions?.['model']?.inputNames ?? [];
+      const mask = inputs.includes('attention_mask');
+      this.#features = (samples) => {
+        const values = normalize ? normalizeWindow(samples) : samples;
+        const dims = [1, values.length];
+        return {
+          input_values: new t.Tensor('float32', values, dims),
+          // One unpadded window: every sample is real.
+          ...(mask ? { attention_mask: new t.Tensor('int64', new BigInt64Array(values.length).fill(1n), dims) } : {}),
+        };
+      };
+    }
   }
 
   async transcribe(params: TranscribeParams, signal: AbortSignal): Promise<TranscribeResult> {
@@ -146,7 +187,7 @@ class CtcModel extends OnnxModel {
   async #forward(samples: Float32Array): Promise<{ data: Float32Array; vocab: number }> {
     let logits: Tensor | undefined;
     try {
-      const inputs = (await this.extractor(samples)) as Record<string, Tensor>;
+      const inputs = this.#features?.(samples) ?? ((await this.extractor(samples)) as Record<string, Tensor>);
       logits = ((await this.network(inputs)) as Record<string, Tensor | undefined>)['logits'];
     } catch (err) {
       throw Errors.engineFailed(`model "${this.name}" failed: ${describeError(err, this.layout.dir)}`, { cause: err });

@@ -35,7 +35,7 @@ import type {
 import type { FormatHandler, ModelActivity, ModelFile, Speculation } from './public.js';
 import type { BackendRegistry } from './backend-registry.js';
 import type { ModelStore, ResolvedModel } from 'lia/model-store';
-import { decodeAudio, DEFAULT_DECODE_TIMEOUT_MS, DEFAULT_MAX_AUDIO_SECONDS, planWindows, type DecodeLimits } from './audio.js';
+import { decodeWindows, DEFAULT_DECODE_TIMEOUT_MS, DEFAULT_MAX_AUDIO_SECONDS, type DecodeLimits } from './audio.js';
 import { admitted, estimateTokens, leased, observed, type Observe } from './admission.js';
 import { checkImages, DEFAULT_MAX_IMAGE_BYTES, unsupported, visionServed } from './images.js';
 import { parseKeepAlive } from './keep-alive.js';
@@ -228,12 +228,15 @@ export class EngineService implements InferenceService {
   /**
    * Text from an audio file on a model with the `transcription` capability: the model is
    * resolved and checked before the file is decoded (a key outside the allow-list learns nothing
-   * of the file), the file decoded at the model's rate, cut into its windows (audio.ts) and each
-   * window transcribed in turn, the previous window's text as its prompt and, once a window
-   * with text reported its language (a Whisper model detects it), that language as the later
-   * windows' hint unless the client gave one. A window is one segment, or the segments the
-   * model timed (Whisper's timestamps). Times are offset by the window's start, so they count
-   * from the start of the file. Admitted like an embedding; counted as a `transcribe` request.
+   * of the file), the file decoded at the model's rate and cut into its windows as ffmpeg goes
+   * (audio.ts), each window transcribed in turn while the rest decodes, the previous window's
+   * text as its prompt and, once a window with text reported its language (a Whisper model
+   * detects it), that language as the later windows' hint unless the client gave one. A window
+   * is one segment, or the segments the model timed (Whisper's timestamps). Times are offset by
+   * the window's start, so they count from the start of the file. `onSegment` hears of no
+   * segment before the whole file has decoded without error, so a file that proves truncated is
+   * an error before any segment went out. Admitted like an embedding; counted as a `transcribe`
+   * request.
    */
   async transcribe(req: InferenceTranscribeRequest, signal: AbortSignal, onSegment?: (segment: TranscriptSegment) => void): Promise<TranscriptionResponse> {
     const model = await this.#resolve(req.model, 'transcribe');
@@ -247,7 +250,7 @@ export class EngineService implements InferenceService {
       const loaded = lease.model;
       if (!loaded.transcribe || !loaded.audio) throw unsupported(req.model, 'transcription');
       const { sampleRate, windowSeconds } = loaded.audio;
-      const samples = await decodeAudio(req.audio, sampleRate, this.audioLimits, signal);
+      const audio = decodeWindows(req.audio, sampleRate, Math.max(1, Math.floor(windowSeconds * sampleRate)), this.audioLimits, signal);
       const segments: TranscriptSegment[] = [];
       const words: TranscriptionResponse['words'] = [];
       // The language of the first window with text (what the model detected, unless the client
@@ -255,12 +258,19 @@ export class EngineService implements InferenceService {
       let language = req.language;
       let heard: string | undefined;
       let prompt = req.prompt;
-      for (const window of planWindows(samples, Math.max(1, Math.floor(windowSeconds * sampleRate)), sampleRate)) {
+      // Segments wait here until the file has decoded to its end without error.
+      let told = 0;
+      const tell = () => {
+        if (!audio.decoded || !onSegment) return;
+        for (; told < segments.length; told++) onSegment(segments[told]!);
+      };
+      for await (const window of audio) {
         signal.throwIfAborted();
+        tell();
         const offset = window.start / sampleRate;
         const result = await loaded.transcribe(
           {
-            samples: samples.subarray(window.start, window.start + window.length),
+            samples: window.samples,
             task,
             ...(language ? { language } : {}),
             ...(prompt ? { prompt } : {}),
@@ -298,16 +308,17 @@ export class EngineService implements InferenceService {
             seek: window.start,
           };
           segments.push(segment);
-          onSegment?.(segment);
         }
+        tell();
       }
+      tell();
       this.#observe({ type: 'finished', model: model.name, promptTokens: 0, completionTokens: tokens, ...asker.label });
       return {
         model: model.name,
         task,
         // A translation's text is English (OpenAI's translations answer "english" too).
         language: task === 'translate' ? 'en' : (language ?? heard ?? 'en'),
-        duration: round(samples.length / sampleRate),
+        duration: round(audio.samples / sampleRate),
         sampleRate,
         text: segments.map((s) => s.text).join(' '),
         segments,

@@ -85,6 +85,45 @@ t.test('audio longer than the 10 s window: chunked, times right across the chunk
   t.equal(result.words!.length, long.words.length);
 });
 
+t.test('four transcriptions at once: each its own exact text, words and segments where its tones are', async (t) => {
+  // Four different texts of 12-16 s (two windows each), so the requests' windows interleave on the one model.
+  const texts = [
+    'ALPHA BRAVO CHARLIE DELTA ECHO FOXTROT GOLF HOTEL INDIA JULIET KILO LIMA',
+    'RIVER STONE GARDEN WINDOW MARKET BRIDGE AUTUMN WINTER NORTH SOUTH',
+    'ONE TWO THREE FOUR FIVE SIX SEVEN EIGHT NINE TEN ELEVEN TWELVE THIRTEEN',
+    "QUIET VOICE MODEL SOUND LIGHT IT'S A TEST OF MANY WORDS AT ONCE",
+  ];
+  const signals = texts.map((text) => tones(text));
+  const results = await Promise.all(
+    signals.map(async (s, i) =>
+      client.audio.transcriptions.create({
+        file: await toFile(encode(s.samples, 'flac'), `speech-${i}.flac`),
+        model: 'ctc',
+        response_format: 'verbose_json',
+        timestamp_granularities: ['word', 'segment'],
+      }),
+    ),
+  );
+  results.forEach((result, i) => {
+    const want = signals[i]!;
+    t.equal(result.text, texts[i], `request ${i}: its own text`);
+    t.ok(Math.abs(result.duration - want.samples.length / 16000) < 0.05, `request ${i}: duration ${result.duration}`);
+    t.ok(result.segments!.length >= 2, `request ${i}: ${result.segments!.length} segments`);
+    t.equal(result.segments!.map((seg) => seg.text).join(' '), texts[i]);
+    t.equal(result.words!.length, want.words.length, `request ${i}: every word`);
+    result.words!.forEach((w, k) => {
+      const placed = want.words[k]!;
+      if (w.word !== placed.word || Math.abs(w.start - placed.start) > 0.04 || Math.abs(w.end - placed.end) > 0.04) {
+        t.fail(`request ${i} word ${k}: ${w.word} ${w.start}-${w.end} vs ${placed.word} ${placed.start}-${placed.end}`);
+      }
+    });
+    for (const seg of result.segments!) {
+      const inside = result.words!.filter((w) => w.start >= seg.start - 1e-6 && w.end <= seg.end + 1e-6);
+      t.equal(inside.map((w) => w.word).join(' '), seg.text, `request ${i}: segment ${seg.id} spans its words`);
+    }
+  });
+});
+
 t.test('text, srt and vtt', async (t) => {
   const file = () => toFile(encode(signal.samples, 'wav'), 'speech.wav');
   const text = await client.audio.transcriptions.create({ file: await file(), model: 'ctc', response_format: 'text' });
@@ -106,6 +145,25 @@ t.test('stream: transcript.text.delta events, then transcript.text.done', async 
   t.equal(events.at(-1)!.type, 'transcript.text.done');
   t.equal(deltas.map((d) => d.delta).join(''), events.at(-1)!.text);
   t.equal(events.at(-1)!.text, 'ONE TWO THREE FOUR FIVE SIX SEVEN EIGHT NINE TEN ELEVEN TWELVE');
+});
+
+t.test('stream: a long file that proves truncated is a 400 before any event', async (t) => {
+  // About 25 s of tones cut at 80%: the first windows decode well before ffmpeg finds the end missing.
+  const long = tones(Array.from({ length: 30 }, (_, i) => ['RIVER', 'STONE', 'GARDEN', 'WINDOW', 'MARKET'][i % 5]).join(' '));
+  const flac = encode(long.samples, 'flac');
+  const truncated = flac.subarray(0, Math.floor(flac.length * 0.8));
+  const err = (await client.audio.transcriptions
+    .create({ file: await toFile(truncated, 'long.flac'), model: 'ctc', stream: true })
+    .then(async (stream) => {
+      const events: unknown[] = [];
+      for await (const event of stream) events.push(event);
+      return { events };
+    })
+    .catch((e: unknown) => e)) as { status?: number; error?: { param: string; message: string }; events?: unknown[] };
+  t.equal(err.events, undefined, 'no stream was opened');
+  t.equal(err.status, 400);
+  t.equal(err.error?.param, 'file');
+  t.match(err.error?.message, /truncated/);
 });
 
 t.test('translations: an English CTC model answers its transcript', async (t) => {

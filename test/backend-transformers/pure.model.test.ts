@@ -1,12 +1,16 @@
 /**
  * Unit tests of the transformers backend's pure parts: pass planning and padding, pooling and
- * normalisation, token limits and the memory estimate (an encoder-decoder speech model's too).
+ * normalisation, token limits and the memory estimate (an encoder-decoder speech model's too),
+ * and a speech window's normalisation against the library's own `Wav2Vec2FeatureExtractor`
+ * (imported, no model loaded).
  */
 import t from 'tap';
 import { padPass, planPasses, type Encoding } from '../../plugins/backend-transformers/batching.js';
+import { normalizeWindow } from '../../plugins/backend-transformers/ctc.js';
 import { shapeOf, tokenLimit, type OnnxLayout } from '../../plugins/backend-transformers/layout.js';
 import { estimateBytes } from '../../plugins/backend-transformers/memory.js';
 import { finish, meanPool, normalize, pool } from '../../plugins/backend-transformers/pooling.js';
+import { transformers } from '../../plugins/backend-transformers/runtime.js';
 
 const norm = (v: ArrayLike<number>): number => Math.hypot(...Array.from(v));
 
@@ -159,4 +163,32 @@ t.test('the memory estimate of an encoder-decoder speech model counts its decode
   const caches = 12 * 2 * (448 + 1500) * 768 * 4;
   t.ok(bytes > 967_000_000 * 1.1 + 2_500_000 * 30 + caches, `${bytes} holds the weights, the tokenizer and the caches`);
   t.ok(estimateBytes({ ...layout, decoder: { ...layout.decoder!, layers: 24 } }, 4096) > bytes, 'more decoder layers, more cache');
+});
+
+t.test("normalizeWindow: the very floats of the library's Wav2Vec2FeatureExtractor", async (t) => {
+  const lib = await transformers();
+  const extractor = new lib.Wav2Vec2FeatureExtractor({ do_normalize: true, sampling_rate: 16000, feature_size: 1, padding_value: 0 });
+  let seed = 7;
+  const noise = new Float32Array(160_000).map(() => {
+    seed = (Math.imul(seed, 1_664_525) + 1_013_904_223) >>> 0;
+    return (seed / 2 ** 32) * 1.6 - 0.8 + 0.05;
+  });
+  const tone = new Float32Array(4_000).map((_, i) => 0.3 * Math.sin(i / 7));
+  for (const [name, samples] of [
+    ['noise with an offset', noise],
+    ['a short tone', tone],
+    ['silence', new Float32Array(1_000)],
+    ['a constant', new Float32Array(1_000).fill(0.25)],
+  ] as const) {
+    const want = ((await extractor(samples)) as unknown as { input_values: { data: Float32Array } }).input_values.data;
+    const got = normalizeWindow(samples);
+    t.equal(got.length, want.length, name);
+    let differing = 0;
+    for (let i = 0; i < got.length; i++) if (!Object.is(got[i], want[i])) differing++;
+    t.equal(differing, 0, `${name}: every sample the same float`);
+  }
+  const mean = noise.reduce((a, b) => a + b, 0) / noise.length;
+  t.ok(Math.abs(mean) > 0.01, 'the noise had a mean to remove');
+  const out = normalizeWindow(noise);
+  t.ok(Math.abs(out.reduce((a, b) => a + b, 0) / out.length) < 1e-3, 'zero mean after');
 });
