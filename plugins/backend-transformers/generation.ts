@@ -1,18 +1,62 @@
 /**
  * What the encoder-decoder speech models (whisper.ts, moonshine.ts) share around
  * transformers.js's `generate`: logits processors made of plain functions, the log probabilities
- * of the tokens chosen, and the call itself: one sequence of token ids, ended early when the
+ * of the tokens chosen, the call itself (one sequence of token ids, ended early when the
  * request is aborted, greedy at temperature 0 and sampled above it, a failure an engine error
- * with the folder's path kept out.
+ * with the folder's path kept out), and the loading of their folders.
  *
  * @module
  */
 import { Errors } from 'lia/plugin';
-import { describeError } from './onnx-model.js';
-import type { Transformers } from './runtime.js';
+import type { LoadedModel } from 'lia/engine';
+import type { ResolvedModel } from 'lia/model-store';
+import type { AudioShape, DecoderShape, OnnxLayout } from './layout.js';
+import type { EncoderSettings } from './model.js';
+import { describeError, FOLDER_ONLY, loadFolder, networkOptions } from './onnx-model.js';
+import { transformers, type Transformers } from './runtime.js';
+import type { Tokenizer } from './tokens.js';
 
 type Tensor = InstanceType<Transformers['Tensor']>;
 type LogitsProcessor = InstanceType<Transformers['LogitsProcessor']>;
+
+type Config = Awaited<ReturnType<Transformers['AutoConfig']['from_pretrained']>>;
+type FeatureExtractor = Awaited<ReturnType<Transformers['AutoFeatureExtractor']['from_pretrained']>>;
+
+/** What an encoder-decoder speech model's folder loads into, for its model class to take. */
+export interface Seq2SeqParts<N> {
+  t: Transformers;
+  config: Config;
+  tokenizer: Tokenizer;
+  extractor: FeatureExtractor;
+  network: N;
+  audio: AudioShape;
+  decoder: DecoderShape;
+}
+
+/**
+ * Loads an encoder-decoder speech model from its folder: its config, tokenizer, feature
+ * extractor and the network `networkOf` names (transformers.js's own class), then `build` makes the
+ * loaded model of them. A folder without its preprocessor or generation config is an engine error.
+ */
+export async function loadSeq2Seq<N>(
+  model: ResolvedModel,
+  layout: OnnxLayout,
+  settings: EncoderSettings,
+  networkOf: (t: Transformers) => { from_pretrained(dir: string, options: Record<string, unknown>): Promise<N> },
+  build: (parts: Seq2SeqParts<N>) => LoadedModel,
+): Promise<LoadedModel> {
+  const { audio, decoder } = layout;
+  if (!audio || !decoder)
+    throw Errors.engineFailed(`model "${model.name}" cannot be loaded: its folder has no preprocessor_config.json or generation_config.json`);
+  const t = await transformers();
+  return loadFolder(model, layout, async () => {
+    const config = await t.AutoConfig.from_pretrained(layout.dir, FOLDER_ONLY);
+    const tokenizer = await t.AutoTokenizer.from_pretrained(layout.dir, FOLDER_ONLY);
+    const extractor = await t.AutoFeatureExtractor.from_pretrained(layout.dir, FOLDER_ONLY);
+    const network = await networkOf(t).from_pretrained(layout.dir, { ...networkOptions(layout, settings), config });
+    return build({ t, config, tokenizer, extractor, network, audio, decoder });
+  });
+}
 
 /** `log Σ exp(x)` of a row of logits (-Infinity when every entry is). */
 export function logSumExp(row: ArrayLike<number>): number {

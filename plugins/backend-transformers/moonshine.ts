@@ -15,11 +15,11 @@
 import { Errors } from 'lia/plugin';
 import type { AudioInput, LoadedModel, TranscribeParams, TranscribeResult } from 'lia/engine';
 import type { ModelCapability, ResolvedModel } from 'lia/model-store';
-import { generateTokens, logitsStep, TokenScores } from './generation.js';
+import { generateTokens, loadSeq2Seq, logitsStep, TokenScores } from './generation.js';
 import type { AudioShape, DecoderShape, OnnxLayout } from './layout.js';
 import type { EncoderSettings } from './model.js';
-import { describeError, FOLDER_ONLY, loadFolder, networkOptions, OnnxModel } from './onnx-model.js';
-import { transformers, type Transformers } from './runtime.js';
+import { describeError, OnnxModel } from './onnx-model.js';
+import type { Transformers } from './runtime.js';
 import type { Tokenizer } from './tokens.js';
 
 type Network = Awaited<ReturnType<Transformers['MoonshineForConditionalGeneration']['from_pretrained']>>;
@@ -31,17 +31,13 @@ const TOKENS_PER_SECOND = 6;
 
 /** Loads the tokenizer, feature extractor and network of a Moonshine `model` from its folder. */
 export async function loadMoonshine(model: ResolvedModel, layout: OnnxLayout, settings: EncoderSettings): Promise<LoadedModel> {
-  const { audio, decoder } = layout;
-  if (!audio || !decoder)
-    throw Errors.engineFailed(`model "${model.name}" cannot be loaded: its folder has no preprocessor_config.json or generation_config.json`);
-  const t = await transformers();
-  return loadFolder(model, layout, async () => {
-    const config = await t.AutoConfig.from_pretrained(layout.dir, FOLDER_ONLY);
-    const tokenizer = await t.AutoTokenizer.from_pretrained(layout.dir, FOLDER_ONLY);
-    const extractor = await t.AutoFeatureExtractor.from_pretrained(layout.dir, FOLDER_ONLY);
-    const network = await t.MoonshineForConditionalGeneration.from_pretrained(layout.dir, { ...networkOptions(layout, settings), config });
-    return new MoonshineModel(t, model.name, layout, audio, decoder, tokenizer, extractor, network, settings);
-  });
+  return loadSeq2Seq(
+    model,
+    layout,
+    settings,
+    (t) => t.MoonshineForConditionalGeneration,
+    (p) => new MoonshineModel(p.t, model.name, layout, p.audio, p.decoder, p.tokenizer, p.extractor, p.network, settings),
+  );
 }
 
 class MoonshineModel extends OnnxModel {

@@ -18,9 +18,9 @@ import type { AudioInput, LoadedModel, TranscribeParams, TranscribeResult } from
 import type { ModelCapability, ResolvedModel } from 'lia/model-store';
 import type { AudioShape, DecoderShape, OnnxLayout } from './layout.js';
 import type { EncoderSettings } from './model.js';
-import { describeError, FOLDER_ONLY, loadFolder, networkOptions, OnnxModel } from './onnx-model.js';
-import { generateTokens, logitsStep } from './generation.js';
-import { transformers, type Transformers } from './runtime.js';
+import { describeError, OnnxModel } from './onnx-model.js';
+import { generateTokens, loadSeq2Seq, logitsStep } from './generation.js';
+import type { Transformers } from './runtime.js';
 import type { Tokenizer } from './tokens.js';
 import { heardNothing, languageCode, planWindow, timedSegments, whisperTokens, WindowSteering, type WhisperTokens } from './whisper-decoding.js';
 
@@ -31,23 +31,21 @@ type TimestampRules = ConstructorParameters<Transformers['WhisperTimeStampLogits
 
 /** Loads the tokenizer, feature extractor and network of a Whisper `model` from its folder. */
 export async function loadWhisper(model: ResolvedModel, layout: OnnxLayout, settings: EncoderSettings): Promise<LoadedModel> {
-  const { audio, decoder } = layout;
-  if (!audio || !decoder)
-    throw Errors.engineFailed(`model "${model.name}" cannot be loaded: its folder has no preprocessor_config.json or generation_config.json`);
-  const t = await transformers();
-  return loadFolder(model, layout, async () => {
-    const config = await t.AutoConfig.from_pretrained(layout.dir, FOLDER_ONLY);
-    const tokenizer = await t.AutoTokenizer.from_pretrained(layout.dir, FOLDER_ONLY);
-    const extractor = await t.AutoFeatureExtractor.from_pretrained(layout.dir, FOLDER_ONLY);
-    const network = await t.WhisperForConditionalGeneration.from_pretrained(layout.dir, { ...networkOptions(layout, settings), config });
-    const vocab = tokenizer.get_vocab() as Map<string, number> | Record<string, number>;
-    const idOf = (token: string) => (vocab instanceof Map ? vocab.get(token) : vocab[token]);
-    const tokens = whisperTokens(model.name, decoder.generation, config as unknown as Record<string, unknown>, idOf, {
-      timePrecision: audio.windowSeconds / decoder.encoderFrames,
-      maxTokens: decoder.maxTokens,
-    });
-    return new WhisperModel(t, model.name, layout, audio, decoder, tokens, tokenizer, extractor, network, settings);
-  });
+  return loadSeq2Seq(
+    model,
+    layout,
+    settings,
+    (t) => t.WhisperForConditionalGeneration,
+    ({ t, config, tokenizer, extractor, network, audio, decoder }) => {
+      const vocab = tokenizer.get_vocab() as Map<string, number> | Record<string, number>;
+      const idOf = (token: string) => (vocab instanceof Map ? vocab.get(token) : vocab[token]);
+      const tokens = whisperTokens(model.name, decoder.generation, config as unknown as Record<string, unknown>, idOf, {
+        timePrecision: audio.windowSeconds / decoder.encoderFrames,
+        maxTokens: decoder.maxTokens,
+      });
+      return new WhisperModel(t, model.name, layout, audio, decoder, tokens, tokenizer, extractor, network, settings);
+    },
+  );
 }
 
 class WhisperModel extends OnnxModel {
