@@ -21,5 +21,6 @@ export { PROJECT_ROOT, projectPath } from './paths.js';
 export { responseError } from './cli/client.js';
 export { runTool, firstLine, ToolError, type ToolResult } from './host/run-tool.js';
 export { imageFromDataUrl, imageMimeType, isRemoteImage } from './format/image-data.js';
+export { wavFile } from './format/wav.js';
 /** TypeBox, for option and route schemas, so that a plugin needs no copy of its own. */
 export { Type, type Static, type TObject, type TSchema } from '@sinclair/typebox';

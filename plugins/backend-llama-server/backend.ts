@@ -81,7 +81,7 @@ export function llamaServerBackend(o: LlamaServerBackendOptions): LlamaServerBac
     name: 'llama-server',
     formats: [],
     runs: ['gguf'],
-    capabilities: ['vision'],
+    capabilities: ['vision', 'audio'],
     // Wherever it is built, text generation and ranking run here (docs/decisions.md): several
     // streams and agents at llama-server's throughput; one `/v1/rerank` request scores all of its
     // documents in one batch, where node-llama-cpp's ranking context scores one pair at a time.

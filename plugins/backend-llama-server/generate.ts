@@ -53,8 +53,8 @@ export async function* generateOn(
   // completion of the prompt the model's template makes.
   if (context.length > 0 || (grammar !== undefined && !p.raw)) {
     if (params.raw) throw Errors.badRequest('raw mode does not support template, system, or context', { param: 'context' });
-    if (p.images?.length)
-      throw Errors.badRequest('images cannot be combined with context or format on this engine: send them to /api/chat', { param: 'images' });
+    if (p.images?.length || p.audio?.length)
+      throw Errors.badRequest('images and audio cannot be combined with context or format on this engine: send them to /api/chat', { param: 'images' });
     checkTokenIds(server, context, 'context');
     const text = prompt ?? (await applyTemplate(server, p, signal));
     prompt = text;

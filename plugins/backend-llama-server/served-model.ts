@@ -7,7 +7,7 @@
  * @module
  */
 import { Errors } from 'lia/plugin';
-import type { LoadedModel, Speculation } from 'lia/engine';
+import type { AudioInput, LoadedModel, Speculation, TranscribeParams, TranscribeResult } from 'lia/engine';
 import type {
   AdapterScale,
   ChatParams,
@@ -26,6 +26,7 @@ import { openaiWire, type WireCall } from 'lia/openai-wire';
 import { constrained, promptLength } from './constrained.js';
 import { embedOn } from './embeddings.js';
 import { generateOn, type RunCall } from './generate.js';
+import { HEARING, heard, hearingChat } from './hearing.js';
 import { detokenize, type ServerRanker, tokenize } from './ranking.js';
 import type { LlamaServer } from './server.js';
 import { SlotRequests } from './slots.js';
@@ -41,6 +42,8 @@ export class ServedModel implements LoadedModel {
   ranker: ServerRanker | null = null;
   /** The LoRA adapters the server holds; each request sets their scales (`lora`). */
   readonly adapters: { readonly loaded: readonly AdapterScale[]; readonly perRequest: true } | undefined;
+  /** Set where the projector has an audio encoder: the model transcribes (hearing.ts). */
+  readonly audio: AudioInput | undefined;
   /** The speculative decoding the server was started with (`--spec-type`); every answer then reports its drafts. */
   speculation: Speculation | undefined;
   readonly #requests: SlotRequests;
@@ -58,8 +61,9 @@ export class ServedModel implements LoadedModel {
     adapters: readonly AdapterScale[] = [],
   ) {
     this.adapters = adapters.length > 0 ? { loaded: adapters, perRequest: true } : undefined;
-    // The model's own capabilities; vision only where the projector loaded.
-    this.capabilities = model.capabilities.filter((c) => c !== 'vision' || server.vision);
+    // The model's own capabilities; vision and audio only where the projector loaded with that encoder.
+    this.capabilities = model.capabilities.filter((c) => (c !== 'vision' || server.vision) && (c !== 'audio' || server.audio));
+    this.audio = server.audio ? HEARING : undefined;
     this.contextLength = server.contextPerSlot;
     this.sizeBytes = sizeBytes;
     this.#requests = new SlotRequests(server, slotDir);
@@ -119,6 +123,13 @@ export class ServedModel implements LoadedModel {
     const scale = new Map((requested ?? []).map((a) => [a.path, a.scale]));
     call.body['lora'] = loaded.map((a, id) => ({ id, scale: scale.get(a.path) ?? 0 }));
     return call;
+  }
+
+  /** One window of audio as a chat turn of a model that hears (hearing.ts); a 400 from the engine for a model that does not. */
+  async transcribe(p: TranscribeParams, signal: AbortSignal): Promise<TranscribeResult> {
+    const ids = async (text: string) =>
+      (await tokenize(this.server, { content: text, addSpecial: false, parseSpecial: false, withPieces: false }, signal)).tokens;
+    return heard(this.chat(hearingChat(p), signal), ids, p);
   }
 
   /** The prompt's length as the server evaluates it: rendered by the model's template, counted by its tokenizer (BOS included). */

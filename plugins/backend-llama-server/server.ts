@@ -84,7 +84,7 @@ export interface ServerSpec {
 interface Props {
   default_generation_settings?: { n_ctx?: number };
   total_slots?: number;
-  modalities?: { vision?: boolean };
+  modalities?: { vision?: boolean; audio?: boolean };
 }
 
 /**
@@ -249,8 +249,10 @@ export class LlamaServer {
   #log = '';
   /** Context per slot, as the server reports it. */
   contextPerSlot = 0;
-  /** Whether the server takes images (its projector loaded). */
+  /** Whether the server takes images (its projector loaded with a vision encoder). */
   vision = false;
+  /** Whether the server takes audio (its projector loaded with an audio encoder). */
+  audio = false;
   /** Slots, as the server reports them. */
   slots = 1;
   /** The model's trained context, as the server reports it (0 when it does not). */
@@ -349,6 +351,7 @@ export class LlamaServer {
     const props = (await Promise.race([exited, this.fetchJson('GET', '/props', undefined, AbortSignal.timeout(10_000))])) as Props;
     this.contextPerSlot = props.default_generation_settings?.n_ctx ?? 0;
     this.vision = props.modalities?.vision === true;
+    this.audio = props.modalities?.audio === true;
     this.slots = props.total_slots ?? 1;
     const models = (await this.fetchJson('GET', '/v1/models', undefined, AbortSignal.timeout(10_000)).catch(() => null)) as {
       data?: Array<{ meta?: { n_ctx_train?: number; n_vocab?: number } }>;
@@ -427,8 +430,10 @@ export class LlamaServer {
       const known = typeof e?.n_prompt_tokens === 'number' && typeof e.n_ctx === 'number';
       throw Errors.contextLengthExceeded(known ? promptTooLong(e!.n_prompt_tokens!, e!.n_ctx!, this.trainedContext) : message);
     }
-    // llama.cpp's media loader fails with a server error for an image it cannot decode; the image
-    // is the request's, so it is the request's fault.
+    // llama.cpp's media loader fails with a server error for an image or a clip it cannot decode;
+    // the media is the request's, so it is the request's fault.
+    if (/failed to load image or audio/i.test(message))
+      throw Errors.badRequest(`an image or audio clip could not be decoded (${message})`, { param: 'messages' });
     if (/failed to load image/i.test(message)) throw Errors.badRequest(`an image could not be decoded (${message})`, { param: 'images' });
     // The server survived an exception of its request handler (a 400 or a 500): its tokenizer looking up a
     // character the vocabulary lacks (a GGUF without byte tokens), a template refusing the

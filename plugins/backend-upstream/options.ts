@@ -7,7 +7,7 @@
  */
 import { Type, type Static } from 'lia/utils';
 
-const Capability = Type.Union(['completion', 'chat', 'embedding', 'tools', 'insert', 'vision', 'thinking'].map((c) => Type.Literal(c)));
+const Capability = Type.Union(['completion', 'chat', 'embedding', 'tools', 'insert', 'vision', 'audio', 'thinking'].map((c) => Type.Literal(c)));
 
 /** One model an upstream serves: its name there, and the name LIA shows (defaults to the same). */
 const ModelEntry = Type.Object(

@@ -65,7 +65,7 @@ export interface AudioWindows extends AsyncIterable<DecodedWindow> {
  * come from a file that proves bad), a 503 when ffmpeg is not installed; leaving the loop early
  * kills ffmpeg. The temporary file is removed when the loop ends either way.
  */
-export function decodeWindows(file: Uint8Array, sampleRate: number, window: number, limits: DecodeLimits, signal?: AbortSignal): AudioWindows {
+export function decodeWindows(file: Uint8Array, sampleRate: number, window: number, limits: DecodeLimits, signal?: AbortSignal, param = 'file'): AudioWindows {
   const cutter = new WindowCutter(window, sampleRate);
   const ready: DecodedWindow[] = [];
   let decoded = false;
@@ -77,20 +77,20 @@ export function decodeWindows(file: Uint8Array, sampleRate: number, window: numb
     wake = undefined;
   };
   const iterate = async function* (): AsyncGenerator<DecodedWindow> {
-    if (file.byteLength === 0) throw Errors.badRequest('the audio file is empty', { param: 'file' });
+    if (file.byteLength === 0) throw Errors.badRequest('the audio file is empty', { param });
     const dir = await mkdtemp(path.join(os.tmpdir(), 'lia-audio-'));
     let ffmpeg: Ffmpeg | undefined;
     try {
       const input = path.join(dir, 'upload');
       await writeFile(input, withWavSizes(file), { mode: 0o600 });
-      ffmpeg = runFfmpeg(input, sampleRate, limits, signal, {
+      ffmpeg = runFfmpeg(input, sampleRate, limits, param, signal, {
         data: (chunk) => {
           ready.push(...cutter.push(chunk));
           notify();
         },
         end: (err) => {
           ended = true;
-          if (!err && cutter.samples === 0) err = Errors.badRequest('the file holds no audio', { param: 'file' });
+          if (!err && cutter.samples === 0) err = Errors.badRequest('the file holds no audio', { param });
           if (err) failure = err;
           else {
             ready.push(...cutter.end());
@@ -158,6 +158,7 @@ function runFfmpeg(
   input: string,
   sampleRate: number,
   limits: DecodeLimits,
+  param: string,
   signal: AbortSignal | undefined,
   on: { data(chunk: Buffer): void; end(err?: Error): void },
 ): Ffmpeg {
@@ -193,7 +194,7 @@ function runFfmpeg(
     child.kill('SIGKILL');
   };
   const timer = setTimeout(
-    () => stop(Errors.badRequest(`the audio file took longer than ${limits.timeoutMs / 1000} s to decode`, { param: 'file' })),
+    () => stop(Errors.badRequest(`the audio file took longer than ${limits.timeoutMs / 1000} s to decode`, { param })),
     limits.timeoutMs,
   );
   const onAbort = () => stop(signal?.reason instanceof Error ? signal.reason : new Error('aborted'));
@@ -201,7 +202,7 @@ function runFfmpeg(
   child.stdout.on('data', (chunk: Buffer) => {
     if (failure) return;
     bytes += chunk.length;
-    if (bytes > maxBytes) stop(Errors.badRequest(`the audio is longer than ${limits.maxSeconds} s, the most a request may carry`, { param: 'file' }));
+    if (bytes > maxBytes) stop(Errors.badRequest(`the audio is longer than ${limits.maxSeconds} s, the most a request may carry`, { param }));
     else on.data(chunk);
   });
   child.stderr.on('data', (chunk: Buffer) => {
@@ -220,7 +221,7 @@ function runFfmpeg(
     if (failure) return on.end(failure);
     const message = ffmpegMessage(stderr, input);
     if (code !== 0 || message) {
-      return on.end(Errors.badRequest(`the audio file is truncated or not in a format LIA decodes${message ? ` (${message})` : ''}`, { param: 'file' }));
+      return on.end(Errors.badRequest(`the audio file is truncated or not in a format LIA decodes${message ? ` (${message})` : ''}`, { param }));
     }
     on.end();
   });

@@ -31,7 +31,7 @@ export const FORMAT_NAME = /^[a-z0-9][a-z0-9_-]{0,31}$/;
  * Capabilities that a backend must declare to serve (`InferenceBackend.capabilities`); a model's
  * other capabilities are the weights' own and any backend of its format serves them.
  */
-export const BACKEND_CAPABILITIES: readonly ModelCapability[] = ['vision'];
+export const BACKEND_CAPABILITIES: readonly ModelCapability[] = ['vision', 'audio'];
 
 /** The model a backend is looked up for. */
 export interface ModelToRun {

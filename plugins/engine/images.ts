@@ -48,15 +48,17 @@ export async function checkImages(
 }
 
 /**
- * The loaded model takes images: the backend that runs it serves `vision` (a model with a
- * projector on a backend without it, when no enabled backend takes images, is a 400 saying what
- * to enable). Releases the slot and the admission when it does not.
+ * The loaded model takes the request's media: the backend that runs it serves `vision` (images)
+ * or `audio` (a model with a projector on a backend without it, when no enabled backend takes
+ * such media, is a 400 saying what to enable). Releases the slot and the admission when it does
+ * not.
  */
-export function visionServed(lease: Lease, asked: string, asker: Admitted): void {
-  if (lease.model.capabilities.includes('vision')) return;
+export function mediaServed(lease: Lease, asked: string, asker: Admitted, capability: 'vision' | 'audio'): void {
+  if (lease.model.capabilities.includes(capability)) return;
   lease.release();
+  const [has, takes] = capability === 'vision' ? ['a vision projector', 'images'] : ['an audio encoder', 'audio'];
   asker.fail(
-    Errors.badRequest(`"${asked}" has a vision projector, but the backend that runs it takes no images; enable backend-llama-server (docs/backends.md)`, {
+    Errors.badRequest(`"${asked}" has ${has}, but the backend that runs it takes no ${takes}; enable backend-llama-server (docs/backends.md)`, {
       param: 'model',
     }),
   );

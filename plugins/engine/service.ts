@@ -37,7 +37,8 @@ import type { BackendRegistry } from './backend-registry.js';
 import type { ModelStore, ResolvedModel } from 'lia/model-store';
 import { decodeWindows, DEFAULT_DECODE_TIMEOUT_MS, DEFAULT_MAX_AUDIO_SECONDS, type DecodeLimits } from './audio.js';
 import { admitted, estimateTokens, leased, observed, type Observe } from './admission.js';
-import { checkImages, DEFAULT_MAX_IMAGE_BYTES, unsupported, visionServed } from './images.js';
+import { checkImages, DEFAULT_MAX_IMAGE_BYTES, mediaServed, unsupported } from './images.js';
+import { checkAudio } from './audio-input.js';
 import { parseKeepAlive } from './keep-alive.js';
 import { adaptersServed, planAdapters } from './plan/adapters.js';
 import { withContextFit } from './plan/context-fit.js';
@@ -82,6 +83,7 @@ export class EngineService implements InferenceService {
     const started = process.hrtime.bigint();
     const model = await this.#resolve(req.model, 'generate');
     const images = await this.#images(model, req.model, req.images ?? [], 'images');
+    const audio = await checkAudio(model, req.model, req.audio ?? [], this.audioLimits, 'audio', signal);
     const plan = planGenerate(model, req.model, req);
     const system = req.system ?? model.system;
     const asker = admitted(model.name, estimateTokens([req.prompt, system, req.suffix]), this.#options(model, req.options), signal);
@@ -92,12 +94,14 @@ export class EngineService implements InferenceService {
     this.#observe({ type: 'request', model: model.name, kind: 'generate', ...asker.label });
     const { lease, events } = await withContextFit(async (grown) => {
       const lease = await this.#acquire(model, req.keep_alive, { ...options, num_ctx: grown ?? options.num_ctx }, signal, speculation);
-      if (images.length > 0) visionServed(lease, req.model, asker);
+      if (images.length > 0) mediaServed(lease, req.model, asker, 'vision');
+      if (audio.length > 0) mediaServed(lease, req.model, asker, 'audio');
       served(lease, adapters, req.model);
       const events = lease.model.generate(
         {
           prompt: req.prompt,
           ...(images.length > 0 ? { images } : {}),
+          ...(audio.length > 0 ? { audio } : {}),
           raw: req.raw ?? false,
           options,
           ...(system ? { system } : {}),
@@ -122,7 +126,7 @@ export class EngineService implements InferenceService {
     const started = process.hrtime.bigint();
     const model = await this.#resolve(req.model, 'chat');
     const plan = planChat(model, req.model, req);
-    const { messages: requested, images } = await this.#messageImages(model, req.model, req.messages);
+    const { messages: requested, images, audio } = await this.#messageMedia(model, req.model, req.messages, signal);
     const messages = withStored(model, requested);
     const asker = admitted(model.name, estimateTokens(messages.map((m) => m.content)), this.#options(model, req.options), signal);
     const options = plan.options(asker.options);
@@ -133,7 +137,8 @@ export class EngineService implements InferenceService {
     const conversation = { messages, count: (loaded: LoadedModel, m: ChatMessage[]) => countTokens(loaded, { messages: m, options, ...plan.fields }, signal) };
     const { lease, events } = await withContextFit(async (grown, fitted) => {
       const lease = await this.#acquire(model, req.keep_alive, { ...options, num_ctx: grown ?? options.num_ctx }, signal, speculation);
-      if (images > 0) visionServed(lease, req.model, asker);
+      if (images > 0) mediaServed(lease, req.model, asker, 'vision');
+      if (audio > 0) mediaServed(lease, req.model, asker, 'audio');
       served(lease, adapters, req.model);
       return { lease, events: lease.model.chat({ messages: fitted ?? messages, options, ...(adapters ? { adapters } : {}), ...plan.fields }, signal) };
     }, conversation).catch(asker.fail);
@@ -147,7 +152,7 @@ export class EngineService implements InferenceService {
   async countChatTokens(req: InferenceChatRequest, signal: AbortSignal): Promise<{ model: string; promptTokens: number }> {
     const model = await this.#resolve(req.model, 'chat');
     const { fields } = planChat(model, req.model, req);
-    const { messages: requested } = await this.#messageImages(model, req.model, req.messages);
+    const { messages: requested } = await this.#messageMedia(model, req.model, req.messages, signal);
     const options = this.#options(model, req.options);
     const speculation = await this.#speculation(model, req.model, options, req.options);
     const lease = await this.#acquire(model, req.keep_alive, options, signal, speculation);
@@ -226,7 +231,8 @@ export class EngineService implements InferenceService {
   }
 
   /**
-   * Text from an audio file on a model with the `transcription` capability: the model is
+   * Text from an audio file on a model with the `transcription` capability, or with `audio` (its
+   * backend asks it as a chat, backend-llama-server hearing.ts): the model is
    * resolved and checked before the file is decoded (a key outside the allow-list learns nothing
    * of the file), the file decoded at the model's rate and cut into its windows as ffmpeg goes
    * (audio.ts), each window transcribed in turn while the rest decodes, the previous window's
@@ -427,21 +433,37 @@ export class EngineService implements InferenceService {
     return checkImages(model, asked, images, { maxBytes: this.maxImageBytes, remote: this.remoteImages }, param);
   }
 
-  /** A chat's messages with their images checked (and fetched where allowed), and how many there are. */
-  async #messageImages(model: ResolvedModel, asked: string, messages: ChatMessage[]): Promise<{ messages: ChatMessage[]; images: number }> {
-    if (!messages.some((m) => m.images?.length)) return { messages, images: 0 };
+  /**
+   * A chat's messages with their images checked (and fetched where allowed) and their audio
+   * decoded (audio-input.ts), and how many of each there are.
+   */
+  async #messageMedia(
+    model: ResolvedModel,
+    asked: string,
+    messages: ChatMessage[],
+    signal: AbortSignal,
+  ): Promise<{ messages: ChatMessage[]; images: number; audio: number }> {
+    if (!messages.some((m) => m.images?.length || m.audio?.length)) return { messages, images: 0, audio: 0 };
     let images = 0;
+    let audio = 0;
     const out: ChatMessage[] = [];
-    for (const m of messages) {
-      if (!m.images?.length) {
+    for (const [i, m] of messages.entries()) {
+      if (!m.images?.length && !m.audio?.length) {
         out.push(m);
         continue;
       }
-      const checked = await this.#images(model, asked, m.images, 'messages');
-      images += checked.length;
-      out.push({ ...m, images: checked });
+      const checked = { ...m };
+      if (m.images?.length) {
+        checked.images = await this.#images(model, asked, m.images, 'messages');
+        images += checked.images.length;
+      }
+      if (m.audio?.length) {
+        checked.audio = await checkAudio(model, asked, m.audio, this.audioLimits, `messages[${i}]`, signal);
+        audio += checked.audio.length;
+      }
+      out.push(checked);
     }
-    return { messages: out, images };
+    return { messages: out, images, audio };
   }
 
   /**
@@ -481,7 +503,8 @@ export class EngineService implements InferenceService {
     // A reranker's pooled output is its score, not a vector; a model without the head cannot rank.
     if (action === 'embed' && caps.includes('rerank') && !caps.includes('embedding')) throw unsupported(name, 'embedding');
     if (action === 'rerank' && !caps.includes('rerank')) throw unsupported(name, 'rerank');
-    if (action === 'transcribe' && !caps.includes('transcription')) throw unsupported(name, 'transcription');
+    // A model that hears (a GGUF with an audio encoder) transcribes on its backend's chat path.
+    if (action === 'transcribe' && !caps.includes('transcription') && !caps.includes('audio')) throw unsupported(name, 'transcription');
     if (action === 'speak' && !caps.includes('speech')) throw unsupported(name, 'speech');
     if (action === 'embed' && (caps.includes('transcription') || caps.includes('speech')) && !caps.includes('embedding')) throw unsupported(name, 'embedding');
     return model;

@@ -6,7 +6,9 @@
  * head); `tools` when the template layer uses `.Tools` or the GGUF chat template mentions
  * `tools`; `insert` for `.Suffix`; `thinking` for `.Thinking` in the template layer or, in the
  * GGUF's Jinja chat template, a `<think>` section or an `enable_thinking` switch (Qwen3, QwQ,
- * DeepSeek-R1; see {@link jinjaThinks}); `vision` with a projector layer.
+ * DeepSeek-R1; see {@link jinjaThinks}); `vision` and `audio` with a projector layer, as its
+ * encoders say (`clip.has_vision_encoder`, `clip.has_audio_encoder`; a projector that declares
+ * neither is an older vision one).
  *
  * @module
  */
@@ -45,9 +47,9 @@ export function ggufFormat(): FormatHandler {
     files: 'one .gguf file',
     recognise(names) {
       if (!names.some((n) => n.endsWith('.gguf'))) return null;
-      // One file, or the weights and their vision projector (Ollama's two FROM lines).
+      // One file, or the weights and their projector (Ollama's two FROM lines).
       if (names.length === 1 || (names.length === 2 && names.every((n) => n.endsWith('.gguf')))) return {};
-      return { problem: 'a GGUF model is created from one .gguf file, or two: the weights and a vision projector (mmproj)' };
+      return { problem: 'a GGUF model is created from one .gguf file, or two: the weights and a vision or audio projector (mmproj)' };
     },
     projector: {
       mediaType: PROJECTOR_MEDIA_TYPE,
@@ -79,7 +81,8 @@ export function ggufFormat(): FormatHandler {
       if (goTemplate.includes('.Tools') || /\btools\b/.test(gguf.chatTemplate ?? '')) capabilities.push('tools');
       if (goTemplate.includes('.Suffix')) capabilities.push('insert');
       if (goTemplate.includes('.Thinking') || jinjaThinks(gguf.chatTemplate)) capabilities.push('thinking');
-      if (layers.some((l) => l.mediaType === PROJECTOR_MEDIA_TYPE)) capabilities.push('vision');
+      const projector = layers.find((l) => l.mediaType === PROJECTOR_MEDIA_TYPE);
+      if (projector) capabilities.push(...encoders((await summary(projector)).modelInfo));
       return { details: gguf.details, capabilities, modelInfo: gguf.modelInfo };
     },
     async chatTemplate(model) {
@@ -124,4 +127,11 @@ export function ggufFormat(): FormatHandler {
  */
 export function jinjaThinks(template: string | undefined): boolean {
   return template !== undefined && (template.includes('<think>') || /\benable_thinking\b/.test(template));
+}
+
+/** What a projector's encoders let the model take: images, audio, or both. */
+function encoders(info: Record<string, unknown>): ModelCapability[] {
+  const audio = info['clip.has_audio_encoder'] === true;
+  const vision = info['clip.has_vision_encoder'] === true || (!audio && info['clip.has_vision_encoder'] === undefined);
+  return [...(vision ? (['vision'] as const) : []), ...(audio ? (['audio'] as const) : [])];
 }

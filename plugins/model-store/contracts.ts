@@ -6,7 +6,8 @@
  */
 
 /** What a model can do, in Ollama's vocabulary (`/api/show` → `capabilities`). */
-export type ModelCapability = 'completion' | 'chat' | 'embedding' | 'rerank' | 'transcription' | 'speech' | 'tools' | 'insert' | 'vision' | 'thinking';
+export type ModelCapability =
+  'completion' | 'chat' | 'embedding' | 'rerank' | 'transcription' | 'speech' | 'tools' | 'insert' | 'vision' | 'audio' | 'thinking';
 
 /**
  * The name of a model's weights format (`gguf`, `onnx`, or whatever a backend declares); it decides

@@ -76,12 +76,16 @@ function responseFormat(format: OutputFormat | undefined): Record<string, unknow
   return { response_format: { type: 'json_schema', json_schema: { name: 'output', schema: format } } };
 }
 
-/** A message's content: plain text, or text and `image_url` parts (data URLs) when it carries images. */
-function content(text: string, images: readonly string[] | undefined): unknown {
-  if (!images?.length) return text;
+/**
+ * A message's content: plain text, or text, `image_url` parts (data URLs) and `input_audio` parts
+ * (base64 WAV, as the engine hands clips on) when it carries media.
+ */
+function content(text: string, images: readonly string[] | undefined, audio?: readonly string[]): unknown {
+  if (!images?.length && !audio?.length) return text;
   return [
     ...(text ? [{ type: 'text', text }] : []),
-    ...images.map((b64) => ({ type: 'image_url', image_url: { url: `data:${imageMimeType(b64)};base64,${b64}` } })),
+    ...(images ?? []).map((b64) => ({ type: 'image_url', image_url: { url: `data:${imageMimeType(b64)};base64,${b64}` } })),
+    ...(audio ?? []).map((b64) => ({ type: 'input_audio', input_audio: { data: b64, format: 'wav' } })),
   ];
 }
 
@@ -99,7 +103,7 @@ function messages(list: readonly ChatMessage[]): Record<string, unknown>[] {
       return { role: 'assistant', content: m.content || null, tool_calls: calls };
     }
     if (m.role === 'tool') return { role: 'tool', content: m.content, tool_call_id: pending.shift() ?? `call_${i}` };
-    return { role: m.role, content: content(m.content, m.images) };
+    return { role: m.role, content: content(m.content, m.images, m.audio) };
   });
 }
 
@@ -183,9 +187,9 @@ export const openaiWire = {
   },
 
   /**
-   * A generation: a chat completion with the prompt (and its images) as the user's message, or a
-   * raw completion (`/v1/completions`) when it is raw or has a suffix. `context` (token ids) and a
-   * Go template cannot travel (400); neither can images with a raw prompt.
+   * A generation: a chat completion with the prompt (and its images and audio) as the user's
+   * message, or a raw completion (`/v1/completions`) when it is raw or has a suffix. `context`
+   * (token ids) and a Go template cannot travel (400); neither can media with a raw prompt.
    */
   generate(model: string, p: GenerateParams): WireCall {
     if (p.context?.length) throw Errors.badRequest('context (token ids) cannot be forwarded to an OpenAI-compatible engine', { param: 'context' });
@@ -193,9 +197,10 @@ export const openaiWire = {
     const common = { model, stream: true, stream_options: { include_usage: true }, ...sampling(p.options), ...responseFormat(p.format) };
     if (p.raw || p.suffix) {
       if (p.images?.length) throw Errors.badRequest('images need the chat template: send them without raw or suffix', { param: 'images' });
+      if (p.audio?.length) throw Errors.badRequest('audio needs the chat template: send it without raw or suffix', { param: 'images' });
       return { path: '/v1/completions', body: { ...common, ...logprobFields(p.logprobs, false), prompt: p.prompt, ...(p.suffix ? { suffix: p.suffix } : {}) } };
     }
-    const msgs = [...(p.system ? [{ role: 'system', content: p.system }] : []), { role: 'user', content: content(p.prompt, p.images) }];
+    const msgs = [...(p.system ? [{ role: 'system', content: p.system }] : []), { role: 'user', content: content(p.prompt, p.images, p.audio) }];
     return { path: '/v1/chat/completions', body: { ...common, ...logprobFields(p.logprobs, true), messages: msgs } };
   },
 

@@ -247,8 +247,16 @@ t.test('rejects bad input with a 400 naming the param', async (t) => {
       param: 'messages[0].content[0].image_url.url',
     },
     {
-      body: { model: 'm', messages: [{ role: 'user', content: [{ type: 'input_audio', input_audio: { data: '', format: 'wav' } }] }] },
+      body: { model: 'm', messages: [{ role: 'user', content: [{ type: 'input_audio', input_audio: { format: 'wav' } }] }] },
+      param: 'messages[0].content[0].input_audio.data',
+    },
+    {
+      body: { model: 'm', messages: [{ role: 'user', content: [{ type: 'file', file: { file_data: 'x' } }] }] },
       param: 'messages[0].content[0].type',
+    },
+    {
+      body: { model: 'm', messages: [{ role: 'system', content: [{ type: 'input_audio', input_audio: { data: 'UklGRg==', format: 'wav' } }] }] },
+      param: 'messages[0].content',
     },
     { body: { model: 'm', messages: [{ role: 'user', content: [{ type: 'text' }] }] }, param: 'messages[0].content[0].text' },
     {

@@ -23,7 +23,9 @@
  * a `tool` message. `image_url` parts of user messages carry images as `data:` URLs (base64),
  * which the engine checks and gives only to a model with the `vision` capability (an `http(s)` URL
  * is fetched by the engine only where the operator allows it, `engine.remoteImages`; else a 400);
- * audio and file parts are a 400; part types newer than this server are left out.
+ * `input_audio` parts of user messages carry audio clips (base64 `data`, in any container the
+ * engine decodes, whatever `format` says), which only a model with the `audio` capability takes;
+ * file parts are a 400; part types newer than this server are left out.
  *
  * @module
  */
@@ -189,8 +191,9 @@ const ROLES = new Set(['system', 'developer', 'user', 'assistant', 'tool', 'func
 
 /** Flattens `content` (string, parts or null) to text. `null`/absent is allowed only when `optional`. */
 function contentText(value: unknown, param: string, optional: boolean): string {
-  const { text, images } = content(value, param, optional);
+  const { text, images, audio } = content(value, param, optional);
   if (images.length > 0) invalid(param, `'${param}' may carry images only in user messages`);
+  if (audio.length > 0) invalid(param, `'${param}' may carry audio only in user messages`);
   return text;
 }
 
@@ -202,16 +205,25 @@ function partImage(part: Body, p: string): string {
   return imageFromDataUrl(url, `${p}.image_url.url`);
 }
 
-/** `content` as text (its text parts joined) and the images of its `image_url` parts. */
-function content(value: unknown, param: string, optional: boolean): { text: string; images: string[] } {
-  if (typeof value === 'string') return { text: value, images: [] };
+/** The clip of an `input_audio` part: its base64 `data`. */
+function partAudio(part: Body, p: string): string {
+  const ref = part['input_audio'];
+  const data = ref !== null && typeof ref === 'object' ? (ref as Body)['data'] : undefined;
+  if (typeof data !== 'string') invalid(`${p}.input_audio.data`, `'${p}.input_audio.data' must be a string (base64 audio)`);
+  return data;
+}
+
+/** `content` as text (its text parts joined), the images of its `image_url` parts and the clips of its `input_audio` parts. */
+function content(value: unknown, param: string, optional: boolean): { text: string; images: string[]; audio: string[] } {
+  if (typeof value === 'string') return { text: value, images: [], audio: [] };
   if (value === null || value === undefined) {
-    if (optional) return { text: '', images: [] };
+    if (optional) return { text: '', images: [], audio: [] };
     invalid(param, `'${param}' is required`);
   }
   if (!Array.isArray(value)) invalid(param, `'${param}' must be a string or an array of content parts`);
   const texts: string[] = [];
   const images: string[] = [];
+  const audio: string[] = [];
   value.forEach((part, i) => {
     const p = `${param}[${i}]`;
     if (part === null || typeof part !== 'object') invalid(p, `'${p}' must be a content part object`);
@@ -224,14 +236,16 @@ function content(value: unknown, param: string, optional: boolean): { text: stri
       texts.push(refusal);
     } else if (type === 'image_url') {
       images.push(partImage(part as Body, p));
-    } else if (type === 'input_audio' || type === 'file') {
-      invalid(`${p}.type`, `content parts of type '${type}' are not supported: this endpoint takes text and images`);
+    } else if (type === 'input_audio') {
+      audio.push(partAudio(part as Body, p));
+    } else if (type === 'file') {
+      invalid(`${p}.type`, `content parts of type '${type}' are not supported: this endpoint takes text, images and audio`);
     } else if (typeof type !== 'string') {
       invalid(`${p}.type`, `'${p}.type' must be a string`);
     }
     // A part type newer than this server: left out.
   });
-  return { text: texts.join('\n'), images };
+  return { text: texts.join('\n'), images, audio };
 }
 
 /** Parses `arguments` (a JSON string; an object is tolerated) into an object. */
@@ -295,8 +309,8 @@ export function toChatMessages(value: unknown): ChatMessage[] {
     }
     leadingSystem = false;
     if (role === 'user') {
-      const { text, images } = content(m.content, `${p}.content`, false);
-      out.push({ role: 'user', content: text, ...(images.length > 0 ? { images } : {}) });
+      const { text, images, audio } = content(m.content, `${p}.content`, false);
+      out.push({ role: 'user', content: text, ...(images.length > 0 ? { images } : {}), ...(audio.length > 0 ? { audio } : {}) });
     } else if (role === 'assistant') {
       const calls = toolCalls(m.tool_calls, `${p}.tool_calls`);
       const msg: ChatMessage = { role: 'assistant', content: contentText(m.content, `${p}.content`, true) };

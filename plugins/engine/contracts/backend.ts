@@ -91,6 +91,12 @@ export interface ChatMessage {
    * `checkImage`); only a model with the `vision` capability gets them.
    */
   images?: string[];
+  /**
+   * Audio clips the message carries, base64: as the engine hands them to a backend, each is a
+   * 16 kHz mono 16-bit PCM WAV (the engine decodes and resamples what the client sent, see
+   * `checkAudio`); only a model with the `audio` capability gets them.
+   */
+  audio?: string[];
 }
 
 /**
@@ -148,6 +154,8 @@ export interface GenerateParams {
   suffix?: string;
   /** Images for the prompt, base64 (see {@link ChatMessage.images}). */
   images?: string[];
+  /** Audio for the prompt, base64 WAV (see {@link ChatMessage.audio}). */
+  audio?: string[];
   raw: boolean;
   /**
    * A prompt template (Ollama Go-template text, e.g. the request's `template` field) used instead

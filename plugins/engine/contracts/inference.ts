@@ -33,6 +33,8 @@ export interface InferenceGenerateRequest {
   context?: number[];
   /** Images for the prompt, base64; the model needs the `vision` capability (else a 400). */
   images?: string[];
+  /** Audio clips for the prompt, base64, in any container the engine decodes; the model needs the `audio` capability (else a 400). */
+  audio?: string[];
   think?: Think;
   /** Log probabilities with this many alternatives per token (0 to 20); unset: none (see `GenerateParams.logprobs`). */
   logprobs?: number;

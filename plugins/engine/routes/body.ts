@@ -8,6 +8,7 @@
 import { Errors } from 'lia/plugin';
 import { checkSchemaBounds } from 'lia/utils';
 import type { ChatMessage, OutputFormat, ToolCall, ToolDefinition } from '../public.js';
+import { looksLikeAudio } from '../audio-input.js';
 import type { ChatBodyMessage, ChatBodyTool } from './schemas.js';
 
 /** `undefined` for an absent or `null` field (Ollama's "not set"). */
@@ -38,9 +39,23 @@ export function chatMessages(list: ChatBodyMessage[] | null | undefined): ChatMe
     const out: ChatMessage = { role: role as ChatMessage['role'], content: msg.content ?? '' };
     if (msg.tool_calls) out.tool_calls = msg.tool_calls.map((c, j) => toolCall(c, `messages[${i}].tool_calls[${j}]`));
     if (typeof msg.tool_name === 'string') out.tool_name = msg.tool_name;
-    if (msg.images?.length) out.images = msg.images;
+    Object.assign(out, media(msg.images, msg.audio));
     return out;
   });
+}
+
+/**
+ * A message's or a generation's `images` and `audio`, as the engine takes them. Ollama carries a
+ * clip in `images` and tells it by its signature (a WAV); LIA does the same for every audio file
+ * it decodes (`looksLikeAudio`), and also takes an `audio` list (ollama-python's proposed field).
+ */
+export function media(images: string[] | null | undefined, audio: string[] | null | undefined): Pick<ChatMessage, 'images' | 'audio'> {
+  const out: Pick<ChatMessage, 'images' | 'audio'> = {};
+  const pictures = (images ?? []).filter((d) => typeof d !== 'string' || !looksLikeAudio(d));
+  const clips = [...(images ?? []).filter((d) => typeof d === 'string' && looksLikeAudio(d)), ...(audio ?? [])];
+  if (pictures.length) out.images = pictures;
+  if (clips.length) out.audio = clips;
+  return out;
 }
 
 function toolCall(call: NonNullable<ChatBodyMessage['tool_calls']>[number], param: string): ToolCall {

@@ -10,7 +10,7 @@ import { clientGone } from 'lia/plugin';
 import type { InferenceService } from '../public.js';
 import { parseSamplingOptions } from '../request-options.js';
 import { parseKeepAlive } from '../keep-alive.js';
-import { given, logprobsField, outputFormat } from './body.js';
+import { given, logprobsField, media, outputFormat } from './body.js';
 import { GenerateBody } from './schemas.js';
 import { createdAt, respond } from './respond.js';
 
@@ -45,7 +45,7 @@ export function generateRoute(app: FastifyInstance, service: () => InferenceServ
         prompt,
         options,
         ...(suffix ? { suffix } : {}),
-        ...(body.images?.length ? { images: body.images } : {}),
+        ...media(body.images, body.audio),
         ...(system !== undefined ? { system } : {}),
         ...(template !== undefined ? { template } : {}),
         ...(raw !== undefined ? { raw } : {}),

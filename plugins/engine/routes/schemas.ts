@@ -52,8 +52,14 @@ const Think = Type.Optional(
 /** Alternatives per token with `logprobs` (Ollama's range). */
 const TopLogprobs = Type.Optional(Nullable(Type.Integer({ minimum: 0, maximum: 20, errorMessage: 'top_logprobs must be between 0 and 20' })));
 
-/** Base64 images; the engine checks each (format, size) and the model's `vision` capability. */
+/**
+ * Base64 images; the engine checks each (format, size) and the model's `vision` capability. An
+ * entry that is an audio file is a clip (body.ts `media`), as Ollama takes audio.
+ */
 const Images = Type.Optional(Nullable(Type.Array(Type.String())));
+
+/** Base64 audio clips in any container the engine decodes; the model needs the `audio` capability. */
+const Audio = Type.Optional(Nullable(Type.Array(Type.String())));
 
 const ToolCall = Type.Object(
   {
@@ -75,6 +81,7 @@ const Message = Type.Object(
     role: Type.String(),
     content: Text,
     images: Images,
+    audio: Audio,
     tool_calls: Type.Optional(Nullable(Type.Array(ToolCall))),
     tool_name: Text,
   },
@@ -106,6 +113,7 @@ export const GenerateBody = Type.Object(
     logprobs: Flag,
     top_logprobs: TopLogprobs,
     images: Images,
+    audio: Audio,
     /** Token ids from a previous answer's `context` (Ollama's deprecated way to continue). */
     context: Type.Optional(Nullable(Type.Array(Type.Integer({ minimum: 0 })))),
   },
