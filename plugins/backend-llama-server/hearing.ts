@@ -8,7 +8,9 @@
  * own formats, windows and times.
  *
  * The instruction names the language when the client gives one; `translate` asks for English.
- * Decoding is greedy unless the client sets a temperature. Such a model cannot time its words,
+ * The earlier text (`prompt`: the client's, then the previous window's) is not sent: a model that
+ * follows instructions takes it for more to transcribe, and it would crowd the context. Decoding
+ * is greedy unless the client sets a temperature. Such a model cannot time its words,
  * so each window is one segment; it reports no language of its own.
  *
  * @module
@@ -16,8 +18,12 @@
 import type { AudioInput, ChatParams, GenerationEvent, TranscribeParams, TranscribeResult } from 'lia/engine';
 import { wavFile } from 'lia/utils';
 
-/** What a model that hears is sent: 16 kHz audio, 30 s at a time (a Whisper encoder's window). */
-export const HEARING: AudioInput = { sampleRate: 16_000, windowSeconds: 30 };
+/**
+ * What a model that hears is sent: 16 kHz audio, 29.5 s at a time. llama.cpp pads a clip with 30 s
+ * of silence and encodes it in whole 30 s windows (a Whisper encoder's), so a clip under 29.99 s is
+ * one encoder window and one window's tokens.
+ */
+export const HEARING: AudioInput = { sampleRate: 16_000, windowSeconds: 29.5 };
 
 /** Tokens one window's text may take: Whisper's own bound for 30 s of speech. */
 const MAX_TOKENS = 448;
@@ -30,9 +36,8 @@ export function hearingChat(p: TranscribeParams): ChatParams {
     p.task === 'translate'
       ? `Translate the speech in this audio into English.${language} Answer with the English text only.`
       : `Transcribe this audio to text, word for word.${language} Answer with the transcript only.`;
-  const context = p.prompt ? ` For context only, the text said before it: ${p.prompt}` : '';
   return {
-    messages: [{ role: 'user', content: instruction + context, audio: [clip] }],
+    messages: [{ role: 'user', content: instruction, audio: [clip] }],
     options: { temperature: p.temperature ?? 0, num_predict: MAX_TOKENS },
     logprobs: 0,
   };

@@ -65,7 +65,8 @@ async function decodeClip(clip: unknown, limits: DecodeLimits, param: string, si
 
 /**
  * Whether base64 `data` starts as an audio file does: RIFF/WAVE, FLAC, Ogg, an MP3 (its ID3 tag
- * or an MPEG audio frame), an MP4/M4A (`ftyp`) or WebM/Matroska (EBML) file. Ollama takes audio
+ * or an MPEG audio frame), raw AAC (ADTS), an MP4/M4A (`ftyp`), WebM/Matroska (EBML) or MPEG
+ * program stream file. Ollama takes audio
  * in a message's `images` and tells it from an image by such a signature (RIFF/WAVE only); no
  * image format LIA takes starts like any of these.
  */
@@ -74,7 +75,9 @@ export function looksLikeAudio(data: string): boolean {
   const ascii = (from: number, to: number) => head.toString('latin1', from, to);
   if (ascii(0, 4) === 'RIFF' && ascii(8, 12) === 'WAVE') return true;
   if (['fLaC', 'OggS'].includes(ascii(0, 4)) || ascii(0, 3) === 'ID3' || ascii(4, 8) === 'ftyp') return true;
-  if (head.length >= 4 && head.readUInt32BE(0) === 0x1a45dfa3) return true;
-  // An MPEG audio frame: 11 sync bits, then a layer that is not the reserved one.
-  return head.length >= 2 && head[0] === 0xff && (head[1]! & 0xe0) === 0xe0 && (head[1]! & 0x06) !== 0;
+  // EBML (WebM, Matroska); an MPEG program stream's pack header (`.mpeg`, `.mpg`).
+  if (head.length >= 4 && (head.readUInt32BE(0) === 0x1a45dfa3 || head.readUInt32BE(0) === 0x000001ba)) return true;
+  if (head.length < 2 || head[0] !== 0xff) return false;
+  // An MPEG audio frame (11 sync bits, then a layer that is not the reserved one), or raw AAC's ADTS.
+  return ((head[1]! & 0xe0) === 0xe0 && (head[1]! & 0x06) !== 0) || (head[1]! & 0xf6) === 0xf0;
 }

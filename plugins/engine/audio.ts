@@ -127,26 +127,31 @@ interface Ffmpeg {
   stop(): Promise<void>;
 }
 
-/** The "length unknown" value a streamed WAV carries in its RIFF and data sizes. */
-const UNKNOWN_SIZE = 0xffffffff;
+/**
+ * Whether a RIFF or data size is a placeholder for "length unknown", not a length: what a WAV
+ * written as a stream carries (0xFFFFFFFF from LIA's and OpenAI's speech, 0x7FFFF000 from
+ * espeak-ng's `--stdout`, 0 from some recorders). No upload is 2 GB long, so any size that large is
+ * one.
+ */
+const placeholder = (size: number) => size === 0 || size >= 0x7fff0000;
 
 /**
- * A WAV written as a stream (LIA's and OpenAI's speech with `response_format: "wav"`) cannot
- * know its length when its header leaves: its RIFF and data sizes say {@link UNKNOWN_SIZE}, and
- * ffmpeg reads its last, short packet as a truncated one. The upload is whole, so those sizes
- * are filled in from its length (a copy; other files are returned as they are, and a WAV with
- * real sizes that ends early stays truncated).
+ * A WAV written as a stream (LIA's and OpenAI's speech with `response_format: "wav"`, espeak-ng
+ * writing to a pipe) cannot know its length when its header leaves: its RIFF and data sizes are
+ * {@link placeholder}s, and ffmpeg reads its last, short packet as a truncated one. The upload is
+ * whole, so those sizes are filled in from its length (a copy; other files are returned as they
+ * are, and a WAV with real sizes that ends early stays truncated).
  */
 export function withWavSizes(file: Uint8Array): Uint8Array {
   const bytes = Buffer.from(file.buffer, file.byteOffset, file.byteLength);
   if (bytes.length < 12 || bytes.toString('latin1', 0, 4) !== 'RIFF' || bytes.toString('latin1', 8, 12) !== 'WAVE') return file;
-  if (bytes.readUInt32LE(4) !== UNKNOWN_SIZE) return file;
+  if (!placeholder(bytes.readUInt32LE(4))) return file;
   const out = Buffer.from(bytes);
   out.writeUInt32LE(out.length - 8, 4);
   for (let offset = 12; offset + 8 <= out.length;) {
     const size = out.readUInt32LE(offset + 4);
     if (out.toString('latin1', offset, offset + 4) === 'data') {
-      if (size === UNKNOWN_SIZE) out.writeUInt32LE(out.length - offset - 8, offset + 4);
+      if (placeholder(size)) out.writeUInt32LE(out.length - offset - 8, offset + 4);
       break;
     }
     offset += 8 + size + (size % 2);

@@ -12,6 +12,7 @@ import { MAX_PART_CHARS, splitSentences } from '../../plugins/engine/sentences.j
 import { OPENAI_VOICES, pickVoice } from '../../plugins/engine/speech.js';
 import { SPEECH_FORMATS, startEncoder, tempoFilter } from '../../plugins/engine/speech-encoder.js';
 import { voicesOf } from '../../plugins/backend-transformers/head.js';
+import { speak } from './signals.js';
 
 t.test('sentences: at their ends, lines apart, spaces collapsed', async (t) => {
   t.same(splitSentences('One two. Three four! Five six? Seven eight.'), ['One two.', 'Three four!', 'Five six?', 'Seven eight.']);
@@ -90,6 +91,12 @@ t.test("a streamed WAV's unknown sizes are filled in; other files untouched", as
   t.equal(withWavSizes(sized), sized, 'a WAV with real sizes stays as it is (truncated, if it is)');
   const mp3 = Buffer.from('ID3 not a wav');
   t.equal(withWavSizes(mp3), mp3);
+  // espeak-ng writing to a pipe puts 0x7FFFF000 where the sizes go.
+  const espeak = speak('hello');
+  t.equal(espeak.readUInt32LE(40), 0x7ffff000, "espeak-ng's placeholder");
+  const whole = Buffer.from(withWavSizes(espeak));
+  t.equal(whole.readUInt32LE(4), espeak.length - 8);
+  t.equal(whole.readUInt32LE(40), espeak.length - 44);
 });
 
 t.test('without ffmpeg: a 503 naming the package, no hang', async (t) => {
