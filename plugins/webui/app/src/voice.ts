@@ -47,9 +47,12 @@ export function saveVoiceSettings(s: VoiceSettings): void {
   localStorage.setItem(STORE, JSON.stringify(s));
 }
 
-/** The installed models with `capability`. */
+/**
+ * The installed models with `capability`. A model that hears (`audio`, a GGUF with an audio
+ * projector) transcribes too, so it counts for `transcription`.
+ */
 export function modelsWith(models: ModelInfo[], capability: 'transcription' | 'speech'): ModelInfo[] {
-  return models.filter((m) => m.capabilities.includes(capability));
+  return models.filter((m) => m.capabilities.includes(capability) || (capability === 'transcription' && m.capabilities.includes('audio')));
 }
 
 /** The chosen model when it is among `candidates`, else the first of them; empty when there is none. */
