@@ -14,7 +14,7 @@ import t from 'tap';
 import type { LlamaServerBackend } from '../../plugins/backend-llama-server/backend.js';
 import { builtFixture } from '../../scripts/fixtures/build.js';
 import { TINY_AUDIO_TEXT_MODEL, tinyAudioTokens } from '../../scripts/fixtures/tiny-audio.js';
-import { createModel, uploadBlob } from '../helpers/models.js';
+import { createModel, postJson, uploadBlob } from '../helpers/models.js';
 import { ollamaClient, startEngineAppliance } from '../engine/helpers.js';
 import { requireLlamaServer } from '../helpers/engines.js';
 import { schemaCheckedFetch } from '../helpers/openai-schema.js';
@@ -40,17 +40,7 @@ const backend = app.hooks.extensions
   .list()
   .find((b) => b.name === 'llama-server') as LlamaServerBackend;
 
-const post = async (route: string, body: unknown) => {
-  const res = await app.fetch(route, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
-  const text = await res.text();
-  let json: any;
-  try {
-    json = JSON.parse(text);
-  } catch {
-    json = text;
-  }
-  return { status: res.status, json };
-};
+const post = (route: string, body: unknown) => postJson(app, route, body);
 
 // "hello world" as espeak-ng speaks it (22050 Hz WAV, about 1 s), and as Ogg/Opus and WebM.
 const spoken = speak('hello world');

@@ -21,7 +21,7 @@ import type { LlamaServerBackend } from '../../plugins/backend-llama-server/back
 import { builtFixture } from '../../scripts/fixtures/build.js';
 import { TINY_VISION_IMAGE_TOKENS } from '../../scripts/fixtures/tiny-vision.js';
 import { ROOT } from '../helpers/fixtures.js';
-import { createModel, uploadBlob } from '../helpers/models.js';
+import { createModel, postJson, uploadBlob } from '../helpers/models.js';
 import { ollamaClient, startEngineAppliance } from '../engine/helpers.js';
 import { corruptPng, imageHeader, solidPng } from './images.js';
 import { requireLlamaServer } from '../helpers/engines.js';
@@ -48,17 +48,7 @@ const backend = app.hooks.extensions
 
 const png = solidPng(32, 32).toString('base64');
 const dataUrl = `data:image/png;base64,${png}`;
-const post = async (route: string, body: unknown) => {
-  const res = await app.fetch(route, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
-  const text = await res.text();
-  let json: any;
-  try {
-    json = JSON.parse(text);
-  } catch {
-    json = text;
-  }
-  return { status: res.status, json };
-};
+const post = (route: string, body: unknown) => postJson(app, route, body);
 
 await createModel(app, 'text', 'gguf/stories260K.gguf');
 

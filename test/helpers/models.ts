@@ -89,3 +89,14 @@ export async function createModel(app: Pick<TestAppliance, 'fetch'>, name: strin
   const text = await res.text();
   if (res.status !== 200) throw new Error(`creating ${name} from ${fixtureName} failed: ${res.status} ${text}`);
 }
+
+/** POSTs `body` as JSON to `route`; the status and the answer, parsed when it is JSON (else its text). */
+export async function postJson(app: Pick<TestAppliance, 'fetch'>, route: string, body: unknown): Promise<{ status: number; json: any }> {
+  const res = await app.fetch(route, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+  const text = await res.text();
+  try {
+    return { status: res.status, json: JSON.parse(text) };
+  } catch {
+    return { status: res.status, json: text };
+  }
+}
