@@ -13,12 +13,11 @@ import { Errors } from 'lia/plugin';
 import { wavFile } from 'lia/utils';
 import type { ResolvedModel } from 'lia/model-store';
 import { decodeWindows, type DecodeLimits } from './audio.js';
+import { isBase64 } from './image-check.js';
 import { unsupported } from './images.js';
 
 /** The rate clips are resampled to: what Whisper-style audio encoders hear. */
 export const AUDIO_INPUT_RATE = 16_000;
-
-const BASE64 = /^[A-Za-z0-9+/]*={0,2}$/;
 
 /**
  * A prompt's audio clips, checked and decoded, as WAV base64 for the backend. The model must
@@ -44,7 +43,7 @@ async function decodeClip(clip: unknown, limits: DecodeLimits, param: string, si
   if (typeof clip !== 'string') throw Errors.badRequest('an audio clip must be base64 text', { param });
   const text = clip.replace(/^data:[^,]*;base64,/, '').replace(/\s+/g, '');
   if (text.length === 0) throw Errors.badRequest('an audio clip is empty', { param });
-  if (text.length % 4 === 1 || !BASE64.test(text)) throw Errors.badRequest('an audio clip is not valid base64 data', { param });
+  if (!isBase64(text)) throw Errors.badRequest('an audio clip is not valid base64 data', { param });
   // One window as long as the limit: the clip is decoded whole (a longer one is a 400 first), so
   // there is exactly one window.
   const window = Math.ceil(limits.maxSeconds * AUDIO_INPUT_RATE) + 1;

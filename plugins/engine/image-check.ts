@@ -14,6 +14,9 @@ import { imageMimeType } from 'lia/utils';
 
 const BASE64 = /^[A-Za-z0-9+/]*={0,2}$/;
 
+/** Whether `text` (whitespace removed) is well-formed base64: the alphabet, padding, and a length a decoder takes. */
+export const isBase64 = (text: string): boolean => text.length % 4 !== 1 && BASE64.test(text);
+
 /** What {@link checkImage} found. */
 export interface CheckedImage {
   mime: string;
@@ -91,7 +94,7 @@ export function imageDimensions(b: Buffer, mime: string): { width: number; heigh
 export function checkImage(b64: string, maxBytes: number, param = 'images'): CheckedImage {
   const text = /\s/.test(b64) ? b64.replace(/\s+/g, '') : b64;
   if (text.length === 0) throw Errors.badRequest('an image is empty', { param });
-  if (text.length % 4 === 1 || !BASE64.test(text)) throw Errors.badRequest('an image is not valid base64 data', { param });
+  if (!isBase64(text)) throw Errors.badRequest('an image is not valid base64 data', { param });
   const padding = text.endsWith('==') ? 2 : text.endsWith('=') ? 1 : 0;
   const bytes = Math.floor((text.length * 3) / 4) - padding;
   if (bytes > maxBytes) throw Errors.badRequest(`an image is ${bytes} bytes; the limit is ${maxBytes} (the engine's maxImageBytes)`, { param });

@@ -13,7 +13,7 @@ import OpenAI from 'openai';
 import t from 'tap';
 import { startTestAppliance } from '../helpers/appliance.js';
 import { fixture, ROOT } from '../helpers/fixtures.js';
-import { createModel, uploadBlob } from '../helpers/models.js';
+import { createModel, postJson, uploadBlob } from '../helpers/models.js';
 import { schemaCheckedFetch, validateOpenAI } from '../helpers/openai-schema.js';
 import { waitFor } from '../helpers/wait.js';
 
@@ -33,15 +33,7 @@ const app = await startTestAppliance({
 t.teardown(() => app.close());
 await createModel(app, 'minilm', 'onnx/tiny-random-minilm');
 
-async function post(pathname: string, body: unknown): Promise<{ status: number; json: any }> {
-  const res = await app.fetch(pathname, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
-  const text = await res.text();
-  try {
-    return { status: res.status, json: JSON.parse(text) };
-  } catch {
-    return { status: res.status, json: text };
-  }
-}
+const post = (pathname: string, body: unknown) => postJson(app, pathname, body);
 
 t.test('lia create -f Modelfile with FROM ./folder', async (t) => {
   const dir = await mkdtemp(path.join(os.tmpdir(), 'lia-cli-onnx-'));
