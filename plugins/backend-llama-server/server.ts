@@ -17,10 +17,11 @@ import { existsSync } from 'node:fs';
 import { unlink } from 'node:fs/promises';
 import net from 'node:net';
 import path from 'node:path';
-import { Agent, request, type Dispatcher } from 'undici';
+import { Pool, request, type Dispatcher } from 'undici';
 import { Errors } from 'lia/plugin';
 import { promptTooLong } from 'lia/gguf';
 import { privateDir } from './temp-dirs.js';
+import { warmConnector, type WarmConnector } from './warm-connector.js';
 import type { Speculation } from 'lia/engine';
 
 /** What a server is started with. */
@@ -244,7 +245,9 @@ export class LlamaServer {
   readonly #child: ChildProcess;
   readonly #base: string;
   readonly #key: string;
-  readonly #agent: Agent;
+  /** One origin, so a pool of its own: an agent drops an origin's pool whenever its last connection closes, as llama-server's do after each stream, and builds it again for the next request. */
+  readonly #pool: Pool;
+  readonly #connector: WarmConnector;
   #stopping = false;
   #log = '';
   /** Context per slot, as the server reports it. */
@@ -271,8 +274,9 @@ export class LlamaServer {
     this.#socket = 'socket' in address ? address.socket : null;
     this.#base = 'socket' in address ? 'http://localhost' : `http://127.0.0.1:${address.port}`;
     this.#key = key;
-    this.#agent = new Agent({
-      connect: { timeout: 10_000, ...(this.#socket ? { socketPath: this.#socket } : {}) },
+    this.#connector = warmConnector({ timeout: 10_000, ...(this.#socket ? { socketPath: this.#socket } : {}) });
+    this.#pool = new Pool(this.#base, {
+      connect: this.#connector,
       headersTimeout: 0,
       bodyTimeout: 0,
       keepAliveTimeout: 30_000,
@@ -318,7 +322,7 @@ export class LlamaServer {
       }
       child.once('exit', (code, signal) => {
         if (server.#stopping) return;
-        void server.#agent.close();
+        void server.#pool.close();
         onExit(new Error(`llama-server exited (${signal ?? `code ${code}`}): ${server.logTail}`));
       });
       return server;
@@ -402,7 +406,7 @@ export class LlamaServer {
           headers: { authorization: `Bearer ${this.#key}`, ...(payload !== undefined ? { 'content-type': 'application/json' } : {}) },
           ...(payload !== undefined ? { body: payload } : {}),
           signal,
-          dispatcher: this.#agent,
+          dispatcher: this.#pool,
         });
       } catch (err) {
         if (signal.aborted) throw signal.reason;
@@ -478,7 +482,8 @@ export class LlamaServer {
       await gone;
       clearTimeout(timer);
     }
-    await this.#agent.close().catch(() => undefined);
+    this.#connector.close();
+    await this.#pool.close().catch(() => undefined);
     if (this.#socket) await unlink(this.#socket).catch(() => undefined);
   }
 }

@@ -58,6 +58,8 @@ t.test('security headers on every answer; the web UI keeps its own CSP', async (
     t.equal(res.headers.get('x-frame-options'), 'DENY', `${what}: no framing`);
     t.match(res.headers.get('content-security-policy'), /frame-ancestors 'none'/, `${what}: CSP forbids framing`);
     t.equal(res.headers.get('referrer-policy'), 'no-referrer', `${what}: no referrer`);
+    t.equal(res.headers.get('cross-origin-opener-policy'), 'same-origin', `${what}: helmet's other defaults too`);
+    t.equal(res.headers.get('x-permitted-cross-domain-policies'), 'none', `${what}: no cross-domain policy files`);
   }
   const ui = await app.fetch('/ui/', { auth: false });
   t.equal(ui.status, 200);
