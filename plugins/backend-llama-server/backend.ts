@@ -173,9 +173,13 @@ export function llamaServerBackend(o: LlamaServerBackendOptions): LlamaServerBac
       if (!embedding && !rerank) served.speculation = options.speculation;
       if (offload && gpu) served.vramBytes = Math.min(offload.vramBytes, totalBytes);
       // A generation model embeds through a second server on the same weights, started at its
-      // first embedding request (see ServedModel.embed).
+      // first embedding request (see ServedModel.embed), on the CPU: a GPU would hold a second
+      // copy of the weights for it, where on the CPU both processes map the same file. Its memory
+      // counts in the model's from then on: its cache and buffers for one slot and its process,
+      // and the weights too where the model itself holds them on a GPU.
       if (!embedding && !rerank) {
-        // On the CPU: its memory is outside the model's budget, and so outside the GPU's plan.
+        const own = await estimate(model, { ...options, contextLength: server.contextPerSlot, parallel: 1, batchSize: server.contextPerSlot });
+        served.embedderBytes = Math.max(SERVER_OVERHEAD_BYTES, own.totalBytes - Math.max(0, model.sizeBytes - served.vramBytes));
         const {
           projector: _projector,
           slotDir: _slotDir,

@@ -35,7 +35,7 @@ import { SlotRequests } from './slots.js';
 export class ServedModel implements LoadedModel {
   readonly capabilities;
   readonly contextLength: number;
-  readonly sizeBytes: number;
+  readonly #sizeBytes: number;
   /** What the offload plan placed on the GPU (0 on the CPU). */
   vramBytes = 0;
   /** Set for a reranker (a server started with `--rerank`). */
@@ -65,7 +65,7 @@ export class ServedModel implements LoadedModel {
     this.capabilities = model.capabilities.filter((c) => (c !== 'vision' || server.vision) && (c !== 'audio' || server.audio));
     this.audio = server.audio ? HEARING : undefined;
     this.contextLength = server.contextPerSlot;
-    this.sizeBytes = sizeBytes;
+    this.#sizeBytes = sizeBytes;
     this.#requests = new SlotRequests(server, slotDir);
   }
 
@@ -137,8 +137,18 @@ export class ServedModel implements LoadedModel {
     return promptLength(this.server, this.model.name, p, signal);
   }
 
+  /**
+   * Bytes held: the server's, and its embedding server's while that runs, so the scheduler's
+   * plan and `/api/ps` count it from the first embedding request on.
+   */
+  get sizeBytes(): number {
+    return this.#sizeBytes + (this.#embedder ? this.embedderBytes : 0);
+  }
+
   /** Starts the embedding server of a generation model; unset for an embedding model or a reranker. */
   startEmbedder: (() => Promise<LlamaServer>) | undefined;
+  /** The memory an embedding server holds beyond what it shares with this one (backend.ts). */
+  embedderBytes = 0;
   #embedder: Promise<LlamaServer> | undefined;
 
   /** Forgets the embedding server (it exited): the next embedding request starts another. */

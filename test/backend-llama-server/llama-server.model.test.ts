@@ -97,6 +97,20 @@ t.test("its memory budget is read from the model's header: the cache of its slot
   t.equal(ps.models.find((m) => m.name === 'stories:latest')?.size, await at(2, 256), '/api/ps shows the budget of the loaded server');
 });
 
+t.test("a generation model's embedding server counts in its size from the first embedding on, not its shared weights", async (t) => {
+  const model = await app.hooks.extensions.get('models').resolve('stories');
+  const size = async () =>
+    ((await (await app.fetch('/api/ps')).json()) as { models: Array<{ name: string; size: number }> }).models.find((m) => m.name === 'stories:latest')?.size;
+  await ollama.generate({ model: 'stories', prompt: 'Hi', options: { num_predict: 1 } });
+  const before = await size();
+  await ollama.embed({ model: 'stories', input: 'Once upon a time' });
+  const after = await size();
+  const own = (await backend.estimateMemory(model, { parallel: 1, contextLength: 256, batchSize: 256, threads: 1 })).totalBytes - model.sizeBytes;
+  t.equal(after! - before!, own, "its cache, buffers and process; the weights it maps are the first server's");
+  await ollama.embed({ model: 'stories', input: 'again' });
+  t.equal(await size(), after, 'counted once');
+});
+
 t.test('a prompt past the trained context: the same 400 as on node-llama-cpp', async (t) => {
   const tooLong = 'the cat sat on the mat. '.repeat(400);
   const res = await app.fetch('/api/generate', {
