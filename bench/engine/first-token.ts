@@ -8,11 +8,14 @@
  * The appliance is spoken to as clients do (HTTPS, a key, `/api/generate` with a raw prompt);
  * llama-server over plain HTTP on loopback (`/completion`), which is what its users get.
  *
- * Run: `node --conditions=lia-source --import tsx bench/engine/first-token.ts [--model 135m|1b-q4_0] [--pairs 40] [--tokens 16] [--engine llama-server|llama-cpp]`.
+ * `--gpu vulkan|cuda` puts both on that back end's first device (`gpuSides` in ./llama-server.ts).
+ *
+ * Run: `node --conditions=lia-source --import tsx bench/engine/first-token.ts [--model 135m|1b-q4_0|FILE.gguf] [--pairs 40] [--tokens 16] [--engine llama-server|llama-cpp] [--gpu cpu|vulkan|cuda]`.
  *
  * @module
  */
 import { parseArgs } from 'node:util';
+import type { GpuBackendKind } from '../../plugins/backend-llama-server/devices.js';
 import { keepAlivePool } from '../lib/connections.js';
 import { machineInfo, machineLine } from '../lib/machine.js';
 import { saveResult } from '../lib/results.js';
@@ -31,8 +34,11 @@ const { values } = parseArgs({
     context: { type: 'string', default: '1024' },
     port: { type: 'string', default: '18390' },
     engine: { type: 'string', default: 'llama-server' },
+    gpu: { type: 'string', default: 'cpu' },
   },
 });
+if (!['cpu', 'vulkan', 'cuda'].includes(values.gpu)) throw new Error(`--gpu ${values.gpu}: cpu, vulkan or cuda`);
+const GPU = values.gpu === 'cpu' ? null : (values.gpu as GpuBackendKind);
 const PAIRS = Number(values.pairs);
 const TOKENS = Number(values.tokens);
 const SLOTS = Number(values.slots);
@@ -42,7 +48,7 @@ async function main(): Promise<void> {
   const machine = machineInfo();
   console.log(machineLine(machine));
   const model = await benchModelPath(values.model);
-  const both = await startSideBySide({ model, port: Number(values.port), slots: SLOTS, context: CONTEXT, engine: values.engine });
+  const both = await startSideBySide({ model, port: Number(values.port), slots: SLOTS, context: CONTEXT, engine: values.engine, gpu: GPU });
   const { app, port, threads, batchThreads } = both;
   try {
     const agent = app.dispatcher();
@@ -54,6 +60,11 @@ async function main(): Promise<void> {
       await direct();
     }
     await both.check();
+    if (GPU) {
+      const ps = (await (await app.fetch('/api/ps')).json()) as { models: { name: string; size_vram: number }[] };
+      const vram = ps.models.find((m) => m.name.startsWith('bench'))?.size_vram ?? 0;
+      if (vram <= 0) throw new Error(`--gpu ${GPU}: the appliance did not place the model on the device (size_vram 0)`);
+    }
     const sides = { appliance: { ttft: [] as number[], perToken: [] as number[] }, 'llama-server': { ttft: [] as number[], perToken: [] as number[] } };
     for (let i = 0; i < PAIRS; i++) {
       const order = i % 2 === 0 ? (['appliance', 'llama-server'] as const) : (['llama-server', 'appliance'] as const);
@@ -68,6 +79,7 @@ async function main(): Promise<void> {
     const summary = {
       model: modelLabel(values.model),
       engine: values.engine,
+      gpu: values.gpu,
       pairs: PAIRS,
       firstTokenMs: { appliance: a, 'llama-server': l },
       ratio: l / a,

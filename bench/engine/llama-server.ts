@@ -14,6 +14,7 @@ import { fileURLToPath } from 'node:url';
 import { buildLlamaServer as buildServer, llamaCppSource as cachedSource, leftOutVariants } from '../../plugins/backend-llama-server/build.js';
 import { inferenceBatchThreads, inferenceThreads } from '../../plugins/engine/threads.js';
 import { assertSameConfiguration } from '../lib/machine.js';
+import { backendEnv, findGpuBackend, howToGet, type GpuBackendKind } from '../../plugins/backend-llama-server/devices.js';
 
 /**
  * The llama.cpp source tree of the bundled release, for its Python `gguf-py`
@@ -146,4 +147,23 @@ export async function checkSameConfiguration(
     },
     { name: 'slots', wanted: wanted.slots, sides: { 'llama-server': props.total_slots } },
   ]);
+}
+
+/**
+ * Both sides on GPU back end `kind` (`--gpu vulkan|cuda` of the engine benchmarks), or on the CPU
+ * for null: llama-server with every layer on the back end's first device (`--device Vulkan0
+ * -ngl 999`) and the same back-end library (this process's environment, which the direct server
+ * inherits; the appliance's servers get the same from LIA), and the appliance's
+ * backend-llama-server config with its `gpu` setting, whose offload plan places the model. Name a
+ * CPU-type Vulkan device such as Mesa's lavapipe with `GGML_VK_VISIBLE_DEVICES=0`.
+ */
+export function gpuSides(kind: GpuBackendKind | null, binary: string): { args: string[]; plugins: Record<string, unknown> } {
+  if (!kind) return { args: [], plugins: {} };
+  const backend = findGpuBackend(kind, binary);
+  if (!backend) throw new Error(`--gpu ${kind}: llama-server has no ${kind} back end: ${howToGet(kind)}`);
+  Object.assign(process.env, backendEnv(backend));
+  return {
+    args: ['--device', kind === 'cuda' ? 'CUDA0' : 'Vulkan0', '--n-gpu-layers', '999'],
+    plugins: { 'backend-llama-server': { options: { gpu: kind } } },
+  };
 }

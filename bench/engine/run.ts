@@ -47,9 +47,9 @@ import { ROOT } from '../../test/helpers/fixtures.js';
 import { benchModelPath, createBenchModel, modelLabel } from '../models/models.js';
 import { measureFigures, PROMPT, type Figures, type Generate } from './figures.js';
 import { applianceGenerate, llamaServerGenerate } from './targets.js';
-import { amxNote, benchThreads, buildLlamaServer, checkSameConfiguration, startLlamaServer } from './llama-server.js';
+import { amxNote, benchThreads, buildLlamaServer, checkSameConfiguration, gpuSides, startLlamaServer } from './llama-server.js';
 import { machineInfo, machineLine } from '../lib/machine.js';
-import { backendEnv, findGpuBackend, howToGet, type GpuBackendKind } from '../../plugins/backend-llama-server/devices.js';
+import type { GpuBackendKind } from '../../plugins/backend-llama-server/devices.js';
 
 const { values } = parseArgs({
   options: {
@@ -66,10 +66,8 @@ const { values } = parseArgs({
 });
 /**
  * `--gpu vulkan` or `--gpu cuda`: both servers run every layer on the back end's first device
- * (llama-server directly with the same back-end library, `--device Vulkan0 -ngl 999`; the
- * appliance with its `gpu` setting and the offload plan, checked to place the whole model). Name a
- * CPU-type Vulkan device such as Mesa's lavapipe with `GGML_VK_VISIBLE_DEVICES=0`. The library
- * column is left out (it runs node-llama-cpp on the CPU).
+ * (`gpuSides`), the appliance's placement checked to be the whole model. The library column is
+ * left out (it runs node-llama-cpp on the CPU).
  */
 if (!['cpu', 'vulkan', 'cuda'].includes(values.gpu)) throw new Error(`--gpu ${values.gpu}: cpu, vulkan or cuda`);
 const GPU = values.gpu === 'cpu' ? null : (values.gpu as GpuBackendKind);
@@ -121,11 +119,7 @@ async function main(): Promise<void> {
   const model = await benchModelPath(values.model);
   const binary = await buildLlamaServer();
   let port = Number(values.port);
-  const gpuBackend = GPU ? findGpuBackend(GPU, binary) : null;
-  if (GPU && !gpuBackend) throw new Error(`--gpu ${GPU}: llama-server has no ${GPU} back end: ${howToGet(GPU)}`);
-  const gpuArgs = GPU ? ['--device', GPU === 'cuda' ? 'CUDA0' : 'Vulkan0', '--n-gpu-layers', '999'] : [];
-  // The direct server inherits this process's environment; the appliance's servers get the same variable from LIA.
-  Object.assign(process.env, backendEnv(gpuBackend));
+  const { args: gpuArgs, plugins: gpuPlugins } = gpuSides(GPU, binary);
   const startServer = () =>
     startLlamaServer(binary, { model, port, threads: THREADS, batchThreads: BATCH_THREADS, parallel: SLOTS, contextPerSlot: CONTEXT, args: gpuArgs });
   let server = await startServer();
@@ -136,7 +130,7 @@ async function main(): Promise<void> {
     backends: { gguf: values.engine },
     plugins: {
       ...ENGINE_ONLY,
-      ...(GPU ? { 'backend-llama-server': { options: { gpu: GPU } } } : {}),
+      ...gpuPlugins,
       engine: { options: { numParallel: SLOTS, contextLength: CONTEXT, threads: THREADS, batchThreads: BATCH_THREADS, keepAlive: -1 } },
     },
   });

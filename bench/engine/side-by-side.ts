@@ -9,7 +9,8 @@ import type { ChildProcess } from 'node:child_process';
 import { startApplianceProcess, type ApplianceProcess } from '../lib/appliance-process.js';
 import { ENGINE_ONLY } from '../../test/helpers/plugin-sets.js';
 import { createBenchModel } from '../models/models.js';
-import { benchThreads, buildLlamaServer, checkSameConfiguration, startLlamaServer } from './llama-server.js';
+import type { GpuBackendKind } from '../../plugins/backend-llama-server/devices.js';
+import { benchThreads, buildLlamaServer, checkSameConfiguration, gpuSides, startLlamaServer } from './llama-server.js';
 
 export interface SideBySide {
   app: ApplianceProcess;
@@ -25,11 +26,20 @@ export interface SideBySide {
 
 /**
  * Starts both sides for the GGUF at `model`: `slots` × `context` tokens each, the appliance's
- * GGUF text on `engine` (`llama-server` or `llama-cpp`), llama-server on `port`.
+ * GGUF text on `engine` (`llama-server` or `llama-cpp`), llama-server on `port`, both on GPU back
+ * end `gpu` when one is named (`gpuSides`).
  */
-export async function startSideBySide(opts: { model: string; port: number; slots: number; context: number; engine: string }): Promise<SideBySide> {
+export async function startSideBySide(opts: {
+  model: string;
+  port: number;
+  slots: number;
+  context: number;
+  engine: string;
+  gpu?: GpuBackendKind | null;
+}): Promise<SideBySide> {
   const { threads, batchThreads } = benchThreads();
   const binary = await buildLlamaServer();
+  const gpu = gpuSides(opts.gpu ?? null, binary);
   const server = await startLlamaServer(binary, {
     model: opts.model,
     port: opts.port,
@@ -37,6 +47,7 @@ export async function startSideBySide(opts: { model: string; port: number; slots
     batchThreads,
     parallel: opts.slots,
     contextPerSlot: opts.context,
+    args: gpu.args,
   });
   let app: ApplianceProcess;
   try {
@@ -44,6 +55,7 @@ export async function startSideBySide(opts: { model: string; port: number; slots
       backends: { gguf: opts.engine },
       plugins: {
         ...ENGINE_ONLY,
+        ...gpu.plugins,
         engine: { options: { numParallel: opts.slots, contextLength: opts.context, threads, batchThreads, keepAlive: -1 } },
       },
     });
