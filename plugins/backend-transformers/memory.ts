@@ -26,11 +26,14 @@ export const SPEECH_PASS_BYTES = 320 * 1024 * 1024;
 
 /**
  * What a speech model's worker thread (speech-worker.ts) holds beside the model: its own V8 heap,
- * the appliance's modules it loads again (transformers.js among them) and its stack. Measured as
- * the RSS an appliance gained per loaded speech model over the same model on the main thread:
- * MEASURED_NOTE.
+ * the modules it loads again (transformers.js and onnxruntime-node's JavaScript among them) and
+ * its stack. Measured from `dist/` as the RSS an appliance gained per loaded tiny-ctc,
+ * tiny-whisper and tiny-vits fixture, against the library already loaded on the main thread (where
+ * these models add under 2 MB): 29 to 42 MB per thread, two runs (2026-12-07); a margin over that.
+ * Run from source, where tsx compiles every module again in each thread, a thread takes 150 to
+ * 200 MB: a development cost, not counted.
  */
-export const THREAD_BYTES = 64 * 1024 * 1024;
+export const THREAD_BYTES = 48 * 1024 * 1024;
 
 /** Bytes a model holds once loaded, its worker thread included when it runs in one ({@link THREAD_BYTES}). */
 export function heldBytes(layout: OnnxLayout, maxBatchTokens: number): number {

@@ -35,25 +35,25 @@ export function runsInThread(head: OnnxHead): boolean {
   return THREAD_HEADS.has(head.kind);
 }
 
-/** The URL a thread starts from: the built `.js` beside this file, or from source a module that registers tsx and imports the `.ts`. */
-function threadUrl(): URL {
+/**
+ * Where a thread starts from, and its flags: from `dist/`, the built `.js` beside this file with
+ * the parent's flags (Node passes a worker those it takes); from source, a `data:` module that
+ * registers tsx and imports the `.ts`, with the parent's `--conditions` only (`lia-source`: an
+ * explicit list may not hold V8 or process flags, and `--import` is what the module stands in for).
+ */
+function threadStart(): { url: URL; execArgv?: string[] } {
   const here = import.meta.url;
-  if (!here.endsWith('.ts')) return new URL('./speech-thread.js', here);
+  if (!here.endsWith('.ts')) return { url: new URL('./speech-thread.js', here) };
   const tsx = import.meta.resolve('tsx/esm/api');
   const entry = new URL('./speech-thread.ts', here).href;
   const source = `import { register } from ${JSON.stringify(tsx)};\nregister();\nawait import(${JSON.stringify(entry)});\n`;
-  return new URL(`data:text/javascript,${encodeURIComponent(source)}`);
-}
-
-/** The parent's flags without its `--import` ones, which the `data:` module stands in for. */
-function threadExecArgv(): string[] {
-  const out: string[] = [];
+  const execArgv: string[] = [];
   const argv = process.execArgv;
   for (let i = 0; i < argv.length; i++) {
-    if (argv[i] === '--import') i++;
-    else if (!argv[i]!.startsWith('--import=')) out.push(argv[i]!);
+    if (argv[i]!.startsWith('--conditions=')) execArgv.push(argv[i]!);
+    else if ((argv[i] === '--conditions' || argv[i] === '-C') && argv[i + 1]) execArgv.push(`--conditions=${argv[++i]!}`);
   }
-  return out;
+  return { url: new URL(`data:text/javascript,${encodeURIComponent(source)}`), execArgv };
 }
 
 function fromThreadError(error: ThreadError): Error {
@@ -76,7 +76,14 @@ export function loadInThread(
   onExit?: (error: Error) => void,
 ): Promise<LoadedModel> {
   const data: ThreadData = { model, layout, settings };
-  const worker = new Worker(threadUrl(), { workerData: data, execArgv: threadExecArgv() });
+  const { url, execArgv } = threadStart();
+  let worker: Worker;
+  try {
+    worker = new Worker(url, { workerData: data, ...(execArgv ? { execArgv } : {}) });
+  } catch (err) {
+    const message = err instanceof Error ? err.message : String(err);
+    return Promise.reject(Errors.engineFailed(`model "${model.name}" cannot be loaded: its worker thread does not start: ${message}`, { cause: err }));
+  }
   return new Promise<LoadedModel>((resolve, reject) => {
     let loaded: ThreadModel | undefined;
     worker.on('message', (message: FromThread) => {
@@ -108,6 +115,8 @@ class ThreadModel implements LoadedModel {
   readonly vramBytes = 0;
   readonly audio?: AudioInput;
   readonly speech?: SpeechOutput;
+  readonly transcribe?: LoadedModel['transcribe'];
+  readonly synthesize?: LoadedModel['synthesize'];
   readonly #pending = new Map<number, Pending>();
   #next = 0;
   #unloading: Promise<void> | undefined;
@@ -129,9 +138,6 @@ class ThreadModel implements LoadedModel {
     if (this.capabilities.includes('transcription')) this.transcribe = (params, signal) => this.#call('transcribe', params, signal);
     if (this.capabilities.includes('speech')) this.synthesize = (params, signal) => this.#call('synthesize', params, signal);
   }
-
-  readonly transcribe?: LoadedModel['transcribe'];
-  readonly synthesize?: LoadedModel['synthesize'];
 
   generate(): AsyncIterable<GenerationEvent> {
     throw Errors.badRequest(`"${this.name}" does not support generate`);
