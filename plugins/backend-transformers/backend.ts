@@ -15,13 +15,10 @@ import type { LoadOptions, MemoryEstimate } from 'lia/engine';
 import type { ResolvedModel } from 'lia/model-store';
 import { onnxFormat } from './format.js';
 import { readLayout, type OnnxDtype } from './layout.js';
-import { estimateBytes } from './memory.js';
+import { heldBytes } from './memory.js';
 import { loadCrossEncoder } from './cross-encoder.js';
-import { loadCtc } from './ctc.js';
-import { loadVits } from './vits.js';
 import { loadEncoder } from './model.js';
-import { loadMoonshine } from './moonshine.js';
-import { loadWhisper } from './whisper.js';
+import { loadInThread, runsInThread } from './speech-worker.js';
 
 /** How the backend picks weights and threads. */
 export interface TransformersBackendOptions {
@@ -66,10 +63,10 @@ export function createTransformersBackend(options: TransformersBackendOptions, l
 
     async estimateMemory(model: ResolvedModel): Promise<MemoryEstimate> {
       const layout = await readLayout(model.modelPath, options.dtype, model.name);
-      return { totalBytes: estimateBytes(layout, options.maxBatchTokens), vramBytes: 0 };
+      return { totalBytes: heldBytes(layout, options.maxBatchTokens), vramBytes: 0 };
     },
 
-    async load(model: ResolvedModel, _load: LoadOptions): Promise<LoadedModel> {
+    async load(model: ResolvedModel, load: LoadOptions): Promise<LoadedModel> {
       const started = performance.now();
       const layout = await readLayout(model.modelPath, options.dtype, model.name);
       const threads = threadsFor(options.threads);
@@ -77,21 +74,15 @@ export function createTransformersBackend(options: TransformersBackendOptions, l
         threads,
         maxBatchTokens: options.maxBatchTokens,
         memoryArena: options.memoryArena,
-        sizeBytes: estimateBytes(layout, options.maxBatchTokens),
+        sizeBytes: heldBytes(layout, options.maxBatchTokens),
       };
       const { head } = layout;
-      const loaded =
-        head.kind === 'cross-encoder'
+      // A speech model runs in a worker thread of its own, so its passes leave the event loop free (speech-worker.ts).
+      const loaded = runsInThread(head)
+        ? await loadInThread(model, layout, settings, log, load.onExit)
+        : head.kind === 'cross-encoder'
           ? await loadCrossEncoder(model, layout, head.labels, settings)
-          : head.kind === 'ctc'
-            ? await loadCtc(model, layout, settings)
-            : head.kind === 'vits'
-              ? await loadVits(model, layout, settings, log)
-              : head.kind === 'whisper'
-                ? await loadWhisper(model, layout, settings)
-                : head.kind === 'moonshine'
-                  ? await loadMoonshine(model, layout, settings)
-                  : await loadEncoder(model, layout, settings);
+          : await loadEncoder(model, layout, settings);
       const ms = Math.round(performance.now() - started);
       log?.info({ model: model.name, weights: layout.weightsFiles, dtype: layout.dtype, threads, ms }, `loaded ONNX ${KINDS[head.kind]} model`);
       return loaded;

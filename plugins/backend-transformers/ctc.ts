@@ -114,8 +114,8 @@ export function decodeCtc(logits: Float32Array, vocabSize: number, vocab: CtcVoc
  * samples less their mean, over the square root of their variance plus 1e-7. The same operations
  * in the same order as the library's, so the same floats, but in plain loops: the library's
  * `reduce` and `map` closures, and the attention mask of 64-bit ones it builds for every window
- * whether the network reads one or not, cost more than the pass of a small network and run on the
- * event loop (docs/audio.md, *Speed*).
+ * whether the network reads one or not, cost more than the pass of a small network, on the
+ * model's thread (docs/audio.md, *Speed*).
  */
 export function normalizeWindow(samples: Float32Array): Float32Array {
   const n = samples.length;

@@ -19,11 +19,28 @@
  * @module
  */
 import type { OnnxLayout } from './layout.js';
+import { runsInThread } from './speech-worker.js';
 
 /** The bytes one synthesis pass may take beside the weights (a margin, see the module comment). */
 export const SPEECH_PASS_BYTES = 320 * 1024 * 1024;
 
-/** Bytes a model holds once loaded and while running a full pass of `maxBatchTokens` tokens. */
+/**
+ * What a speech model's worker thread (speech-worker.ts) holds beside the model: its own V8 heap,
+ * the modules it loads again (transformers.js and onnxruntime-node's JavaScript among them) and
+ * its stack. Measured from `dist/` as the RSS an appliance gained per loaded tiny-ctc,
+ * tiny-whisper and tiny-vits fixture, against the library already loaded on the main thread (where
+ * these models add under 2 MB): 29 to 42 MB per thread, two runs (2026-12-07); a margin over that.
+ * Run from source, where tsx compiles every module again in each thread, a thread takes 150 to
+ * 200 MB: a development cost, not counted.
+ */
+export const THREAD_BYTES = 48 * 1024 * 1024;
+
+/** Bytes a model holds once loaded, its worker thread included when it runs in one ({@link THREAD_BYTES}). */
+export function heldBytes(layout: OnnxLayout, maxBatchTokens: number): number {
+  return estimateBytes(layout, maxBatchTokens) + (runsInThread(layout.head) ? THREAD_BYTES : 0);
+}
+
+/** Bytes a model holds once loaded and while running a full pass of `maxBatchTokens` tokens, the thread it may run in aside. */
 export function estimateBytes(layout: OnnxLayout, maxBatchTokens: number): number {
   if (layout.speech) return Math.ceil(layout.weightsBytes * 1.1) + layout.tokenizerBytes * 30 + SPEECH_PASS_BYTES;
   if (layout.audio && layout.decoder) {
