@@ -6,7 +6,7 @@
  */
 import http from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
-import t from 'tap';
+import t, { type Test } from 'tap';
 import { Pool } from 'undici';
 import { warmConnector } from '../../plugins/backend-llama-server/warm-connector.js';
 
@@ -48,15 +48,21 @@ async function ask(pool: Pool): Promise<{ port: number; sentAt: number }> {
 
 const settle = () => new Promise((resolve) => setTimeout(resolve, 50));
 
-t.test('after the first request, each goes on a connection that was open before it was sent', async (t) => {
-  const server = await closingServer();
-  const connector = warmConnector({ timeout: 5000 });
+/** A {@link closingServer} and a pool on the connector, all closed when test `t` ends. */
+async function setUp(t: Test, o: { idleMs?: number; maxAgeMs?: number } = {}) {
+  const server = await closingServer(o.idleMs);
+  const connector = warmConnector({ timeout: 5000 }, o.maxAgeMs !== undefined ? { maxAgeMs: o.maxAgeMs } : {});
   const pool = new Pool(server.origin, { connect: connector });
   t.teardown(async () => {
     connector.close();
     await pool.close();
     await server.close();
   });
+  return { server, connector, pool };
+}
+
+t.test('after the first request, each goes on a connection that was open before it was sent', async (t) => {
+  const { server, pool } = await setUp(t);
   const ports: number[] = [];
   for (let i = 0; i < 5; i++) {
     const { port, sentAt } = await ask(pool);
@@ -68,14 +74,7 @@ t.test('after the first request, each goes on a connection that was open before 
 });
 
 t.test('a spare the server ended while idle is not handed out: the request connects anew and is answered', async (t) => {
-  const server = await closingServer(100);
-  const connector = warmConnector({ timeout: 5000 });
-  const pool = new Pool(server.origin, { connect: connector });
-  t.teardown(async () => {
-    connector.close();
-    await pool.close();
-    await server.close();
-  });
+  const { server, pool } = await setUp(t, { idleMs: 100 });
   await ask(pool);
   await new Promise((resolve) => setTimeout(resolve, 400)); // the spare opened after it is ended by the server
   const { port, sentAt } = await ask(pool);
@@ -87,14 +86,7 @@ t.test('a spare the server ended while idle is not handed out: the request conne
 });
 
 t.test('a spare older than its age limit is dropped, not handed out', async (t) => {
-  const server = await closingServer();
-  const connector = warmConnector({ timeout: 5000 }, { maxAgeMs: 100 });
-  const pool = new Pool(server.origin, { connect: connector });
-  t.teardown(async () => {
-    connector.close();
-    await pool.close();
-    await server.close();
-  });
+  const { server, pool } = await setUp(t, { maxAgeMs: 100 });
   await ask(pool);
   await new Promise((resolve) => setTimeout(resolve, 300));
   const { port, sentAt } = await ask(pool);
@@ -102,13 +94,7 @@ t.test('a spare older than its age limit is dropped, not handed out', async (t) 
 });
 
 t.test('closed: the spare is dropped and no more are opened', async (t) => {
-  const server = await closingServer();
-  const connector = warmConnector({ timeout: 5000 });
-  const pool = new Pool(server.origin, { connect: connector });
-  t.teardown(async () => {
-    await pool.close();
-    await server.close();
-  });
+  const { server, connector, pool } = await setUp(t);
   await ask(pool);
   await settle();
   t.equal(server.opened(), 2, 'the request and one spare');
