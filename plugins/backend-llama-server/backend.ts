@@ -178,8 +178,6 @@ export function llamaServerBackend(o: LlamaServerBackendOptions): LlamaServerBac
       // counts in the model's from then on: its cache and buffers for one slot and its process,
       // and the weights too where the model itself holds them on a GPU.
       if (!embedding && !rerank) {
-        const own = await estimate(model, { ...options, contextLength: server.contextPerSlot, parallel: 1, batchSize: server.contextPerSlot });
-        served.embedderBytes = Math.max(SERVER_OVERHEAD_BYTES, own.totalBytes - Math.max(0, model.sizeBytes - served.vramBytes));
         const {
           projector: _projector,
           slotDir: _slotDir,
@@ -190,8 +188,11 @@ export function llamaServerBackend(o: LlamaServerBackendOptions): LlamaServerBac
           speculation: _speculation,
           ...base
         } = spec(server.contextPerSlot);
-        served.startEmbedder = () =>
-          LlamaServer.start({ ...base, parallel: 1, batchSize: server.contextPerSlot, embedding: true, pooling: 'last' }, () => served.dropEmbedder());
+        served.startEmbedder = async () => {
+          const own = await estimate(model, { ...options, contextLength: server.contextPerSlot, parallel: 1, batchSize: server.contextPerSlot });
+          served.embedderBytes = Math.max(SERVER_OVERHEAD_BYTES, own.totalBytes - Math.max(0, model.sizeBytes - served.vramBytes));
+          return LlamaServer.start({ ...base, parallel: 1, batchSize: server.contextPerSlot, embedding: true, pooling: 'last' }, () => served.dropEmbedder());
+        };
       }
       // A pair is evaluated in one batch: at most the context per slot and the batch size.
       if (rerank) served.ranker = new ServerRanker(server, model.details.family, Math.min(server.contextPerSlot || batchSize, batchSize));
