@@ -6,8 +6,10 @@
  * - Every response carries HSTS (one year, no `includeSubDomains`, no preload: the appliance
  *   answers for its own name only), `X-Content-Type-Options: nosniff`, `X-Frame-Options: DENY`,
  *   `Referrer-Policy: no-referrer` and a Content-Security-Policy that allows nothing
- *   (`default-src 'none'; frame-ancestors 'none'`), which suits JSON. A route that serves a page
- *   sets its own CSP (the web UI does), and that one wins.
+ *   (`default-src 'none'; frame-ancestors 'none'`), which suits JSON, and helmet's other defaults
+ *   (the cross-origin opener and resource policies, `Origin-Agent-Cluster`, no DNS prefetch, no
+ *   cross-domain policy files, `X-XSS-Protection: 0`). A route that serves a page sets its own CSP
+ *   (the web UI does), and that one wins.
  * - The headers are helmet's, for the options below, worked out once at start: they depend on
  *   nothing in the request, and @fastify/helmet would build helmet's middleware again for each
  *   request (a tenth of a millisecond, on the first token's path).

@@ -190,8 +190,11 @@ export function llamaServerBackend(o: LlamaServerBackendOptions): LlamaServerBac
         } = spec(server.contextPerSlot);
         served.startEmbedder = async () => {
           const own = await estimate(model, { ...options, contextLength: server.contextPerSlot, parallel: 1, batchSize: server.contextPerSlot });
-          served.embedderBytes = Math.max(SERVER_OVERHEAD_BYTES, own.totalBytes - Math.max(0, model.sizeBytes - served.vramBytes));
-          return LlamaServer.start({ ...base, parallel: 1, batchSize: server.contextPerSlot, embedding: true, pooling: 'last' }, () => served.dropEmbedder());
+          const bytes = Math.max(SERVER_OVERHEAD_BYTES, own.totalBytes - Math.max(0, model.sizeBytes - served.vramBytes));
+          const embedder = await LlamaServer.start({ ...base, parallel: 1, batchSize: server.contextPerSlot, embedding: true, pooling: 'last' }, () =>
+            served.dropEmbedder(),
+          );
+          return { server: embedder, bytes };
         };
       }
       // A pair is evaluated in one batch: at most the context per slot and the batch size.

@@ -142,18 +142,22 @@ export class ServedModel implements LoadedModel {
    * plan and `/api/ps` count it from the first embedding request on.
    */
   get sizeBytes(): number {
-    return this.#sizeBytes + (this.#embedder ? this.embedderBytes : 0);
+    return this.#sizeBytes + this.#embedderBytes;
   }
 
-  /** Starts the embedding server of a generation model; unset for an embedding model or a reranker. */
-  startEmbedder: (() => Promise<LlamaServer>) | undefined;
-  /** The memory an embedding server holds beyond what it shares with this one (backend.ts). */
-  embedderBytes = 0;
+  /**
+   * Starts the embedding server of a generation model, with the memory it holds beyond what it
+   * shares with this one (backend.ts); unset for an embedding model or a reranker.
+   */
+  startEmbedder: (() => Promise<{ server: LlamaServer; bytes: number }>) | undefined;
   #embedder: Promise<LlamaServer> | undefined;
+  /** The running embedding server's own memory (0 while none runs). */
+  #embedderBytes = 0;
 
   /** Forgets the embedding server (it exited): the next embedding request starts another. */
   dropEmbedder(): void {
     this.#embedder = undefined;
+    this.#embedderBytes = 0;
   }
 
   /**
@@ -166,7 +170,10 @@ export class ServedModel implements LoadedModel {
     if (!this.embedding) {
       if (!this.startEmbedder) throw Errors.badRequest(`"${this.model.name}" does not support embedding`);
       if (!this.#embedder) {
-        this.#embedder = this.startEmbedder();
+        this.#embedder = this.startEmbedder().then(({ server, bytes }) => {
+          this.#embedderBytes = bytes;
+          return server;
+        });
         this.#embedder.catch(() => this.dropEmbedder());
       }
       server = await this.#embedder;
@@ -189,7 +196,7 @@ export class ServedModel implements LoadedModel {
 
   async unload(): Promise<void> {
     const embedder = this.#embedder;
-    this.#embedder = undefined;
+    this.dropEmbedder();
     await Promise.all([this.server.stop(), embedder?.then((e) => e.stop()).catch(() => undefined)]);
     await this.forget();
   }
